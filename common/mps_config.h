@@ -1,0 +1,71 @@
+/*
+ * mps_config.h - every MPISHIM_* environment variable, in one table.
+ *
+ * Each entry has a name, a type, a default and a one-line doc; the info tool prints
+ * them all. Values are read from the environment once, on first use, and cached.
+ * To add a variable, add one line to MPS_CONFIG_LIST; nothing else needs to change.
+ */
+#ifndef MPS_CONFIG_H
+#define MPS_CONFIG_H
+
+#include <stdbool.h>
+
+/* X(ID, "MPISHIM_NAME", type, "default", "doc"); type is INT, DOUBLE or STRING. */
+#define MPS_CONFIG_LIST(X)                                                                         \
+    X(TIMEOUT, "MPISHIM_TIMEOUT", DOUBLE, "300",                                                   \
+      "seconds a blocking call (and the bootstrap) waits before giving up with a timeout error")   \
+    X(LOG_LEVEL, "MPISHIM_LOG_LEVEL", STRING, "warn",                                              \
+      "log verbosity: error, warn, info, debug")                                                   \
+    X(FABRIC_PROVIDER, "MPISHIM_FABRIC_PROVIDER", STRING, "",                                      \
+      "force one libfabric provider for every peer (e.g. shm, tcp;ofi_rxm); empty picks per peer") \
+    X(FABRIC_NET_PROVIDER, "MPISHIM_FABRIC_NET_PROVIDER", STRING, "",                              \
+      "provider for peers on other nodes; empty takes the first of verbs, efa, tcp;ofi_rxm")       \
+    X(FABRIC_IFACE, "MPISHIM_FABRIC_IFACE", STRING, "",                                            \
+      "network interface the network provider binds to (FI_TCP_IFACE if unset)")                  \
+    X(EAGER_MAX, "MPISHIM_EAGER_MAX", INT, "16384",                                                \
+      "largest message (bytes) sent eagerly; larger ones use the rendezvous path")                 \
+    X(BOOT_METHOD, "MPISHIM_BOOT_METHOD", STRING, "auto",                                          \
+      "bootstrap: auto, pmix, env, singleton (auto: PMIx if its variables are set, then env)")     \
+    X(BOOT_STORE_EXTERNAL, "MPISHIM_BOOT_STORE_EXTERNAL", INT, "0",                                \
+      "1 when the launcher serves the TCP store, so rank 0 connects instead of serving it")        \
+    X(NODE_NAME, "MPISHIM_NODE_NAME", STRING, "",                                                  \
+      "node identity used to pick shm or the network for a peer (default: the host name)")        \
+    X(SPIN_COUNT, "MPISHIM_SPIN_COUNT", INT, "2000",                                               \
+      "progress polls before a waiting rank yields the CPU (helps when ranks outnumber cores)")    \
+    X(DEVICE_COLL, "MPISHIM_DEVICE_COLL", STRING, "auto",                                          \
+      "path for device-buffer collectives: auto, nccl or staging")                                 \
+    X(COLL_ALLREDUCE, "MPISHIM_COLL_ALLREDUCE", STRING, "auto",                                    \
+      "allreduce algorithm: auto, recursive_doubling, ring, rabenseifner")                         \
+    X(COLL_BCAST, "MPISHIM_COLL_BCAST", STRING, "auto",                                            \
+      "broadcast algorithm: auto, binomial, scatter_allgather")                                    \
+    X(COLL_ALLGATHER, "MPISHIM_COLL_ALLGATHER", STRING, "auto",                                    \
+      "allgather algorithm: auto, recursive_doubling, bruck, ring")                                \
+    X(COLL_ALLTOALL, "MPISHIM_COLL_ALLTOALL", STRING, "auto",                                      \
+      "alltoall algorithm: auto, pairwise, bruck")
+
+enum mps_config_id {
+#define MPS_CONFIG_ENUM(id, name, type, def, doc) MPS_CFG_##id,
+    MPS_CONFIG_LIST(MPS_CONFIG_ENUM)
+#undef MPS_CONFIG_ENUM
+        MPS_CFG_COUNT
+};
+
+enum mps_config_type { MPS_CFG_INT, MPS_CFG_DOUBLE, MPS_CFG_STRING };
+
+struct mps_config_desc {
+    const char *name;
+    enum mps_config_type type;
+    const char *def;
+    const char *doc;
+};
+
+/* The table entry of a variable (for the info tool). */
+const struct mps_config_desc *mps_config_desc(enum mps_config_id id);
+/* The value as a string: the environment's if set and non-empty, else the default. */
+const char *mps_config_str(enum mps_config_id id);
+long mps_config_int(enum mps_config_id id);
+double mps_config_double(enum mps_config_id id);
+/* Forget cached values (tests change the environment between cases). */
+void mps_config_reset(void);
+
+#endif

@@ -1,0 +1,83 @@
+/* Log lines and the per-thread error message. */
+#include "config.h"
+
+#include "mps_log.h"
+#include "mps_config.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static int log_rank = -1;
+static int log_level = -1;
+static __thread char last_error[512];
+
+void mps_log_set_rank(int rank)
+{
+    log_rank = rank;
+}
+
+int mps_log_get_rank(void)
+{
+    return log_rank;
+}
+
+static int parse_level(const char *s)
+{
+    static const char *names[] = {"error", "warn", "info", "debug"};
+    for (int i = 0; i < 4; i++) {
+        if (strcmp(s, names[i]) == 0) {
+            return i;
+        }
+    }
+    return MPS_LOG_WARN;
+}
+
+int mps_log_enabled(enum mps_log_level level)
+{
+    if (log_level < 0) {
+        log_level = parse_level(mps_config_str(MPS_CFG_LOG_LEVEL));
+    }
+    return (int)level <= log_level;
+}
+
+void mps_log(enum mps_log_level level, const char *fmt, ...)
+{
+    static const char *names[] = {"error", "warning", "info", "debug"};
+    char line[1024];
+    va_list ap;
+    int n;
+
+    if (!mps_log_enabled(level)) {
+        return;
+    }
+    if (log_rank >= 0) {
+        n = snprintf(line, sizeof(line), "[mpishim rank %d] %s: ", log_rank, names[level]);
+    } else {
+        n = snprintf(line, sizeof(line), "[mpishim] %s: ", names[level]);
+    }
+    va_start(ap, fmt);
+    vsnprintf(line + n, sizeof(line) - (size_t)n, fmt, ap);
+    va_end(ap);
+    /* One fprintf per line so that lines of concurrent ranks do not interleave. */
+    fprintf(stderr, "%s\n", line);
+}
+
+int mps_error(int status, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(last_error, sizeof(last_error), fmt, ap);
+    va_end(ap);
+    MPS_DEBUG("error %d: %s", status, last_error);
+    return status;
+}
+
+const char *mps_last_error(void)
+{
+    return last_error;
+}
+
+void mps_clear_error(void)
+{
+    last_error[0] = '\0';
+}

@@ -1,0 +1,80 @@
+/*
+ * fab.h - the transport: libfabric RDM endpoints, chosen per peer.
+ *
+ * A process opens up to two endpoints: one on the shm provider for peers on its node and
+ * one on a network provider (verbs, efa or tcp;ofi_rxm, whatever fi_getinfo offers) for
+ * peers on other nodes. Which one a peer uses follows from the node names the bootstrap
+ * reports, never from whether shm happens to connect. MPISHIM_FABRIC_PROVIDER forces one
+ * provider for every peer.
+ *
+ * Two services:
+ *  - active messages (AM): small, ordered (send-after-send per peer) messages of at most
+ *    fab_am_max() bytes, delivered to the handler given to fab_open from inside
+ *    fab_progress. The handler's buffer is valid only during the call; the handler must
+ *    not call fab_* send functions (it queues work instead).
+ *  - tagged data transfers of any size to/from one named peer (the rendezvous data of
+ *    large messages): the provider's single-copy path (CMA for shm, its own rendezvous
+ *    for rxm). A receive names the peer and the exact tag; FAB_TAG_RNDV must be set in
+ *    the tag (AM traffic uses tags without it).
+ *
+ * Completions are reported by calling req->complete from inside fab_progress. A call that
+ * returns an error never completes its request later. Not thread-safe: pg_core serializes.
+ * Foreign codes (-FI_E*) are converted to PGC_ERR_* here and logged once with
+ * fi_strerror; they never leak upwards.
+ */
+#ifndef FAB_H
+#define FAB_H
+
+#include <rdma/fabric.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define FAB_ADDR_MAX 256              /* bytes of one rank's published address blob */
+#define FAB_TAG_RNDV (1ULL << 63)     /* set in every tag passed to fab_tsend/fab_trecv */
+
+struct fab;
+struct fab_req;
+
+typedef void (*fab_complete_fn)(struct fab_req *req, int status, size_t len);
+/* AM handler: peer is the sender's rank, buf/len the message (valid during the call). */
+typedef void (*fab_am_fn)(void *arg, int peer, const void *buf, size_t len);
+
+/* Embed in the caller's request; container_of gets back to it in complete(). */
+struct fab_req {
+    struct fi_context2 ctx; /* must stay first: libfabric hands it back */
+    fab_complete_fn complete;
+};
+
+struct fab_opts {
+    int rank, size;
+    const char *nodes;  /* size * node_stride bytes: node name of every rank */
+    size_t node_stride;
+    fab_am_fn am_handler;
+    void *am_arg;
+    size_t am_max;      /* requested AM payload size (MPISHIM_EAGER_MAX + header) */
+};
+
+/* Opens the endpoints this process may need (both when the node names are mixed). */
+int fab_open(const struct fab_opts *opts, struct fab **out);
+/* This rank's address blob (FAB_ADDR_MAX bytes, zero padded), to be allgathered. */
+int fab_get_addr(struct fab *f, void *blob);
+/* Inserts every rank's blob (size * FAB_ADDR_MAX bytes, rank order) in the AVs. */
+int fab_connect(struct fab *f, const void *blobs);
+int fab_close(struct fab *f);
+
+size_t fab_am_max(const struct fab *f);
+/* Sends hdr and payload as one AM. Returns when both buffers may be reused (inject or an
+ * internal copy); on -FI_EAGAIN it progresses and retries, giving up after MPISHIM_TIMEOUT. */
+int fab_am_send(struct fab *f, int peer, const void *hdr, size_t hlen, const void *payload,
+                size_t plen);
+int fab_tsend(struct fab *f, int peer, const void *buf, size_t len, uint64_t tag,
+              struct fab_req *req);
+int fab_trecv(struct fab *f, int peer, void *buf, size_t len, uint64_t tag, struct fab_req *req);
+/* Polls every completion queue once; returns the number of events handled or an error. */
+int fab_progress(struct fab *f);
+/* The provider name used for peer (for the info tool and the logs). */
+const char *fab_peer_provider(const struct fab *f, int peer);
+/* Human-readable list of the providers fi_getinfo offers for RDM+tagged (info tool). */
+int fab_list_providers(char *buf, size_t len);
+
+#endif

@@ -1,0 +1,2 @@
+#include "config.h"
+typedef int placeholder_unused_t;

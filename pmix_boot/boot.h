@@ -1,0 +1,59 @@
+/*
+ * boot.h - the bootstrap: who am I, how many are we, and an out-of-band allgather.
+ *
+ * boot_init picks a method, in this order for "auto":
+ *   1. PMIx, when PMIX_RANK/PMIX_NAMESPACE are in the environment (srun --mpi=pmix,
+ *      Open MPI's mpirun). If they are set but no server answers, boot_init fails with
+ *      PGC_ERR_UNREACHABLE after the timeout; it never falls back to a silent singleton.
+ *   2. env://, when RANK and WORLD_SIZE (and MASTER_ADDR/MASTER_PORT) are set: a TCP store,
+ *      served by rank 0 (or by the launcher when MPISHIM_BOOT_STORE_EXTERNAL=1).
+ *   3. singleton: rank 0 of 1.
+ * Explicit methods: "pmix://", "env://", "tcp://host:port" (rank and size from opts),
+ * "file:///path" (a file store on a shared file system), "singleton".
+ *
+ * Every method reports the node identity of every rank (MPISHIM_NODE_NAME or the host
+ * name), from which local_rank/local_size are derived, and which the transport uses to
+ * choose shm or the network per peer. Calls are not thread-safe; pg_core serializes them.
+ */
+#ifndef BOOT_H
+#define BOOT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define BOOT_NODE_MAX 64
+
+struct boot;
+struct boot_store;
+
+struct boot_opts {
+    const char *init_method; /* NULL or "auto", or one of the methods above */
+    int rank;                /* tcp:// and file:// (and env:// override): -1 reads RANK */
+    int size;                /* likewise for WORLD_SIZE */
+    double timeout;          /* seconds; <= 0 takes MPISHIM_TIMEOUT */
+};
+
+struct boot_info {
+    int rank, size;
+    int local_rank, local_size; /* among the ranks with the same node name */
+    char node[BOOT_NODE_MAX];   /* this rank's node identity */
+    const char *method;         /* "pmix", "env", "tcp", "file" or "singleton" */
+};
+
+/* Starts the bootstrap. On failure *out is NULL and a cause is recorded (mps_error). */
+int boot_init(const struct boot_opts *opts, struct boot **out);
+const struct boot_info *boot_get_info(const struct boot *b);
+/* Node name of every rank, size * BOOT_NODE_MAX bytes, rank order; valid until boot_fini. */
+const char *boot_nodes(const struct boot *b);
+/* Every rank contributes len bytes; out receives size * len bytes in rank order.
+ * Collective over all ranks; gives up with PGC_ERR_TIMEOUT after the timeout. */
+int boot_allgather(struct boot *b, const void *in, size_t len, void *out);
+int boot_barrier(struct boot *b);
+/* The key-value store behind env://, tcp:// and file:// (NULL for pmix and singleton). */
+struct boot_store *boot_get_store(struct boot *b);
+/* Asks the launcher to end the whole job (PMIx_Abort under PMIx); returns if it cannot. */
+void boot_abort(struct boot *b, int code, const char *msg);
+/* Collective: waits for all ranks (so that rank 0's store outlives every client). */
+int boot_fini(struct boot *b);
+
+#endif
