@@ -17,13 +17,22 @@
  *    for rxm). A receive names the peer and the exact tag; FAB_TAG_RNDV must be set in
  *    the tag (AM traffic uses tags without it).
  *
- * Completions are reported by calling req->complete from inside fab_progress. A call that
- * returns an error never completes its request later. Not thread-safe: pg_core serializes.
+ * Completions are reported by calling req->complete from inside fab_progress (which
+ * fab_am_send, fab_tsend and fab_trecv also call while the provider answers -FI_EAGAIN).
+ * complete(req, status, len): len is the bytes received for a receive (the buffer's length
+ * when status is PGC_ERR_TRUNCATE) and 0 for a send. A call that returns an error never
+ * completes its request later. A receive into a buffer shorter than the message completes
+ * with PGC_ERR_TRUNCATE on every provider (the rest of the message is discarded) and the
+ * matching send completes normally. Not thread-safe: pg_core serializes.
  * Foreign codes (-FI_E*) are converted to PGC_ERR_* here and logged once with
  * fi_strerror; they never leak upwards.
  */
 #ifndef FAB_H
 #define FAB_H
+
+/* mps_util.h first: its container_of must win over the one <rdma/fabric.h> defines when
+ * none exists (the two definitions differ in spelling, which would warn). */
+#include "mps_util.h"
 
 #include <rdma/fabric.h>
 #include <stddef.h>
@@ -43,6 +52,7 @@ typedef void (*fab_am_fn)(void *arg, int peer, const void *buf, size_t len);
 struct fab_req {
     struct fi_context2 ctx; /* must stay first: libfabric hands it back */
     fab_complete_fn complete;
+    size_t fab_len;         /* private to fabric (the posted receive length) */
 };
 
 struct fab_opts {

@@ -1,0 +1,93 @@
+/*
+ * fab_int.h - the transport's private structures, shared by fab_open.c (endpoints, AV,
+ * provider choice) and fab_xfer.c (AM, tagged data, progress). Nothing outside fabric/
+ * includes this file.
+ */
+#ifndef FAB_INT_H
+#define FAB_INT_H
+
+#include "fab.h"
+
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_tagged.h>
+
+#define FAB_EP_MAX 2          /* one shm endpoint and one network endpoint at most */
+#define FAB_NAME_MAX 112      /* fi_getname bytes of one endpoint kept in the blob */
+#define FAB_PROV_MAX 48       /* provider name, e.g. "tcp;ofi_rxm" */
+#define FAB_RBUF_COUNT 64     /* AM receive buffers pre-posted per endpoint */
+#define FAB_SBUF_COUNT 64     /* AM send bounce buffers (shared by the endpoints) */
+#define FAB_CQ_BATCH 16       /* completions read per fi_cq_read */
+#define FAB_INJECT_STACK 2048 /* largest AM sent with fi_tinject from a stack copy */
+#define FAB_AM_TAG 0ULL       /* AM traffic: no FAB_TAG_RNDV bit */
+
+/* The header in front of every AM payload: the sender's rank, since FI_SOURCE is not used.
+ * Eight bytes keep the payload 8-byte aligned in the receive buffer. */
+struct fab_am_hdr {
+    int32_t src;
+    uint32_t len; /* payload bytes after the header (a cross-check of the completion length) */
+};
+
+/* A pre-posted AM receive buffer, or an AM send bounce buffer. */
+struct fab_buf {
+    struct fab_req req; /* first: its fi_context2 is what libfabric hands back */
+    struct fab *fab;
+    struct fab_ep *ep;     /* receive buffers: the endpoint it is posted on */
+    struct fab_buf *next;  /* free list (send) or repost list (receive) */
+    char *mem;             /* sizeof(struct fab_am_hdr) + am_max bytes */
+};
+
+struct fab_ep {
+    struct fi_info *info;
+    struct fid_fabric *fabric;
+    struct fid_domain *domain;
+    struct fid_ep *ep;
+    struct fid_cq *cq;
+    struct fid_av *av;
+    size_t inject_size; /* 0 when the provider has no inject (never fi_tinject then) */
+    size_t max_msg_size;
+    char prov[FAB_PROV_MAX];
+    int sink;           /* receives get the discard sink as a second iov (shm, see fab_xfer.c) */
+    struct fab_buf *rbufs; /* FAB_RBUF_COUNT receive buffers */
+    char *rmem;
+};
+
+struct fab_peer {
+    struct fab_ep *ep;
+    fi_addr_t addr;
+};
+
+struct fab {
+    int rank, size;
+    int neps;
+    struct fab_ep eps[FAB_EP_MAX];
+    struct fab_ep *shm, *net; /* the same endpoint when a provider is forced */
+    char *nodes;              /* copy of the node names, size * node_stride bytes */
+    size_t node_stride;
+    struct fab_peer *peers; /* size entries once fab_connect succeeded */
+    fab_am_fn am_handler;
+    void *am_arg;
+    size_t am_max;  /* payload bytes of one AM (the header comes on top) */
+    size_t buf_len; /* bytes of one AM buffer: header + am_max */
+    struct fab_buf *sbufs, *sfree;
+    char *smem;
+    int sbusy;               /* bounce buffers in flight */
+    struct fab_buf *repost;  /* receive buffers whose repost hit -FI_EAGAIN */
+    void *sink; /* discard area for the tail of truncated shm receives (virtual, NORESERVE) */
+    size_t sink_len;
+    double timeout;          /* MPISHIM_TIMEOUT in seconds */
+    long spin;               /* MPISHIM_SPIN_COUNT */
+};
+
+/* Converts a -FI_E* code to PGC_ERR_* and records the cause naming the call; the
+ * fi_strerror text is logged once per (call, code). */
+int fab_fi_error(int fi_rc, const char *call, int peer);
+/* Posts every receive buffer of ep (after fi_enable). */
+int fab_post_rbufs(struct fab *f, struct fab_ep *ep);
+/* Maps the discard sink (once); without it truncated shm receives are not caught. */
+void fab_sink_open(struct fab *f);
+void fab_sink_close(struct fab *f);
+/* Progresses until every bounce buffer has completed or limit seconds passed. */
+int fab_drain(struct fab *f, double limit);
+
+#endif

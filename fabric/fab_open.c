@@ -1,0 +1,451 @@
+/*
+ * fab_open.c - endpoints, provider choice, address blobs and the AV.
+ *
+ * A process opens the shm endpoint when a peer shares its node name and a network endpoint
+ * when a peer does not; the node names come from the bootstrap, never from whether shm
+ * happens to connect (it does across network namespaces). MPISHIM_FABRIC_PROVIDER forces
+ * one endpoint for every peer. Each endpoint has its own fabric, domain, CQ and AV, so a
+ * completion never has to say which provider it came from.
+ */
+#include "config.h"
+
+#include "fab_int.h"
+#include "mps_config.h"
+#include "mps_log.h"
+#include "pgc_status.h"
+
+#include <rdma/fi_cm.h>
+#include <rdma/fi_errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+
+#define FAB_BLOB_VERSION 1
+#define FAB_SLOT_SHM 0
+#define FAB_SLOT_NET 1
+
+/* The published address of one rank: the fi_getname bytes of each endpoint it opened. */
+struct fab_blob {
+    uint8_t version;
+    uint8_t present; /* bit i set: slot i holds a name */
+    uint16_t len[2];
+    char name[2][FAB_NAME_MAX];
+};
+_Static_assert(sizeof(struct fab_blob) <= FAB_ADDR_MAX, "address blob too large");
+
+/* Network providers tried in order when MPISHIM_FABRIC_NET_PROVIDER is unset. */
+static const char *const net_candidates[] = {"verbs;ofi_rxm", "efa", "tcp;ofi_rxm"};
+
+static struct fi_info *make_hints(const char *prov)
+{
+    struct fi_info *hints = fi_allocinfo();
+    if (!hints) {
+        return NULL;
+    }
+    hints->caps = FI_TAGGED | FI_DIRECTED_RECV;
+    hints->mode = FI_CONTEXT | FI_CONTEXT2;
+    hints->ep_attr->type = FI_EP_RDM;
+    hints->tx_attr->msg_order = FI_ORDER_SAS;
+    hints->rx_attr->msg_order = FI_ORDER_SAS;
+    hints->domain_attr->threading = FI_THREAD_DOMAIN;
+    hints->domain_attr->av_type = FI_AV_TABLE;
+    hints->domain_attr->mr_mode = FI_MR_LOCAL ^ FI_MR_LOCAL; /* we register nothing */
+    if (prov) {
+        hints->fabric_attr->prov_name = strdup(prov);
+    }
+    /* The interface matters only for the socket providers (their domain is the netdev). */
+    const char *iface = mps_config_str(MPS_CFG_FABRIC_IFACE);
+    if (prov && *iface && (strstr(prov, "tcp") || strstr(prov, "sockets"))) {
+        hints->domain_attr->name = strdup(iface);
+    }
+    return hints;
+}
+
+/* The first offer of prov for our hints, or NULL (rc set to the -FI_E* code). */
+static struct fi_info *get_info(const char *prov, int *rc)
+{
+    struct fi_info *hints = make_hints(prov), *info = NULL;
+    if (!hints) {
+        *rc = -FI_ENOMEM;
+        return NULL;
+    }
+    *rc = fi_getinfo(FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION), NULL, NULL, 0, hints,
+                     &info);
+    fi_freeinfo(hints);
+    if (*rc == 0 && info && info->next) {
+        /* Keep the first offer only: fi_freeinfo frees the whole chain otherwise later. */
+        struct fi_info *first = fi_dupinfo(info);
+        fi_freeinfo(info);
+        info = first;
+        *rc = info ? 0 : -FI_ENOMEM;
+    }
+    return *rc == 0 ? info : NULL;
+}
+
+static int choose_net_info(struct fi_info **out)
+{
+    const char *forced = mps_config_str(MPS_CFG_FABRIC_NET_PROVIDER);
+    int rc = 0;
+    if (*forced) {
+        *out = get_info(forced, &rc);
+        return *out ? PGC_OK : fab_fi_error(rc, "fi_getinfo(MPISHIM_FABRIC_NET_PROVIDER)", -1);
+    }
+    for (size_t i = 0; i < sizeof(net_candidates) / sizeof(net_candidates[0]); i++) {
+        *out = get_info(net_candidates[i], &rc);
+        if (*out) {
+            return PGC_OK;
+        }
+    }
+    return mps_error(PGC_ERR_FABRIC, "fab_open: no network provider (tried verbs;ofi_rxm, efa, "
+                                     "tcp;ofi_rxm) for peers on other nodes");
+}
+
+static int open_objects(struct fab_ep *e)
+{
+    struct fi_cq_attr cq_attr = {.format = FI_CQ_FORMAT_TAGGED, .wait_obj = FI_WAIT_NONE};
+    struct fi_av_attr av_attr = {.type = FI_AV_TABLE};
+    const char *call = "fi_fabric";
+    int rc = fi_fabric(e->info->fabric_attr, &e->fabric, NULL);
+    if (!rc && (call = "fi_domain")) {
+        rc = fi_domain(e->fabric, e->info, &e->domain, NULL);
+    }
+    if (!rc && (call = "fi_cq_open")) {
+        rc = fi_cq_open(e->domain, &cq_attr, &e->cq, NULL);
+    }
+    if (!rc && (call = "fi_av_open")) {
+        rc = fi_av_open(e->domain, &av_attr, &e->av, NULL);
+    }
+    if (!rc && (call = "fi_endpoint")) {
+        rc = fi_endpoint(e->domain, e->info, &e->ep, NULL);
+    }
+    if (!rc && (call = "fi_ep_bind(cq)")) {
+        rc = fi_ep_bind(e->ep, &e->cq->fid, FI_TRANSMIT | FI_RECV);
+    }
+    if (!rc && (call = "fi_ep_bind(av)")) {
+        rc = fi_ep_bind(e->ep, &e->av->fid, 0);
+    }
+    if (!rc && (call = "fi_enable")) {
+        rc = fi_enable(e->ep);
+    }
+    return rc ? fab_fi_error(rc, call, -1) : PGC_OK;
+}
+
+static void close_ep(struct fab_ep *e)
+{
+    struct fid *fids[] = {e->ep ? &e->ep->fid : NULL, e->av ? &e->av->fid : NULL,
+                          e->cq ? &e->cq->fid : NULL, e->domain ? &e->domain->fid : NULL,
+                          e->fabric ? &e->fabric->fid : NULL};
+    for (size_t i = 0; i < sizeof(fids) / sizeof(fids[0]); i++) {
+        int rc = fids[i] ? fi_close(fids[i]) : 0;
+        if (rc) {
+            MPS_WARN("fab_close: fi_close failed on %s: %s", e->prov, fi_strerror(-rc));
+        }
+    }
+    if (e->info) {
+        fi_freeinfo(e->info);
+    }
+    free(e->rbufs);
+    free(e->rmem);
+    memset(e, 0, sizeof(*e));
+}
+
+/* Opens one endpoint on info (which it takes over) and posts its AM receive buffers. */
+static int open_ep(struct fab *f, struct fi_info *info, struct fab_ep **out)
+{
+    struct fab_ep *e = &f->eps[f->neps++];
+    e->info = info;
+    snprintf(e->prov, sizeof(e->prov), "%s", info->fabric_attr->prov_name);
+    e->inject_size = info->tx_attr->inject_size;
+    e->max_msg_size = info->ep_attr->max_msg_size;
+    int rc = open_objects(e);
+    if (rc == PGC_OK) {
+        rc = fab_post_rbufs(f, e);
+    }
+    if (rc == PGC_OK) {
+        MPS_DEBUG("fab_open: endpoint on %s (inject %zu B)", e->prov, e->inject_size);
+        *out = e;
+    }
+    return rc;
+}
+
+static int open_with(struct fab *f, const char *prov, struct fab_ep **out)
+{
+    int rc = 0;
+    struct fi_info *info = get_info(prov, &rc);
+    if (!info) {
+        fab_fi_error(rc, "fi_getinfo", -1);
+        return mps_error(PGC_ERR_FABRIC, "fab_open: provider %s offers no RDM tagged endpoint",
+                         prov);
+    }
+    return open_ep(f, info, out);
+}
+
+static int alloc_pools(struct fab *f)
+{
+    f->buf_len = sizeof(struct fab_am_hdr) + f->am_max;
+    f->buf_len = (f->buf_len + 63) & ~(size_t)63; /* cache-line aligned slots */
+    f->sbufs = calloc(FAB_SBUF_COUNT, sizeof(*f->sbufs));
+    if (!f->sbufs || posix_memalign((void **)&f->smem, 64, FAB_SBUF_COUNT * f->buf_len)) {
+        return mps_error(PGC_ERR_NOMEM, "fab_open: no memory for %d AM send buffers of %zu B",
+                         FAB_SBUF_COUNT, f->buf_len);
+    }
+    for (int i = 0; i < FAB_SBUF_COUNT; i++) {
+        struct fab_buf *b = &f->sbufs[i];
+        b->fab = f;
+        b->mem = f->smem + (size_t)i * f->buf_len;
+        b->next = f->sfree;
+        f->sfree = b;
+    }
+    return PGC_OK;
+}
+
+static const char *node_of(const struct fab *f, int r)
+{
+    return f->nodes + (size_t)r * f->node_stride;
+}
+
+static int same_node(const struct fab *f, int a, int b)
+{
+    return strncmp(node_of(f, a), node_of(f, b), f->node_stride) == 0;
+}
+
+/* Which endpoints the node names call for. */
+static void needed_eps(const struct fab *f, int *need_shm, int *need_net)
+{
+    *need_shm = f->size == 1;
+    *need_net = 0;
+    for (int r = 0; r < f->size; r++) {
+        if (r != f->rank) {
+            *(same_node(f, r, f->rank) ? need_shm : need_net) = 1;
+        }
+    }
+}
+
+/* The shm provider's single-copy path reads peers' memory with process_vm_readv, which
+ * Yama (ptrace_scope 1, the Ubuntu default) refuses between sibling processes. Allowing any
+ * same-user process to "trace" us, as MPICH does, keeps CMA on; without it libfabric falls
+ * back to its slower SAR copies, whose ordering rules can also stall AMs behind a large send. */
+static void allow_cma(void)
+{
+#ifdef PR_SET_PTRACER
+    if (prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0) != 0) {
+        MPS_DEBUG("fab_open: prctl(PR_SET_PTRACER) refused; shm may copy without CMA");
+    }
+#endif
+}
+
+static void use_sink(struct fab *f, struct fab_ep *e)
+{
+    e->sink = 1;
+    fab_sink_open(f);
+    allow_cma();
+}
+
+static int open_endpoints(struct fab *f)
+{
+    const char *forced = mps_config_str(MPS_CFG_FABRIC_PROVIDER);
+    if (*forced) {
+        int rc = open_with(f, forced, &f->shm);
+        f->net = f->shm;
+        if (rc == PGC_OK && strcmp(f->shm->prov, "shm") == 0) {
+            use_sink(f, f->shm);
+        }
+        return rc;
+    }
+    int need_shm, need_net, rc = PGC_OK;
+    needed_eps(f, &need_shm, &need_net);
+    if (need_shm) {
+        rc = open_with(f, "shm", &f->shm);
+    }
+    if (rc == PGC_OK && f->shm) {
+        use_sink(f, f->shm);
+    }
+    if (rc == PGC_OK && need_net) {
+        struct fi_info *info = NULL;
+        rc = choose_net_info(&info);
+        if (rc == PGC_OK) {
+            rc = open_ep(f, info, &f->net);
+        }
+    }
+    return rc;
+}
+
+static int copy_opts(struct fab *f, const struct fab_opts *o)
+{
+    f->rank = o->rank;
+    f->size = o->size;
+    f->node_stride = o->node_stride;
+    f->am_handler = o->am_handler;
+    f->am_arg = o->am_arg;
+    f->am_max = o->am_max ? o->am_max : (size_t)mps_config_int(MPS_CFG_EAGER_MAX) + 64;
+    f->timeout = mps_config_double(MPS_CFG_TIMEOUT);
+    f->spin = mps_config_int(MPS_CFG_SPIN_COUNT);
+    f->nodes = malloc((size_t)o->size * o->node_stride);
+    f->peers = calloc((size_t)o->size, sizeof(*f->peers));
+    if (!f->nodes || !f->peers) {
+        return mps_error(PGC_ERR_NOMEM, "fab_open: no memory for %d peers", o->size);
+    }
+    memcpy(f->nodes, o->nodes, (size_t)o->size * o->node_stride);
+    return PGC_OK;
+}
+
+int fab_open(const struct fab_opts *opts, struct fab **out)
+{
+    if (!opts || !out || opts->size < 1 || opts->rank < 0 || opts->rank >= opts->size ||
+        !opts->nodes || !opts->node_stride || !opts->am_handler) {
+        return mps_error(PGC_ERR_INVALID_ARG, "fab_open: bad options (rank/size/nodes/handler)");
+    }
+    *out = NULL;
+    struct fab *f = calloc(1, sizeof(*f));
+    if (!f) {
+        return mps_error(PGC_ERR_NOMEM, "fab_open: no memory");
+    }
+    int rc = copy_opts(f, opts);
+    if (rc == PGC_OK) {
+        rc = alloc_pools(f);
+    }
+    if (rc == PGC_OK) {
+        rc = open_endpoints(f);
+    }
+    if (rc != PGC_OK) {
+        goto fail;
+    }
+    /* An AM must fit every endpoint's largest message. */
+    for (int i = 0; i < f->neps; i++) {
+        if (f->buf_len > f->eps[i].max_msg_size) {
+            rc = mps_error(PGC_ERR_FABRIC, "fab_open: %s carries at most %zu B, AMs need %zu B",
+                           f->eps[i].prov, f->eps[i].max_msg_size, f->buf_len);
+            goto fail;
+        }
+    }
+    *out = f;
+    return PGC_OK;
+fail:
+    fab_close(f);
+    return rc;
+}
+
+int fab_get_addr(struct fab *f, void *blob_out)
+{
+    struct fab_blob b = {.version = FAB_BLOB_VERSION};
+    struct fab_ep *slots[2] = {f->shm, f->net == f->shm ? NULL : f->net};
+    for (int s = 0; s < 2; s++) {
+        size_t len = FAB_NAME_MAX;
+        if (!slots[s]) {
+            continue;
+        }
+        int rc = fi_getname(&slots[s]->ep->fid, b.name[s], &len);
+        if (rc) {
+            return fab_fi_error(rc, "fi_getname", -1);
+        }
+        b.len[s] = (uint16_t)len;
+        b.present |= (uint8_t)(1u << s);
+    }
+    memset(blob_out, 0, FAB_ADDR_MAX);
+    memcpy(blob_out, &b, sizeof(b));
+    return PGC_OK;
+}
+
+static int connect_peer(struct fab *f, int r, const struct fab_blob *b)
+{
+    int use_shm = f->shm && (f->shm == f->net || same_node(f, r, f->rank));
+    struct fab_ep *e = use_shm ? f->shm : f->net;
+    int slot = use_shm ? FAB_SLOT_SHM : FAB_SLOT_NET;
+    if (b->version != FAB_BLOB_VERSION || !(b->present & (1u << slot)) || !e) {
+        return mps_error(PGC_ERR_MISMATCH,
+                         "fab_connect: rank %d published no %s address (blob version %u, "
+                         "slots 0x%x); do all ranks agree on MPISHIM_FABRIC_PROVIDER?",
+                         r, use_shm ? "shm" : "network", b->version, b->present);
+    }
+    int n = fi_av_insert(e->av, b->name[slot], 1, &f->peers[r].addr, 0, NULL);
+    if (n != 1) {
+        return fab_fi_error(n < 0 ? n : -FI_EINVAL, "fi_av_insert", r);
+    }
+    f->peers[r].ep = e;
+    return PGC_OK;
+}
+
+int fab_connect(struct fab *f, const void *blobs)
+{
+    if (!f || !blobs) {
+        return mps_error(PGC_ERR_INVALID_ARG, "fab_connect: NULL argument");
+    }
+    for (int r = 0; r < f->size; r++) {
+        struct fab_blob b;
+        memcpy(&b, (const char *)blobs + (size_t)r * FAB_ADDR_MAX, sizeof(b));
+        int rc = connect_peer(f, r, &b);
+        if (rc != PGC_OK) {
+            return rc;
+        }
+    }
+    return PGC_OK;
+}
+
+int fab_close(struct fab *f)
+{
+    if (!f) {
+        return PGC_OK;
+    }
+    /* A bounce buffer may still be read by the peer (shm CMA): let it finish, briefly. */
+    fab_drain(f, 2.0);
+    for (int i = 0; i < f->neps; i++) {
+        close_ep(&f->eps[i]);
+    }
+    fab_sink_close(f);
+    free(f->sbufs);
+    free(f->smem);
+    free(f->nodes);
+    free(f->peers);
+    free(f);
+    return PGC_OK;
+}
+
+size_t fab_am_max(const struct fab *f)
+{
+    return f->am_max;
+}
+
+const char *fab_peer_provider(const struct fab *f, int peer)
+{
+    if (!f || peer < 0 || peer >= f->size || !f->peers[peer].ep) {
+        return "none";
+    }
+    return f->peers[peer].ep->prov;
+}
+
+/* Whether the space-separated list holds word. */
+static int has_word(const char *list, const char *word)
+{
+    size_t n = strlen(word);
+    for (const char *p = strstr(list, word); p; p = strstr(p + 1, word)) {
+        if ((p == list || p[-1] == ' ') && (p[n] == ' ' || p[n] == '\0')) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+int fab_list_providers(char *buf, size_t len)
+{
+    if (!buf || !len) {
+        return mps_error(PGC_ERR_INVALID_ARG, "fab_list_providers: no buffer");
+    }
+    buf[0] = '\0';
+    struct fi_info *hints = make_hints(NULL), *info = NULL;
+    if (!hints) {
+        return mps_error(PGC_ERR_NOMEM, "fab_list_providers: no memory");
+    }
+    int rc = fi_getinfo(FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION), NULL, NULL, 0, hints,
+                        &info);
+    fi_freeinfo(hints);
+    size_t used = 0;
+    for (struct fi_info *i = info; rc == 0 && i; i = i->next) {
+        const char *p = i->fabric_attr->prov_name;
+        if (!has_word(buf, p) && used + strlen(p) + 2 <= len) {
+            used += (size_t)snprintf(buf + used, len - used, "%s%s", used ? " " : "", p);
+        }
+    }
+    fi_freeinfo(info);
+    return rc == 0 || rc == -FI_ENODATA ? PGC_OK : fab_fi_error(rc, "fi_getinfo", -1);
+}

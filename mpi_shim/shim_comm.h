@@ -1,0 +1,62 @@
+/*
+ * shim_comm.h - communicators, error handlers and ops: the MPI objects mpi_shim keeps on
+ * top of pg_core. A communicator is a pg_group plus MPI-only state (error handler, name,
+ * attributes, topology).
+ */
+#ifndef SHIM_COMM_H
+#define SHIM_COMM_H
+
+#include "shim.h"
+#include "pg.h"
+
+struct shim_attr;
+struct shim_topo;
+
+struct shim_comm {
+    struct pg_group *g;
+    MPI_Errhandler errh;
+    char name[MPI_MAX_OBJECT_NAME];
+    struct shim_attr *attrs;  /* attribute list (shim_attr.c) */
+    struct shim_topo *topo;   /* Cartesian or graph topology, or NULL (shim_topo.c) */
+    bool in_use;
+};
+
+/* MPI_SUCCESS and *out, or MPI_ERR_COMM (no error raised: the caller raises it). */
+int shim_comm_get(MPI_Comm h, struct shim_comm **out);
+/* A new handle for g (takes the caller's reference to g); MPI_COMM_NULL on no memory. */
+MPI_Comm shim_comm_add(struct pg_group *g, MPI_Errhandler errh);
+/* Frees a user communicator's handle and releases its group. */
+void shim_comm_remove(MPI_Comm h);
+/* Creates world and self; frees every communicator. */
+int shim_comm_init(void);
+void shim_comm_fini(void);
+
+/* Attributes (shim_attr.c): copy every attribute of old to new through the keyvals' copy
+ * callbacks (MPI_Comm_dup), and delete all of comm's (MPI_Comm_free). */
+int shim_attr_copy_all(MPI_Comm oldcomm, MPI_Comm newcomm);
+int shim_attr_delete_all(MPI_Comm comm);
+
+/* Error handlers: the handler a communicator raises errors with. */
+int shim_errhandler_check(MPI_Errhandler h);
+/* Runs h for comm; returns when the handler returns (fatal ones do not). */
+void shim_errhandler_invoke(MPI_Errhandler h, MPI_Comm comm, int code, const char *msg);
+void shim_errhandler_retain(MPI_Errhandler h);
+void shim_errhandler_release(MPI_Errhandler h);
+
+/* Ops. A user op is called through a trampoline that needs the MPI function and the
+ * datatype handle: they live in a shim_op_call that must outlive the collective (the
+ * request holds it for non-blocking ones). */
+struct shim_dtype;
+struct shim_op_call {
+    MPI_User_function *fn;
+    MPI_Datatype dt;
+};
+/* Fills spec for op on t; *scale is how many spec elements one element of t holds.
+ * MPI_SUCCESS, MPI_ERR_OP (invalid op, or op not defined on the type; cause recorded with
+ * mps_error) or MPI_ERR_TYPE (a user op on a non-contiguous type). */
+int shim_op_spec(MPI_Op op, MPI_Datatype dt, const struct shim_dtype *t, struct pg_op_spec *spec,
+                 size_t *scale, struct shim_op_call *call);
+/* Validates an op handle: MPI_SUCCESS or MPI_ERR_OP. */
+int shim_op_check(MPI_Op op);
+
+#endif

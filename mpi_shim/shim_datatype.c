@@ -1,0 +1,1566 @@
+/*
+ * shim_datatype.c - the datatype engine: predefined types, the handle table of derived
+ * types, typemap flattening, pack/unpack, and the MPI_Type_* functions.
+ *
+ * Every constructor reduces to "place `count` copies of type T at displacement D" entries
+ * fed to an accumulator (struct acc), which appends T's blocks (merging neighbours) and
+ * folds sizes, bounds, alignment and the base element type. So the flattened typemap of a
+ * new type never refers back to its old types; they are kept (retained) only to answer
+ * MPI_Type_get_contents.
+ */
+#include "config.h"
+
+#include "shim_datatype.h"
+
+#include "mps_log.h"
+#include "shim.h"
+
+#include <limits.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------------------------------------- */
+/* Predefined types                                                                      */
+/* ------------------------------------------------------------------------------------- */
+
+#define TYPE_C(h, ctype, pg, per, nb, nm)                                                          \
+    [(h)&0xff] = {.handle = (h),                                                                   \
+                  .builtin = true,                                                                 \
+                  .committed = true,                                                               \
+                  .contig = true,                                                                  \
+                  .size = sizeof(ctype),                                                           \
+                  .mpi_size = sizeof(ctype),                                                       \
+                  .extent = sizeof(ctype),                                                         \
+                  .true_extent = sizeof(ctype),                                                    \
+                  .align = _Alignof(ctype),                                                        \
+                  .base = (pg),                                                                    \
+                  .base_per_elem = (per),                                                          \
+                  .nbasic = (nb),                                                                  \
+                  .nblocks = 1,                                                                    \
+                  .blocks = &builtin_4c[(h)&0xff].one_block,                                       \
+                  .one_block = {0, sizeof(ctype)},                                                 \
+                  .combiner = MPI_COMBINER_NAMED,                                                  \
+                  .name = nm}
+#define TYPE_1(h, ctype, pg) TYPE_C(h, ctype, pg, (pg) == PG_DTYPE_NONE ? 0 : 1, 1, #h)
+#define TYPE_MARKER(h)                                                                             \
+    [(h)&0xff] = {.handle = (h),                                                                   \
+                  .builtin = true,                                                                 \
+                  .committed = true,                                                               \
+                  .contig = true,                                                                  \
+                  .align = 1,                                                                      \
+                  .base = PG_DTYPE_NONE,                                                           \
+                  .blocks = &builtin_4c[(h)&0xff].one_block,                                       \
+                  .combiner = MPI_COMBINER_NAMED,                                                  \
+                  .name = #h}
+
+struct two_int {
+    int a, b;
+};
+struct two_float {
+    float a, b;
+};
+struct two_double {
+    double a, b;
+};
+/* Fortran REAL*16 and COMPLEX*32: only their size and alignment matter here. */
+typedef long double quad_t_;
+struct quad_complex_ {
+    long double re, im;
+};
+
+/* The builtin handles 0x4c0000XX, indexed by their low byte (all distinct in MPICH's ABI). */
+static struct shim_dtype builtin_4c[0x47] = {
+    TYPE_1(MPI_CHAR, signed char, PG_INT8),
+    TYPE_1(MPI_SIGNED_CHAR, signed char, PG_INT8),
+    TYPE_1(MPI_UNSIGNED_CHAR, unsigned char, PG_UINT8),
+    TYPE_1(MPI_BYTE, unsigned char, PG_BYTE),
+    TYPE_1(MPI_PACKED, unsigned char, PG_BYTE),
+    TYPE_1(MPI_WCHAR, int32_t, PG_INT32),
+    TYPE_1(MPI_SHORT, short, PG_INT16),
+    TYPE_1(MPI_UNSIGNED_SHORT, unsigned short, PG_UINT16),
+    TYPE_1(MPI_INT, int, PG_INT32),
+    TYPE_1(MPI_UNSIGNED, unsigned, PG_UINT32),
+    TYPE_1(MPI_LONG, long, PG_INT64),
+    TYPE_1(MPI_UNSIGNED_LONG, unsigned long, PG_UINT64),
+    TYPE_1(MPI_LONG_LONG_INT, long long, PG_INT64),
+    TYPE_1(MPI_UNSIGNED_LONG_LONG, unsigned long long, PG_UINT64),
+    TYPE_1(MPI_FLOAT, float, PG_FLOAT),
+    TYPE_1(MPI_DOUBLE, double, PG_DOUBLE),
+    TYPE_1(MPI_LONG_DOUBLE, long double, PG_LONG_DOUBLE),
+    TYPE_MARKER(MPI_LB),
+    TYPE_MARKER(MPI_UB),
+    TYPE_C(MPI_2INT, struct two_int, PG_2INT, 1, 2, "MPI_2INT"),
+    TYPE_1(MPI_COMPLEX, float _Complex, PG_C_FLOAT_COMPLEX),
+    TYPE_1(MPI_DOUBLE_COMPLEX, double _Complex, PG_C_DOUBLE_COMPLEX),
+    TYPE_1(MPI_LOGICAL, int, PG_INT32),
+    TYPE_1(MPI_REAL, float, PG_FLOAT),
+    TYPE_1(MPI_DOUBLE_PRECISION, double, PG_DOUBLE),
+    TYPE_1(MPI_INTEGER, int, PG_INT32),
+    TYPE_C(MPI_2INTEGER, struct two_int, PG_2INT, 1, 2, "MPI_2INTEGER"),
+    TYPE_C(MPI_2REAL, struct two_float, PG_FLOAT, 2, 2, "MPI_2REAL"),
+    TYPE_C(MPI_2DOUBLE_PRECISION, struct two_double, PG_DOUBLE, 2, 2, "MPI_2DOUBLE_PRECISION"),
+    TYPE_1(MPI_CHARACTER, char, PG_INT8),
+    TYPE_1(MPI_REAL4, float, PG_FLOAT),
+    TYPE_1(MPI_REAL8, double, PG_DOUBLE),
+    TYPE_1(MPI_REAL16, quad_t_, PG_DTYPE_NONE),
+    TYPE_1(MPI_COMPLEX8, float _Complex, PG_C_FLOAT_COMPLEX),
+    TYPE_1(MPI_COMPLEX16, double _Complex, PG_C_DOUBLE_COMPLEX),
+    TYPE_1(MPI_COMPLEX32, struct quad_complex_, PG_DTYPE_NONE),
+    TYPE_1(MPI_INTEGER1, int8_t, PG_INT8),
+    TYPE_1(MPI_INTEGER2, int16_t, PG_INT16),
+    TYPE_1(MPI_INTEGER4, int32_t, PG_INT32),
+    TYPE_1(MPI_INTEGER8, int64_t, PG_INT64),
+    TYPE_1(MPI_INT8_T, int8_t, PG_INT8),
+    TYPE_1(MPI_INT16_T, int16_t, PG_INT16),
+    TYPE_1(MPI_INT32_T, int32_t, PG_INT32),
+    TYPE_1(MPI_INT64_T, int64_t, PG_INT64),
+    TYPE_1(MPI_UINT8_T, uint8_t, PG_UINT8),
+    TYPE_1(MPI_UINT16_T, uint16_t, PG_UINT16),
+    TYPE_1(MPI_UINT32_T, uint32_t, PG_UINT32),
+    TYPE_1(MPI_UINT64_T, uint64_t, PG_UINT64),
+    TYPE_1(MPI_C_BOOL, _Bool, PG_BOOL),
+    TYPE_1(MPI_C_FLOAT_COMPLEX, float _Complex, PG_C_FLOAT_COMPLEX),
+    TYPE_1(MPI_C_DOUBLE_COMPLEX, double _Complex, PG_C_DOUBLE_COMPLEX),
+    TYPE_1(MPI_C_LONG_DOUBLE_COMPLEX, long double _Complex, PG_C_LONG_DOUBLE_COMPLEX),
+    TYPE_1(MPIX_C_FLOAT16, uint16_t, PG_FLOAT16),
+    TYPE_1(MPI_AINT, MPI_Aint, PG_INT64),
+    TYPE_1(MPI_OFFSET, MPI_Offset, PG_INT64),
+    TYPE_1(MPI_COUNT, MPI_Count, PG_INT64),
+    TYPE_1(MPI_CXX_BOOL, _Bool, PG_BOOL),
+    TYPE_1(MPI_CXX_FLOAT_COMPLEX, float _Complex, PG_C_FLOAT_COMPLEX),
+    TYPE_1(MPI_CXX_DOUBLE_COMPLEX, double _Complex, PG_C_DOUBLE_COMPLEX),
+    TYPE_1(MPI_CXX_LONG_DOUBLE_COMPLEX, long double _Complex, PG_C_LONG_DOUBLE_COMPLEX),
+};
+
+/* The MINLOC/MAXLOC pairs 0x8c00000X. Their packed form keeps the struct padding (see the
+ * header), so size is sizeof(struct); mpi_size and the true extent are MPICH's values: the
+ * span of the value and the index. */
+#define TYPE_PAIR(h, st, pg, nm)                                                                   \
+    [(h)&0xff] = {.handle = (h),                                                                   \
+                  .builtin = true,                                                                 \
+                  .committed = true,                                                               \
+                  .contig = true,                                                                  \
+                  .size = sizeof(struct st),                                                       \
+                  .mpi_size = sizeof(((struct st *)0)->v) + sizeof(int),                           \
+                  .extent = sizeof(struct st),                                                     \
+                  .true_extent = offsetof(struct st, i) + sizeof(int),                             \
+                  .align = _Alignof(struct st),                                                    \
+                  .base = (pg),                                                                    \
+                  .base_per_elem = 1,                                                              \
+                  .nbasic = 2,                                                                     \
+                  .nblocks = 1,                                                                    \
+                  .blocks = &builtin_8c[(h)&0xff].one_block,                                       \
+                  .one_block = {0, sizeof(struct st)},                                             \
+                  .combiner = MPI_COMBINER_NAMED,                                                  \
+                  .name = nm}
+
+static struct shim_dtype builtin_8c[5] = {
+    TYPE_PAIR(MPI_FLOAT_INT, pg_float_int, PG_FLOAT_INT, "MPI_FLOAT_INT"),
+    TYPE_PAIR(MPI_DOUBLE_INT, pg_double_int, PG_DOUBLE_INT, "MPI_DOUBLE_INT"),
+    TYPE_PAIR(MPI_LONG_INT, pg_long_int, PG_LONG_INT, "MPI_LONG_INT"),
+    TYPE_PAIR(MPI_SHORT_INT, pg_short_int, PG_SHORT_INT, "MPI_SHORT_INT"),
+    TYPE_PAIR(MPI_LONG_DOUBLE_INT, pg_long_double_int, PG_LONG_DOUBLE_INT, "MPI_LONG_DOUBLE_INT"),
+};
+
+static struct shim_dtype *builtin_of(unsigned int u)
+{
+    if ((u >> 24) == 0x4cu && (u & 0xffu) < 0x47u && (unsigned)builtin_4c[u & 0xffu].handle == u) {
+        return &builtin_4c[u & 0xffu];
+    }
+    if ((u >> 8) == 0x8c0000u && (u & 0xffu) < 5u) {
+        return &builtin_8c[u & 0xffu];
+    }
+    return NULL;
+}
+
+const char *shim_dtype_builtin_name(MPI_Datatype h)
+{
+    struct shim_dtype *t = builtin_of((unsigned int)h);
+    return t ? t->name : NULL;
+}
+
+/* ------------------------------------------------------------------------------------- */
+/* The handle table of derived types                                                     */
+/* ------------------------------------------------------------------------------------- */
+
+/* A handle's index holds a 20-bit slot and a 6-bit generation that changes on each reuse of
+ * the slot. Slots live in chunks that never move, so lookups need no lock. */
+#define SLOT_BITS 20
+#define CHUNK_BITS 10
+#define CHUNK_SIZE (1u << CHUNK_BITS)
+#define NCHUNKS (1u << (SLOT_BITS - CHUNK_BITS))
+#define GEN_MASK 0x3fu
+
+struct slot {
+    struct shim_dtype *obj;
+    unsigned int gen;
+    unsigned int next_free;
+};
+
+static struct slot *chunks[NCHUNKS];
+static unsigned int next_unused;
+static unsigned int free_head = UINT_MAX;
+static pthread_mutex_t table_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static struct slot *slot_at(unsigned int idx)
+{
+    struct slot *c = __atomic_load_n(&chunks[idx >> CHUNK_BITS], __ATOMIC_ACQUIRE);
+    return c ? &c[idx & (CHUNK_SIZE - 1)] : NULL;
+}
+
+/* Gives t a new handle. Call with table_lock held. Returns MPI_SUCCESS or MPI_ERR_OTHER. */
+static int publish_locked(struct shim_dtype *t)
+{
+    unsigned int idx;
+    struct slot *s;
+    if (free_head != UINT_MAX) {
+        idx = free_head;
+        s = slot_at(idx);
+        free_head = s->next_free;
+    } else {
+        if (next_unused >= (1u << SLOT_BITS)) {
+            return mps_error(MPI_ERR_OTHER, "more than %u derived datatypes exist", next_unused);
+        }
+        idx = next_unused;
+        if (!chunks[idx >> CHUNK_BITS]) {
+            struct slot *c = calloc(CHUNK_SIZE, sizeof(*c));
+            if (!c) {
+                return mps_error(MPI_ERR_OTHER, "out of memory for the datatype table");
+            }
+            __atomic_store_n(&chunks[idx >> CHUNK_BITS], c, __ATOMIC_RELEASE);
+        }
+        next_unused++;
+        s = slot_at(idx);
+    }
+    s->gen = (s->gen + 1) & GEN_MASK;
+    t->handle = MPISHIM_HANDLE_MAKE(MPISHIM_KIND_INDIRECT, MPISHIM_OBJ_DATATYPE,
+                                    (s->gen << SLOT_BITS) | idx);
+    __atomic_store_n(&s->obj, t, __ATOMIC_RELEASE);
+    return MPI_SUCCESS;
+}
+
+/* Removes t's handle from the table. Call with table_lock held. */
+static void unpublish_locked(struct shim_dtype *t)
+{
+    unsigned int idx = (unsigned int)MPISHIM_HANDLE_INDEX(t->handle) & ((1u << SLOT_BITS) - 1);
+    struct slot *s = slot_at(idx);
+    __atomic_store_n(&s->obj, NULL, __ATOMIC_RELEASE);
+    s->next_free = free_head;
+    free_head = idx;
+}
+
+static struct shim_dtype *derived_of(unsigned int u)
+{
+    unsigned int idx, gen;
+    struct slot *s;
+    struct shim_dtype *t;
+    if (MPISHIM_HANDLE_KIND(u) != MPISHIM_KIND_INDIRECT ||
+        MPISHIM_HANDLE_OBJ(u) != MPISHIM_OBJ_DATATYPE) {
+        return NULL;
+    }
+    idx = u & ((1u << SLOT_BITS) - 1);
+    gen = (u >> SLOT_BITS) & GEN_MASK;
+    s = idx < (1u << SLOT_BITS) ? slot_at(idx) : NULL;
+    if (!s) {
+        return NULL;
+    }
+    t = __atomic_load_n(&s->obj, __ATOMIC_ACQUIRE);
+    return (t && s->gen == gen) ? t : NULL;
+}
+
+int shim_dtype_lookup(MPI_Datatype h, struct shim_dtype **out)
+{
+    struct shim_dtype *t = builtin_of((unsigned int)h);
+    if (!t) {
+        t = derived_of((unsigned int)h);
+    }
+    if (!t) {
+        return MPI_ERR_TYPE;
+    }
+    *out = t;
+    return MPI_SUCCESS;
+}
+
+int shim_dtype_check_comm(MPI_Datatype h, struct shim_dtype **out)
+{
+    struct shim_dtype *t;
+    if (h == MPI_DATATYPE_NULL) {
+        return mps_error(MPI_ERR_TYPE, "datatype is MPI_DATATYPE_NULL");
+    }
+    if (shim_dtype_lookup(h, &t) != MPI_SUCCESS) {
+        return mps_error(MPI_ERR_TYPE, "datatype 0x%x is invalid or freed", (unsigned int)h);
+    }
+    if (!t->committed) {
+        return mps_error(MPI_ERR_TYPE, "datatype 0x%x is not committed", (unsigned int)h);
+    }
+    if (h == MPI_LB || h == MPI_UB) {
+        return mps_error(MPI_ERR_TYPE, "%s is a marker, not a datatype to communicate", t->name);
+    }
+    *out = t;
+    return MPI_SUCCESS;
+}
+
+static void dtype_destroy(struct shim_dtype *t)
+{
+    for (int i = 0; i < t->ntypes; i++) {
+        shim_dtype_release(t->types[i]);
+    }
+    if (t->blocks != &t->one_block) {
+        free(t->blocks);
+    }
+    free(t->ints);
+    free(t->aints);
+    free(t->types);
+    free(t);
+}
+
+void shim_dtype_retain(struct shim_dtype *t)
+{
+    if (!t->builtin) {
+        __atomic_fetch_add(&t->refs, 1, __ATOMIC_RELAXED);
+    }
+}
+
+void shim_dtype_release(struct shim_dtype *t)
+{
+    if (!t->builtin && __atomic_sub_fetch(&t->refs, 1, __ATOMIC_ACQ_REL) == 0) {
+        dtype_destroy(t);
+    }
+}
+
+/* ------------------------------------------------------------------------------------- */
+/* Building typemaps                                                                     */
+/* ------------------------------------------------------------------------------------- */
+
+/* The state of a type under construction: blocks so far and the folded properties. */
+struct acc {
+    struct shim_dtype_block *b;
+    size_t n, cap;
+    size_t size, nbasic, per_elem, align;
+    MPI_Count mpi_size;
+    bool have_bounds, have_true, have_xlb, have_xub, base_set, base_mixed, oom;
+    MPI_Aint lb, ub, tlb, tub, xlb, xub;
+    enum pg_dtype base;
+};
+
+static void acc_block(struct acc *a, MPI_Aint off, size_t len)
+{
+    if (len == 0 || a->oom) {
+        return;
+    }
+    if (a->n > 0 && a->b[a->n - 1].off + (MPI_Aint)a->b[a->n - 1].len == off) {
+        a->b[a->n - 1].len += len;
+        return;
+    }
+    if (a->n == a->cap) {
+        size_t cap = a->cap ? 2 * a->cap : 8;
+        struct shim_dtype_block *nb = realloc(a->b, cap * sizeof(*nb));
+        if (!nb) {
+            a->oom = true;
+            return;
+        }
+        a->b = nb;
+        a->cap = cap;
+    }
+    a->b[a->n].off = off;
+    a->b[a->n].len = len;
+    a->n++;
+}
+
+static void acc_bounds(struct acc *a, MPI_Aint disp, MPI_Aint count, const struct shim_dtype *t)
+{
+    MPI_Aint span = (count - 1) * t->extent;
+    MPI_Aint lo = disp + t->lb + (span < 0 ? span : 0);
+    MPI_Aint hi = disp + t->lb + t->extent + (span > 0 ? span : 0);
+    if (!a->have_bounds || lo < a->lb) {
+        a->lb = lo;
+    }
+    if (!a->have_bounds || hi > a->ub) {
+        a->ub = hi;
+    }
+    a->have_bounds = true;
+    /* Sticky MPI_LB/MPI_UB markers (MPI-1 rules; also set by MPI_Type_create_resized). */
+    if (t->explicit_lb && (!a->have_xlb || lo < a->xlb)) {
+        a->xlb = lo;
+        a->have_xlb = true;
+    }
+    if (t->explicit_ub && (!a->have_xub || hi > a->xub)) {
+        a->xub = hi;
+        a->have_xub = true;
+    }
+    if (t->size > 0) {
+        MPI_Aint tlo = disp + t->true_lb + (span < 0 ? span : 0);
+        MPI_Aint thi = disp + t->true_lb + t->true_extent + (span > 0 ? span : 0);
+        a->tlb = (!a->have_true || tlo < a->tlb) ? tlo : a->tlb;
+        a->tub = (!a->have_true || thi > a->tub) ? thi : a->tub;
+        a->have_true = true;
+    }
+}
+
+static void acc_base(struct acc *a, MPI_Aint count, const struct shim_dtype *t)
+{
+    if (t->size == 0) {
+        return;
+    }
+    if (!a->base_set) {
+        a->base = t->base;
+        a->base_set = true;
+    } else if (a->base != t->base) {
+        a->base_mixed = true;
+    }
+    a->per_elem += (size_t)count * t->base_per_elem;
+}
+
+/* Places count consecutive copies of t (stride: its extent) at byte displacement disp. */
+static void acc_entry(struct acc *a, MPI_Aint disp, MPI_Aint count, const struct shim_dtype *t)
+{
+    if (t->handle == MPI_LB || t->handle == MPI_UB) {
+        bool lb = t->handle == MPI_LB;
+        MPI_Aint *x = lb ? &a->xlb : &a->xub;
+        bool *have = lb ? &a->have_xlb : &a->have_xub;
+        if (!*have || (lb ? disp < *x : disp > *x)) {
+            *x = disp;
+        }
+        *have = true;
+        return;
+    }
+    if (count <= 0) {
+        return;
+    }
+    a->size += (size_t)count * t->size;
+    a->mpi_size += (MPI_Count)count * t->mpi_size;
+    a->nbasic += (size_t)count * t->nbasic;
+    a->align = t->align > a->align ? t->align : a->align;
+    acc_bounds(a, disp, count, t);
+    acc_base(a, count, t);
+    if (t->nblocks == 1 && (MPI_Aint)t->blocks[0].len == t->extent) {
+        /* Dense copies touch: one block for all of them. */
+        acc_block(a, disp + t->blocks[0].off, (size_t)count * t->blocks[0].len);
+        return;
+    }
+    for (MPI_Aint j = 0; j < count; j++) {
+        for (size_t k = 0; k < t->nblocks; k++) {
+            acc_block(a, disp + j * t->extent + t->blocks[k].off, t->blocks[k].len);
+        }
+    }
+}
+
+/* Turns the accumulated state into a new (unpublished) type object; NULL when out of memory.
+ * pad_struct applies MPI_Type_create_struct's rounding of the extent to the alignment. */
+static struct shim_dtype *acc_finish(struct acc *a, bool pad_struct)
+{
+    struct shim_dtype *t = a->oom ? NULL : calloc(1, sizeof(*t));
+    if (!t) {
+        free(a->b);
+        return NULL;
+    }
+    t->refs = 1;
+    t->handle_refs = 1;
+    t->size = a->size;
+    t->mpi_size = a->mpi_size;
+    t->nbasic = a->nbasic;
+    t->align = a->align ? a->align : 1;
+    t->explicit_lb = a->have_xlb;
+    t->explicit_ub = a->have_xub;
+    t->lb = a->have_xlb ? a->xlb : (a->have_bounds ? a->lb : 0);
+    MPI_Aint ub = a->have_xub ? a->xub : (a->have_bounds ? a->ub : 0);
+    if (pad_struct && !a->have_xub && (ub - t->lb) % (MPI_Aint)t->align != 0) {
+        ub += (MPI_Aint)t->align - (ub - t->lb) % (MPI_Aint)t->align;
+    }
+    t->extent = ub - t->lb;
+    t->true_lb = a->have_true ? a->tlb : 0;
+    t->true_extent = a->have_true ? a->tub - a->tlb : 0;
+    bool one_base = a->base_set && !a->base_mixed && a->base != PG_DTYPE_NONE;
+    t->base = one_base ? a->base : PG_DTYPE_NONE;
+    t->base_per_elem = one_base ? a->per_elem : 0;
+    t->nblocks = a->n;
+    if (a->n <= 1) {
+        t->one_block = a->n ? a->b[0] : (struct shim_dtype_block){0, 0};
+        t->blocks = &t->one_block;
+        free(a->b);
+    } else {
+        t->blocks = a->b;
+    }
+    t->contig = (MPI_Aint)t->size == t->extent &&
+                (t->nblocks == 0 || (t->nblocks == 1 && t->blocks[0].off == 0));
+    return t;
+}
+
+/* Records the constructor's arguments for MPI_Type_get_contents and retains the old types. */
+static int record(struct shim_dtype *t, int combiner, int ni, const int *ints, int na,
+                  const MPI_Aint *aints, int nd, struct shim_dtype *const *types)
+{
+    t->combiner = combiner;
+    t->ints = ni ? malloc((size_t)ni * sizeof(int)) : NULL;
+    t->aints = na ? malloc((size_t)na * sizeof(MPI_Aint)) : NULL;
+    t->types = nd ? malloc((size_t)nd * sizeof(*types)) : NULL;
+    if ((ni && !t->ints) || (na && !t->aints) || (nd && !t->types)) {
+        return MPI_ERR_OTHER;
+    }
+    if (ni) {
+        memcpy(t->ints, ints, (size_t)ni * sizeof(int));
+    }
+    if (na) {
+        memcpy(t->aints, aints, (size_t)na * sizeof(MPI_Aint));
+    }
+    for (int i = 0; i < nd; i++) {
+        t->types[i] = types[i];
+        shim_dtype_retain(types[i]);
+    }
+    t->nints = ni;
+    t->naints = na;
+    t->ntypes = nd;
+    return MPI_SUCCESS;
+}
+
+/* Publishes t and stores its handle; on failure frees t and raises. */
+static int finish_new(const char *fn, struct shim_dtype *t, int rc, MPI_Datatype *newtype)
+{
+    if (t && rc == MPI_SUCCESS) {
+        pthread_mutex_lock(&table_lock);
+        rc = publish_locked(t);
+        pthread_mutex_unlock(&table_lock);
+        if (rc == MPI_SUCCESS) {
+            *newtype = t->handle;
+            return MPI_SUCCESS;
+        }
+        dtype_destroy(t);
+        return shim_error(MPI_COMM_WORLD, fn, rc, "%s", mps_last_error());
+    }
+    if (t) {
+        dtype_destroy(t);
+    }
+    return shim_error(MPI_COMM_WORLD, fn, MPI_ERR_OTHER, "out of memory building a datatype");
+}
+
+/* ------------------------------------------------------------------------------------- */
+/* Argument checks shared by the constructors                                            */
+/* ------------------------------------------------------------------------------------- */
+
+static int check_old(const char *fn, MPI_Datatype old, struct shim_dtype **t)
+{
+    int rc = shim_check_init(fn);
+    if (rc != MPI_SUCCESS) {
+        return rc;
+    }
+    if (old == MPI_DATATYPE_NULL || shim_dtype_lookup(old, t) != MPI_SUCCESS) {
+        return shim_error(MPI_COMM_WORLD, fn, MPI_ERR_TYPE, "oldtype 0x%x is invalid or freed",
+                          (unsigned int)old);
+    }
+    return MPI_SUCCESS;
+}
+
+static int check_count(const char *fn, int count, const void *arr, MPI_Datatype *newtype)
+{
+    if (count < 0) {
+        return shim_error(MPI_COMM_WORLD, fn, MPI_ERR_COUNT, "count %d < 0", count);
+    }
+    if (count > 0 && !arr) {
+        return shim_error(MPI_COMM_WORLD, fn, MPI_ERR_ARG, "an array argument is NULL");
+    }
+    if (!newtype) {
+        return shim_error(MPI_COMM_WORLD, fn, MPI_ERR_ARG, "newtype is NULL");
+    }
+    return MPI_SUCCESS;
+}
+
+static int check_blocklens(const char *fn, int count, const int *bl)
+{
+    for (int i = 0; i < count; i++) {
+        if (bl[i] < 0) {
+            return shim_error(MPI_COMM_WORLD, fn, MPI_ERR_ARG, "blocklength[%d] = %d < 0", i,
+                              bl[i]);
+        }
+    }
+    return MPI_SUCCESS;
+}
+
+/* ------------------------------------------------------------------------------------- */
+/* Constructors                                                                          */
+/* ------------------------------------------------------------------------------------- */
+
+#pragma weak MPI_Type_contiguous = PMPI_Type_contiguous
+int PMPI_Type_contiguous(int count, MPI_Datatype oldtype, MPI_Datatype *newtype)
+{
+    struct shim_dtype *old;
+    struct acc a = {0};
+    int rc = check_old(SHIM_FN, oldtype, &old);
+    if (rc == MPI_SUCCESS) {
+        rc = check_count(SHIM_FN, count, "", newtype);
+    }
+    if (rc != MPI_SUCCESS) {
+        return rc;
+    }
+    acc_entry(&a, 0, count, old);
+    struct shim_dtype *t = acc_finish(&a, false);
+    rc = t ? record(t, MPI_COMBINER_CONTIGUOUS, 1, &count, 0, NULL, 1, &old) : MPI_ERR_OTHER;
+    return finish_new(SHIM_FN, t, rc, newtype);
+}
+
+/* vector and hvector: count blocks of blocklen elements, block i at i * stride_bytes. */
+static int make_hvector(const char *fn, int count, int blocklen, MPI_Aint stride_bytes,
+                        struct shim_dtype *old, MPI_Datatype *newtype, int combiner,
+                        MPI_Aint stride_arg)
+{
+    struct acc a = {0};
+    int rc = check_count(fn, count, "", newtype);
+    if (rc == MPI_SUCCESS && blocklen < 0) {
+        rc = shim_error(MPI_COMM_WORLD, fn, MPI_ERR_ARG, "blocklength %d < 0", blocklen);
+    }
+    if (rc != MPI_SUCCESS) {
+        return rc;
+    }
+    for (int i = 0; i < count; i++) {
+        acc_entry(&a, (MPI_Aint)i * stride_bytes, blocklen, old);
+    }
+    struct shim_dtype *t = acc_finish(&a, false);
+    int ints[3] = {count, blocklen, (int)stride_arg};
+    if (!t) {
+        rc = MPI_ERR_OTHER;
+    } else if (combiner == MPI_COMBINER_VECTOR) {
+        rc = record(t, combiner, 3, ints, 0, NULL, 1, &old);
+    } else {
+        rc = record(t, combiner, 2, ints, 1, &stride_arg, 1, &old);
+    }
+    return finish_new(fn, t, rc, newtype);
+}
+
+#pragma weak MPI_Type_vector = PMPI_Type_vector
+int PMPI_Type_vector(int count, int blocklength, int stride, MPI_Datatype oldtype,
+                     MPI_Datatype *newtype)
+{
+    struct shim_dtype *old;
+    int rc = check_old(SHIM_FN, oldtype, &old);
+    if (rc != MPI_SUCCESS) {
+        return rc;
+    }
+    return make_hvector(SHIM_FN, count, blocklength, (MPI_Aint)stride * old->extent, old, newtype,
+                        MPI_COMBINER_VECTOR, stride);
+}
+
+#pragma weak MPI_Type_create_hvector = PMPI_Type_create_hvector
+int PMPI_Type_create_hvector(int count, int blocklength, MPI_Aint stride, MPI_Datatype oldtype,
+                             MPI_Datatype *newtype)
+{
+    struct shim_dtype *old;
+    int rc = check_old(SHIM_FN, oldtype, &old);
+    if (rc != MPI_SUCCESS) {
+        return rc;
+    }
+    return make_hvector(SHIM_FN, count, blocklength, stride, old, newtype, MPI_COMBINER_HVECTOR,
+                        stride);
+}
+
+#pragma weak MPI_Type_hvector = PMPI_Type_hvector
+int PMPI_Type_hvector(int count, int blocklength, MPI_Aint stride, MPI_Datatype oldtype,
+                      MPI_Datatype *newtype)
+{
+    return PMPI_Type_create_hvector(count, blocklength, stride, oldtype, newtype);
+}
+
+/* The indexed family. bl == NULL means every block has blocklen; a nonzero disp_scale means
+ * the displacements count old extents (indexed), zero that they are bytes (hindexed); exactly
+ * one of idisp (int) and adisp (MPI_Aint) is given. */
+struct indexed_args {
+    int count, blocklen;
+    const int *bl, *idisp;
+    const MPI_Aint *adisp;
+    MPI_Aint disp_scale;
+    int combiner;
+};
+
+static int indexed_record(struct shim_dtype *t, const struct indexed_args *x,
+                          struct shim_dtype *old)
+{
+    int n = x->count, nb = x->bl ? n : 1;
+    int ni = 1 + nb + (x->idisp ? n : 0);
+    int *ints = malloc((size_t)ni * sizeof(int));
+    if (!ints) {
+        return MPI_ERR_OTHER;
+    }
+    ints[0] = n;
+    if (x->bl) {
+        memcpy(ints + 1, x->bl, (size_t)n * sizeof(int));
+    } else {
+        ints[1] = x->blocklen;
+    }
+    if (x->idisp) {
+        memcpy(ints + 1 + nb, x->idisp, (size_t)n * sizeof(int));
+    }
+    int rc = record(t, x->combiner, ni, ints, x->adisp ? n : 0, x->adisp, 1, &old);
+    free(ints);
+    return rc;
+}
+
+static int make_indexed(const char *fn, const struct indexed_args *x, MPI_Datatype oldtype,
+                        MPI_Datatype *newtype)
+{
+    struct shim_dtype *old;
+    struct acc a = {0};
+    const void *disp = x->idisp ? (const void *)x->idisp : (const void *)x->adisp;
+    int rc = check_old(fn, oldtype, &old);
+    if (rc == MPI_SUCCESS) {
+        rc = check_count(fn, x->count, disp, newtype);
+    }
+    if (rc == MPI_SUCCESS && x->bl) {
+        rc = check_blocklens(fn, x->count, x->bl);
+    } else if (rc == MPI_SUCCESS && x->blocklen < 0) {
+        rc = shim_error(MPI_COMM_WORLD, fn, MPI_ERR_ARG, "blocklength %d < 0", x->blocklen);
+    }
+    if (rc != MPI_SUCCESS) {
+        return rc;
+    }
+    MPI_Aint scale = x->disp_scale ? old->extent : 1;
+    for (int i = 0; i < x->count; i++) {
+        MPI_Aint d = x->idisp ? (MPI_Aint)x->idisp[i] : x->adisp[i];
+        acc_entry(&a, d * scale, x->bl ? x->bl[i] : x->blocklen, old);
+    }
+    struct shim_dtype *t = acc_finish(&a, false);
+    rc = t ? indexed_record(t, x, old) : MPI_ERR_OTHER;
+    return finish_new(fn, t, rc, newtype);
+}
+
+#pragma weak MPI_Type_indexed = PMPI_Type_indexed
+int PMPI_Type_indexed(int count, const int array_of_blocklengths[],
+                      const int array_of_displacements[], MPI_Datatype oldtype,
+                      MPI_Datatype *newtype)
+{
+    struct indexed_args x = {.count = count,
+                             .bl = array_of_blocklengths,
+                             .idisp = array_of_displacements,
+                             .disp_scale = 1,
+                             .combiner = MPI_COMBINER_INDEXED};
+    if (count > 0 && !array_of_blocklengths) {
+        return shim_error(MPI_COMM_WORLD, SHIM_FN, MPI_ERR_ARG, "array_of_blocklengths is NULL");
+    }
+    return make_indexed(SHIM_FN, &x, oldtype, newtype);
+}
+
+#pragma weak MPI_Type_create_hindexed = PMPI_Type_create_hindexed
+int PMPI_Type_create_hindexed(int count, const int array_of_blocklengths[],
+                              const MPI_Aint array_of_displacements[], MPI_Datatype oldtype,
+                              MPI_Datatype *newtype)
+{
+    struct indexed_args x = {.count = count,
+                             .bl = array_of_blocklengths,
+                             .adisp = array_of_displacements,
+                             .combiner = MPI_COMBINER_HINDEXED};
+    if (count > 0 && !array_of_blocklengths) {
+        return shim_error(MPI_COMM_WORLD, SHIM_FN, MPI_ERR_ARG, "array_of_blocklengths is NULL");
+    }
+    return make_indexed(SHIM_FN, &x, oldtype, newtype);
+}
+
+#pragma weak MPI_Type_hindexed = PMPI_Type_hindexed
+int PMPI_Type_hindexed(int count, int array_of_blocklengths[], MPI_Aint array_of_displacements[],
+                       MPI_Datatype oldtype, MPI_Datatype *newtype)
+{
+    return PMPI_Type_create_hindexed(count, array_of_blocklengths, array_of_displacements,
+                                     oldtype, newtype);
+}
+
+#pragma weak MPI_Type_create_indexed_block = PMPI_Type_create_indexed_block
+int PMPI_Type_create_indexed_block(int count, int blocklength, const int array_of_displacements[],
+                                   MPI_Datatype oldtype, MPI_Datatype *newtype)
+{
+    struct indexed_args x = {.count = count,
+                             .blocklen = blocklength,
+                             .idisp = array_of_displacements,
+                             .disp_scale = 1,
+                             .combiner = MPI_COMBINER_INDEXED_BLOCK};
+    return make_indexed(SHIM_FN, &x, oldtype, newtype);
+}
+
+#pragma weak MPI_Type_create_hindexed_block = PMPI_Type_create_hindexed_block
+int PMPI_Type_create_hindexed_block(int count, int blocklength,
+                                    const MPI_Aint array_of_displacements[], MPI_Datatype oldtype,
+                                    MPI_Datatype *newtype)
+{
+    struct indexed_args x = {.count = count,
+                             .blocklen = blocklength,
+                             .adisp = array_of_displacements,
+                             .combiner = MPI_COMBINER_HINDEXED_BLOCK};
+    return make_indexed(SHIM_FN, &x, oldtype, newtype);
+}
+
+static int struct_types(const char *fn, int count, const MPI_Datatype in[],
+                        struct shim_dtype **out)
+{
+    for (int i = 0; i < count; i++) {
+        if (in[i] == MPI_DATATYPE_NULL || shim_dtype_lookup(in[i], &out[i]) != MPI_SUCCESS) {
+            return shim_error(MPI_COMM_WORLD, fn, MPI_ERR_TYPE,
+                              "array_of_types[%d] = 0x%x is invalid or freed", i,
+                              (unsigned int)in[i]);
+        }
+    }
+    return MPI_SUCCESS;
+}
+
+#pragma weak MPI_Type_create_struct = PMPI_Type_create_struct
+int PMPI_Type_create_struct(int count, const int array_of_blocklengths[],
+                            const MPI_Aint array_of_displacements[],
+                            const MPI_Datatype array_of_types[], MPI_Datatype *newtype)
+{
+    struct shim_dtype **types = NULL;
+    struct acc a = {0};
+    int rc = shim_check_init(SHIM_FN);
+    if (rc == MPI_SUCCESS) {
+        rc = check_count(SHIM_FN, count,
+                         array_of_blocklengths && array_of_displacements ? array_of_types : NULL,
+                         newtype);
+    }
+    if (rc == MPI_SUCCESS) {
+        rc = check_blocklens(SHIM_FN, count, array_of_blocklengths);
+    }
+    if (rc != MPI_SUCCESS) {
+        return rc;
+    }
+    types = malloc((size_t)(count > 0 ? count : 1) * sizeof(*types));
+    if (!types) {
+        return shim_error(MPI_COMM_WORLD, SHIM_FN, MPI_ERR_OTHER, "out of memory");
+    }
+    rc = struct_types(SHIM_FN, count, array_of_types, types);
+    if (rc != MPI_SUCCESS) {
+        goto out;
+    }
+    for (int i = 0; i < count; i++) {
+        acc_entry(&a, array_of_displacements[i], array_of_blocklengths[i], types[i]);
+    }
+    struct shim_dtype *t = acc_finish(&a, true);
+    int *ints = malloc((size_t)(count + 1) * sizeof(int));
+    rc = (t && ints) ? MPI_SUCCESS : MPI_ERR_OTHER;
+    if (rc == MPI_SUCCESS) {
+        ints[0] = count;
+        memcpy(ints + 1, array_of_blocklengths, (size_t)count * sizeof(int));
+        rc = record(t, MPI_COMBINER_STRUCT, count + 1, ints, count, array_of_displacements, count,
+                    types);
+    }
+    free(ints);
+    rc = finish_new(SHIM_FN, t, rc, newtype);
+out:
+    free(types);
+    return rc;
+}
+
+#pragma weak MPI_Type_struct = PMPI_Type_struct
+int PMPI_Type_struct(int count, int array_of_blocklengths[], MPI_Aint array_of_displacements[],
+                     MPI_Datatype array_of_types[], MPI_Datatype *newtype)
+{
+    return PMPI_Type_create_struct(count, array_of_blocklengths, array_of_displacements,
+                                   array_of_types, newtype);
+}
+
+/* Checks the subarray arguments; C order is checked on the arrays as given. */
+static int check_subarray(const char *fn, int ndims, const int sizes[], const int subsizes[],
+                          const int starts[], int order)
+{
+    if (ndims <= 0) {
+        return shim_error(MPI_COMM_WORLD, fn, MPI_ERR_DIMS, "ndims %d <= 0", ndims);
+    }
+    if (!sizes || !subsizes || !starts) {
+        return shim_error(MPI_COMM_WORLD, fn, MPI_ERR_ARG, "an array argument is NULL");
+    }
+    if (order != MPI_ORDER_C && order != MPI_ORDER_FORTRAN) {
+        return shim_error(MPI_COMM_WORLD, fn, MPI_ERR_ARG, "order %d is neither MPI_ORDER_C "
+                          "nor MPI_ORDER_FORTRAN", order);
+    }
+    for (int d = 0; d < ndims; d++) {
+        if (sizes[d] <= 0 || subsizes[d] < 0 || subsizes[d] > sizes[d] || starts[d] < 0 ||
+            starts[d] > sizes[d] - subsizes[d]) {
+            return shim_error(MPI_COMM_WORLD, fn, MPI_ERR_ARG,
+                              "dimension %d: size %d, subsize %d, start %d do not fit", d,
+                              sizes[d], subsizes[d], starts[d]);
+        }
+    }
+    return MPI_SUCCESS;
+}
+
+/* Adds the rows of a subarray: runs of subsizes[inner] elements, in the array's memory
+ * order. dim(i) maps loop position i (0 = slowest) to the dimension index. */
+static void subarray_rows(struct acc *a, int ndims, const int sizes[], const int subsizes[],
+                          const int starts[], int order, struct shim_dtype *old)
+{
+    int idx[32] = {0};
+#define DIM(i) (order == MPI_ORDER_C ? (i) : ndims - 1 - (i))
+    int inner = DIM(ndims - 1);
+    for (int d = 0; d < ndims; d++) {
+        if (subsizes[d] == 0) {
+            return;
+        }
+    }
+    for (;;) {
+        MPI_Aint off = 0;
+        for (int i = 0; i < ndims; i++) {
+            off = off * sizes[DIM(i)] + starts[DIM(i)] + (i == ndims - 1 ? 0 : idx[i]);
+        }
+        acc_entry(a, off * old->extent, subsizes[inner], old);
+        int i = ndims - 2;
+        while (i >= 0 && ++idx[i] == subsizes[DIM(i)]) {
+            idx[i--] = 0;
+        }
+        if (i < 0) {
+            break;
+        }
+    }
+#undef DIM
+}
+
+#pragma weak MPI_Type_create_subarray = PMPI_Type_create_subarray
+int PMPI_Type_create_subarray(int ndims, const int array_of_sizes[],
+                              const int array_of_subsizes[], const int array_of_starts[],
+                              int order, MPI_Datatype oldtype, MPI_Datatype *newtype)
+{
+    struct shim_dtype *old;
+    struct acc a = {0};
+    int rc = check_old(SHIM_FN, oldtype, &old);
+    if (rc == MPI_SUCCESS) {
+        rc = check_subarray(SHIM_FN, ndims, array_of_sizes, array_of_subsizes, array_of_starts,
+                            order);
+    }
+    if (rc == MPI_SUCCESS && ndims > 32) {
+        rc = shim_error(MPI_COMM_WORLD, SHIM_FN, MPI_ERR_DIMS, "ndims %d > 32", ndims);
+    }
+    if (rc == MPI_SUCCESS && !newtype) {
+        rc = shim_error(MPI_COMM_WORLD, SHIM_FN, MPI_ERR_ARG, "newtype is NULL");
+    }
+    if (rc != MPI_SUCCESS) {
+        return rc;
+    }
+    subarray_rows(&a, ndims, array_of_sizes, array_of_subsizes, array_of_starts, order, old);
+    /* The type spans the whole array: lb 0, extent prod(sizes) * old extent (MPI-3.1 4.1.3). */
+    MPI_Aint total = old->extent;
+    for (int d = 0; d < ndims; d++) {
+        total *= array_of_sizes[d];
+    }
+    a.xlb = 0;
+    a.xub = total;
+    a.have_xlb = a.have_xub = true;
+    struct shim_dtype *t = acc_finish(&a, false);
+    int *ints = malloc((size_t)(3 * ndims + 2) * sizeof(int));
+    rc = (t && ints) ? MPI_SUCCESS : MPI_ERR_OTHER;
+    if (rc == MPI_SUCCESS) {
+        ints[0] = ndims;
+        memcpy(ints + 1, array_of_sizes, (size_t)ndims * sizeof(int));
+        memcpy(ints + 1 + ndims, array_of_subsizes, (size_t)ndims * sizeof(int));
+        memcpy(ints + 1 + 2 * ndims, array_of_starts, (size_t)ndims * sizeof(int));
+        ints[1 + 3 * ndims] = order;
+        rc = record(t, MPI_COMBINER_SUBARRAY, 3 * ndims + 2, ints, 0, NULL, 1, &old);
+    }
+    free(ints);
+    return finish_new(SHIM_FN, t, rc, newtype);
+}
+
+#pragma weak MPI_Type_create_darray = PMPI_Type_create_darray
+int PMPI_Type_create_darray(int size, int rank, int ndims, const int array_of_gsizes[],
+                            const int array_of_distribs[], const int array_of_dargs[],
+                            const int array_of_psizes[], int order, MPI_Datatype oldtype,
+                            MPI_Datatype *newtype)
+{
+    (void)size;
+    (void)rank;
+    (void)ndims;
+    (void)array_of_gsizes;
+    (void)array_of_distribs;
+    (void)array_of_dargs;
+    (void)array_of_psizes;
+    (void)order;
+    (void)oldtype;
+    (void)newtype;
+    return shim_error(MPI_COMM_WORLD, SHIM_FN, MPI_ERR_UNSUPPORTED_OPERATION,
+                      "distributed array datatypes are not implemented in mpishim; build the "
+                      "local block with MPI_Type_create_subarray instead");
+}
+
+#pragma weak MPI_Type_create_resized = PMPI_Type_create_resized
+int PMPI_Type_create_resized(MPI_Datatype oldtype, MPI_Aint lb, MPI_Aint extent,
+                             MPI_Datatype *newtype)
+{
+    struct shim_dtype *old;
+    struct acc a = {0};
+    int rc = check_old(SHIM_FN, oldtype, &old);
+    if (rc == MPI_SUCCESS) {
+        rc = check_count(SHIM_FN, 1, "", newtype);
+    }
+    if (rc != MPI_SUCCESS) {
+        return rc;
+    }
+    acc_entry(&a, 0, 1, old);
+    a.xlb = lb;
+    a.xub = lb + extent;
+    a.have_xlb = a.have_xub = true;
+    struct shim_dtype *t = acc_finish(&a, false);
+    MPI_Aint aints[2] = {lb, extent};
+    rc = t ? record(t, MPI_COMBINER_RESIZED, 0, NULL, 2, aints, 1, &old) : MPI_ERR_OTHER;
+    return finish_new(SHIM_FN, t, rc, newtype);
+}
+
+#pragma weak MPI_Type_dup = PMPI_Type_dup
+int PMPI_Type_dup(MPI_Datatype oldtype, MPI_Datatype *newtype)
+{
+    struct shim_dtype *old;
+    struct acc a = {0};
+    int rc = check_old(SHIM_FN, oldtype, &old);
+    if (rc == MPI_SUCCESS) {
+        rc = check_count(SHIM_FN, 1, "", newtype);
+    }
+    if (rc != MPI_SUCCESS) {
+        return rc;
+    }
+    /* The same typemap and bounds: one entry of the old type, with its bounds kept. */
+    acc_entry(&a, 0, 1, old);
+    a.xlb = old->lb;
+    a.xub = old->lb + old->extent;
+    a.have_xlb = a.have_xub = true;
+    struct shim_dtype *t = acc_finish(&a, false);
+    if (t) {
+        t->explicit_lb = old->explicit_lb;
+        t->explicit_ub = old->explicit_ub;
+        t->committed = old->committed;
+        t->true_lb = old->true_lb;
+        t->true_extent = old->true_extent;
+    }
+    rc = t ? record(t, MPI_COMBINER_DUP, 0, NULL, 0, NULL, 1, &old) : MPI_ERR_OTHER;
+    return finish_new(SHIM_FN, t, rc, newtype);
+}
+
+/* ------------------------------------------------------------------------------------- */
+/* Commit, free, queries                                                                 */
+/* ------------------------------------------------------------------------------------- */
+
+/* Looks up a datatype argument of fn, raising MPI_ERR_TYPE when it is not one. */
+static int get_type(const char *fn, MPI_Datatype h, struct shim_dtype **t)
+{
+    int rc = shim_check_init(fn);
+    if (rc != MPI_SUCCESS) {
+        return rc;
+    }
+    if (h == MPI_DATATYPE_NULL || shim_dtype_lookup(h, t) != MPI_SUCCESS) {
+        return shim_error(MPI_COMM_WORLD, fn, MPI_ERR_TYPE, "datatype 0x%x is invalid or freed",
+                          (unsigned int)h);
+    }
+    return MPI_SUCCESS;
+}
+
+#define NONNULL(fn, p)                                                                             \
+    do {                                                                                           \
+        if (!(p)) {                                                                                \
+            return shim_error(MPI_COMM_WORLD, fn, MPI_ERR_ARG, "%s is NULL", #p);                  \
+        }                                                                                          \
+    } while (0)
+
+#pragma weak MPI_Type_commit = PMPI_Type_commit
+int PMPI_Type_commit(MPI_Datatype *datatype)
+{
+    struct shim_dtype *t;
+    NONNULL(SHIM_FN, datatype);
+    int rc = get_type(SHIM_FN, *datatype, &t);
+    if (rc == MPI_SUCCESS) {
+        t->committed = true;
+    }
+    return rc;
+}
+
+#pragma weak MPI_Type_free = PMPI_Type_free
+int PMPI_Type_free(MPI_Datatype *datatype)
+{
+    struct shim_dtype *t;
+    NONNULL(SHIM_FN, datatype);
+    int rc = get_type(SHIM_FN, *datatype, &t);
+    if (rc != MPI_SUCCESS) {
+        return rc;
+    }
+    if (t->builtin) {
+        return shim_error(MPI_COMM_WORLD, SHIM_FN, MPI_ERR_TYPE,
+                          "%s is predefined and cannot be freed", t->name);
+    }
+    pthread_mutex_lock(&table_lock);
+    if (--t->handle_refs == 0) {
+        unpublish_locked(t);
+    }
+    pthread_mutex_unlock(&table_lock);
+    shim_dtype_release(t);
+    *datatype = MPI_DATATYPE_NULL;
+    return MPI_SUCCESS;
+}
+
+#pragma weak MPI_Type_get_extent_x = PMPI_Type_get_extent_x
+int PMPI_Type_get_extent_x(MPI_Datatype datatype, MPI_Count *lb, MPI_Count *extent)
+{
+    struct shim_dtype *t;
+    NONNULL(SHIM_FN, lb);
+    NONNULL(SHIM_FN, extent);
+    int rc = get_type(SHIM_FN, datatype, &t);
+    if (rc == MPI_SUCCESS) {
+        *lb = t->lb;
+        *extent = t->extent;
+    }
+    return rc;
+}
+
+#pragma weak MPI_Type_get_extent = PMPI_Type_get_extent
+int PMPI_Type_get_extent(MPI_Datatype datatype, MPI_Aint *lb, MPI_Aint *extent)
+{
+    struct shim_dtype *t;
+    NONNULL(SHIM_FN, lb);
+    NONNULL(SHIM_FN, extent);
+    int rc = get_type(SHIM_FN, datatype, &t);
+    if (rc == MPI_SUCCESS) {
+        *lb = t->lb;
+        *extent = t->extent;
+    }
+    return rc;
+}
+
+#pragma weak MPI_Type_get_true_extent_x = PMPI_Type_get_true_extent_x
+int PMPI_Type_get_true_extent_x(MPI_Datatype datatype, MPI_Count *true_lb,
+                                MPI_Count *true_extent)
+{
+    struct shim_dtype *t;
+    NONNULL(SHIM_FN, true_lb);
+    NONNULL(SHIM_FN, true_extent);
+    int rc = get_type(SHIM_FN, datatype, &t);
+    if (rc == MPI_SUCCESS) {
+        *true_lb = t->true_lb;
+        *true_extent = t->true_extent;
+    }
+    return rc;
+}
+
+#pragma weak MPI_Type_get_true_extent = PMPI_Type_get_true_extent
+int PMPI_Type_get_true_extent(MPI_Datatype datatype, MPI_Aint *true_lb, MPI_Aint *true_extent)
+{
+    struct shim_dtype *t;
+    NONNULL(SHIM_FN, true_lb);
+    NONNULL(SHIM_FN, true_extent);
+    int rc = get_type(SHIM_FN, datatype, &t);
+    if (rc == MPI_SUCCESS) {
+        *true_lb = t->true_lb;
+        *true_extent = t->true_extent;
+    }
+    return rc;
+}
+
+#pragma weak MPI_Type_extent = PMPI_Type_extent
+int PMPI_Type_extent(MPI_Datatype datatype, MPI_Aint *extent)
+{
+    MPI_Aint lb;
+    return PMPI_Type_get_extent(datatype, &lb, extent);
+}
+
+#pragma weak MPI_Type_lb = PMPI_Type_lb
+int PMPI_Type_lb(MPI_Datatype datatype, MPI_Aint *displacement)
+{
+    MPI_Aint extent;
+    return PMPI_Type_get_extent(datatype, displacement, &extent);
+}
+
+#pragma weak MPI_Type_ub = PMPI_Type_ub
+int PMPI_Type_ub(MPI_Datatype datatype, MPI_Aint *displacement)
+{
+    MPI_Aint lb, extent;
+    int rc = PMPI_Type_get_extent(datatype, &lb, &extent);
+    if (rc == MPI_SUCCESS && displacement) {
+        *displacement = lb + extent;
+    }
+    return rc;
+}
+
+#pragma weak MPI_Type_size_x = PMPI_Type_size_x
+int PMPI_Type_size_x(MPI_Datatype datatype, MPI_Count *size)
+{
+    struct shim_dtype *t;
+    NONNULL(SHIM_FN, size);
+    int rc = get_type(SHIM_FN, datatype, &t);
+    if (rc == MPI_SUCCESS) {
+        *size = t->mpi_size;
+    }
+    return rc;
+}
+
+#pragma weak MPI_Type_size = PMPI_Type_size
+int PMPI_Type_size(MPI_Datatype datatype, int *size)
+{
+    struct shim_dtype *t;
+    NONNULL(SHIM_FN, size);
+    int rc = get_type(SHIM_FN, datatype, &t);
+    if (rc == MPI_SUCCESS) {
+        *size = t->mpi_size > INT_MAX ? MPI_UNDEFINED : (int)t->mpi_size;
+    }
+    return rc;
+}
+
+#pragma weak MPI_Type_get_name = PMPI_Type_get_name
+int PMPI_Type_get_name(MPI_Datatype datatype, char *type_name, int *resultlen)
+{
+    struct shim_dtype *t;
+    NONNULL(SHIM_FN, type_name);
+    NONNULL(SHIM_FN, resultlen);
+    int rc = get_type(SHIM_FN, datatype, &t);
+    if (rc == MPI_SUCCESS) {
+        size_t n = strnlen(t->name, MPI_MAX_OBJECT_NAME - 1);
+        memcpy(type_name, t->name, n);
+        type_name[n] = '\0';
+        *resultlen = (int)n;
+    }
+    return rc;
+}
+
+#pragma weak MPI_Type_set_name = PMPI_Type_set_name
+int PMPI_Type_set_name(MPI_Datatype datatype, const char *type_name)
+{
+    struct shim_dtype *t;
+    NONNULL(SHIM_FN, type_name);
+    int rc = get_type(SHIM_FN, datatype, &t);
+    if (rc == MPI_SUCCESS) {
+        /* Longer names are truncated, as MPI-3.1 6.8 allows. */
+        size_t n = strnlen(type_name, MPI_MAX_OBJECT_NAME - 1);
+        memcpy(t->name, type_name, n);
+        t->name[n] = '\0';
+    }
+    return rc;
+}
+
+#pragma weak MPI_Type_get_envelope = PMPI_Type_get_envelope
+int PMPI_Type_get_envelope(MPI_Datatype datatype, int *num_integers, int *num_addresses,
+                           int *num_datatypes, int *combiner)
+{
+    struct shim_dtype *t;
+    NONNULL(SHIM_FN, num_integers);
+    NONNULL(SHIM_FN, num_addresses);
+    NONNULL(SHIM_FN, num_datatypes);
+    NONNULL(SHIM_FN, combiner);
+    int rc = get_type(SHIM_FN, datatype, &t);
+    if (rc == MPI_SUCCESS) {
+        *num_integers = t->nints;
+        *num_addresses = t->naints;
+        *num_datatypes = t->ntypes;
+        *combiner = t->combiner;
+    }
+    return rc;
+}
+
+/* A user handle for t, as MPI_Type_get_contents returns it: builtins as they are; a derived
+ * type gets one more handle reference (the user frees it), and a new handle if its old one
+ * was freed meanwhile. */
+static int handle_for_user(struct shim_dtype *t, MPI_Datatype *out)
+{
+    int rc = MPI_SUCCESS;
+    if (t->builtin) {
+        *out = t->handle;
+        return MPI_SUCCESS;
+    }
+    pthread_mutex_lock(&table_lock);
+    if (t->handle_refs == 0) {
+        rc = publish_locked(t);
+    }
+    if (rc == MPI_SUCCESS) {
+        t->handle_refs++;
+        shim_dtype_retain(t);
+        *out = t->handle;
+    }
+    pthread_mutex_unlock(&table_lock);
+    return rc;
+}
+
+#pragma weak MPI_Type_get_contents = PMPI_Type_get_contents
+int PMPI_Type_get_contents(MPI_Datatype datatype, int max_integers, int max_addresses,
+                           int max_datatypes, int array_of_integers[],
+                           MPI_Aint array_of_addresses[], MPI_Datatype array_of_datatypes[])
+{
+    struct shim_dtype *t;
+    int rc = get_type(SHIM_FN, datatype, &t);
+    if (rc != MPI_SUCCESS) {
+        return rc;
+    }
+    if (t->combiner == MPI_COMBINER_NAMED) {
+        return shim_error(MPI_COMM_WORLD, SHIM_FN, MPI_ERR_TYPE,
+                          "%s is predefined: it has no contents", t->name);
+    }
+    if (max_integers < t->nints || max_addresses < t->naints || max_datatypes < t->ntypes) {
+        return shim_error(MPI_COMM_WORLD, SHIM_FN, MPI_ERR_ARG,
+                          "arrays too small: need %d integers, %d addresses, %d datatypes",
+                          t->nints, t->naints, t->ntypes);
+    }
+    if ((t->nints && !array_of_integers) || (t->naints && !array_of_addresses) ||
+        (t->ntypes && !array_of_datatypes)) {
+        return shim_error(MPI_COMM_WORLD, SHIM_FN, MPI_ERR_ARG, "an array argument is NULL");
+    }
+    if (t->nints) {
+        memcpy(array_of_integers, t->ints, (size_t)t->nints * sizeof(int));
+    }
+    if (t->naints) {
+        memcpy(array_of_addresses, t->aints, (size_t)t->naints * sizeof(MPI_Aint));
+    }
+    for (int i = 0; i < t->ntypes && rc == MPI_SUCCESS; i++) {
+        rc = handle_for_user(t->types[i], &array_of_datatypes[i]);
+    }
+    if (rc != MPI_SUCCESS) {
+        return shim_error(MPI_COMM_WORLD, SHIM_FN, rc, "%s", mps_last_error());
+    }
+    return MPI_SUCCESS;
+}
+
+/* Finds the smallest predefined type of typeclass with the given size (MPI-3.1 17.1.9). */
+#pragma weak MPI_Type_match_size = PMPI_Type_match_size
+int PMPI_Type_match_size(int typeclass, int size, MPI_Datatype *datatype)
+{
+    static const MPI_Datatype reals[] = {MPI_FLOAT, MPI_DOUBLE, MPI_LONG_DOUBLE};
+    static const MPI_Datatype ints[] = {MPI_INT8_T, MPI_INT16_T, MPI_INT32_T, MPI_INT64_T};
+    static const MPI_Datatype cplx[] = {MPI_C_FLOAT_COMPLEX, MPI_C_DOUBLE_COMPLEX,
+                                        MPI_C_LONG_DOUBLE_COMPLEX};
+    const MPI_Datatype *list = typeclass == MPI_TYPECLASS_REAL      ? reals
+                               : typeclass == MPI_TYPECLASS_INTEGER ? ints
+                               : typeclass == MPI_TYPECLASS_COMPLEX ? cplx
+                                                                    : NULL;
+    size_t n = typeclass == MPI_TYPECLASS_INTEGER ? 4 : 3;
+    NONNULL(SHIM_FN, datatype);
+    if (!list) {
+        return shim_error(MPI_COMM_WORLD, SHIM_FN, MPI_ERR_ARG, "typeclass %d is unknown",
+                          typeclass);
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (MPISHIM_BUILTIN_TYPE_SIZE(list[i]) == size) {
+            *datatype = list[i];
+            return MPI_SUCCESS;
+        }
+    }
+    return shim_error(MPI_COMM_WORLD, SHIM_FN, MPI_ERR_ARG,
+                      "no predefined type of typeclass %d has size %d", typeclass, size);
+}
+
+/* ------------------------------------------------------------------------------------- */
+/* Pack and unpack                                                                       */
+/* ------------------------------------------------------------------------------------- */
+
+/* memcpy with the common small sizes spelled out, so the compiler emits single moves. */
+static inline void copy_bytes(char *dst, const char *src, size_t len)
+{
+    switch (len) {
+    case 4:
+        memcpy(dst, src, 4);
+        break;
+    case 8:
+        memcpy(dst, src, 8);
+        break;
+    case 16:
+        memcpy(dst, src, 16);
+        break;
+    default:
+        memcpy(dst, src, len);
+    }
+}
+
+/* Copies the packed bytes [skip, skip + max) of count elements between the typed buffer and
+ * the packed one (to_packed chooses the direction). Returns the bytes copied. */
+static size_t walk(char *typed, char *packed, size_t count, const struct shim_dtype *t,
+                   size_t skip, size_t max, bool to_packed)
+{
+    size_t total = count * t->size;
+    if (t->size == 0 || skip >= total) {
+        return 0;
+    }
+    size_t end = (max < total - skip) ? skip + max : total;
+    for (size_t k = skip / t->size; k * t->size < end; k++) {
+        char *elem = typed + (ptrdiff_t)k * t->extent;
+        size_t pos = k * t->size;
+        for (size_t b = 0; b < t->nblocks && pos < end; b++) {
+            size_t lo = pos, hi = pos + t->blocks[b].len;
+            pos = hi;
+            if (hi <= skip) {
+                continue;
+            }
+            size_t from = (lo < skip ? skip : lo) - lo, to = (hi < end ? hi : end) - lo;
+            char *tp = elem + t->blocks[b].off + from, *pp = packed + (lo + from - skip);
+            if (to_packed) {
+                copy_bytes(pp, tp, to - from);
+            } else {
+                copy_bytes(tp, pp, to - from);
+            }
+        }
+    }
+    return end - skip;
+}
+
+/* The whole-buffer copy, with fast paths for dense types and for single-block types. */
+static void copy_all(char *typed, char *packed, size_t count, const struct shim_dtype *t,
+                     bool to_packed)
+{
+    if (t->nblocks == 1 && (MPI_Aint)t->blocks[0].len == t->extent) {
+        char *tp = typed + t->blocks[0].off;
+        if (to_packed) {
+            memcpy(packed, tp, count * t->size);
+        } else {
+            memcpy(tp, packed, count * t->size);
+        }
+        return;
+    }
+    if (t->nblocks == 1) {
+        size_t len = t->blocks[0].len;
+        char *tp = typed + t->blocks[0].off;
+        for (size_t k = 0; k < count; k++, tp += t->extent, packed += len) {
+            if (to_packed) {
+                copy_bytes(packed, tp, len);
+            } else {
+                copy_bytes(tp, packed, len);
+            }
+        }
+        return;
+    }
+    walk(typed, packed, count, t, 0, SIZE_MAX, to_packed);
+}
+
+void shim_dtype_pack(const void *buf, size_t count, const struct shim_dtype *t, void *out)
+{
+    copy_all((char *)buf, out, count, t, true);
+}
+
+void shim_dtype_unpack(const void *in, size_t count, const struct shim_dtype *t, void *buf)
+{
+    copy_all(buf, (char *)in, count, t, false);
+}
+
+size_t shim_dtype_pack_partial(const void *buf, size_t count, const struct shim_dtype *t,
+                               size_t skip, void *out, size_t max_bytes)
+{
+    return walk((char *)buf, out, count, t, skip, max_bytes, true);
+}
+
+size_t shim_dtype_unpack_partial(const void *in, size_t count, const struct shim_dtype *t,
+                                 size_t skip, void *buf, size_t max_bytes)
+{
+    return walk(buf, (char *)in, count, t, skip, max_bytes, false);
+}
+
+MPI_Count shim_dtype_elements(const struct shim_dtype *t, size_t nbytes)
+{
+    if (t->size == 0) {
+        return 0;
+    }
+    MPI_Count n = (MPI_Count)(nbytes / t->size) * (MPI_Count)t->nbasic;
+    size_t rem = nbytes % t->size;
+    if (rem == 0) {
+        return n;
+    }
+    if (t->base == PG_DTYPE_NONE || t->nbasic != t->base_per_elem) {
+        return MPI_UNDEFINED;
+    }
+    size_t esize = t->size / t->base_per_elem;
+    return rem % esize ? MPI_UNDEFINED : n + (MPI_Count)(rem / esize);
+}
+
+/* Checks what MPI_Pack and MPI_Unpack share; *t is the datatype. */
+static int check_pack_args(const char *fn, int count, MPI_Datatype datatype, int outsize,
+                           const int *position, struct shim_dtype **t)
+{
+    int rc = shim_check_init(fn);
+    if (rc != MPI_SUCCESS) {
+        return rc;
+    }
+    if (count < 0) {
+        return shim_error(MPI_COMM_WORLD, fn, MPI_ERR_COUNT, "count %d < 0", count);
+    }
+    if (!position || *position < 0 || outsize < 0) {
+        return shim_error(MPI_COMM_WORLD, fn, MPI_ERR_ARG, "position or buffer size is invalid");
+    }
+    rc = shim_dtype_check_comm(datatype, t);
+    if (rc != MPI_SUCCESS) {
+        return shim_error(MPI_COMM_WORLD, fn, rc, "%s", mps_last_error());
+    }
+    return MPI_SUCCESS;
+}
+
+#pragma weak MPI_Pack = PMPI_Pack
+int PMPI_Pack(const void *inbuf, int incount, MPI_Datatype datatype, void *outbuf, int outsize,
+              int *position, MPI_Comm comm)
+{
+    struct shim_dtype *t;
+    (void)comm;
+    int rc = check_pack_args(SHIM_FN, incount, datatype, outsize, position, &t);
+    if (rc != MPI_SUCCESS) {
+        return rc;
+    }
+    size_t need = (size_t)incount * t->size;
+    if ((size_t)*position > (size_t)outsize || need > (size_t)(outsize - *position)) {
+        return shim_error(MPI_COMM_WORLD, SHIM_FN, MPI_ERR_TRUNCATE,
+                          "packing %zu bytes at position %d overflows the %d-byte buffer", need,
+                          *position, outsize);
+    }
+    shim_dtype_pack(inbuf, (size_t)incount, t, (char *)outbuf + *position);
+    *position += (int)need;
+    return MPI_SUCCESS;
+}
+
+#pragma weak MPI_Unpack = PMPI_Unpack
+int PMPI_Unpack(const void *inbuf, int insize, int *position, void *outbuf, int outcount,
+                MPI_Datatype datatype, MPI_Comm comm)
+{
+    struct shim_dtype *t;
+    (void)comm;
+    int rc = check_pack_args(SHIM_FN, outcount, datatype, insize, position, &t);
+    if (rc != MPI_SUCCESS) {
+        return rc;
+    }
+    size_t need = (size_t)outcount * t->size;
+    if ((size_t)*position > (size_t)insize || need > (size_t)(insize - *position)) {
+        return shim_error(MPI_COMM_WORLD, SHIM_FN, MPI_ERR_TRUNCATE,
+                          "unpacking %zu bytes at position %d reads past the %d-byte buffer",
+                          need, *position, insize);
+    }
+    shim_dtype_unpack((const char *)inbuf + *position, (size_t)outcount, t, outbuf);
+    *position += (int)need;
+    return MPI_SUCCESS;
+}
+
+#pragma weak MPI_Pack_size = PMPI_Pack_size
+int PMPI_Pack_size(int incount, MPI_Datatype datatype, MPI_Comm comm, int *size)
+{
+    struct shim_dtype *t;
+    (void)comm;
+    NONNULL(SHIM_FN, size);
+    int rc = get_type(SHIM_FN, datatype, &t);
+    if (rc != MPI_SUCCESS) {
+        return rc;
+    }
+    if (incount < 0) {
+        return shim_error(MPI_COMM_WORLD, SHIM_FN, MPI_ERR_COUNT, "incount %d < 0", incount);
+    }
+    size_t n = (size_t)incount * t->size;
+    if (n > INT_MAX) {
+        return shim_error(MPI_COMM_WORLD, SHIM_FN, MPI_ERR_COUNT,
+                          "%d elements pack into %zu bytes, more than an int holds", incount, n);
+    }
+    *size = (int)n;
+    return MPI_SUCCESS;
+}
+
+/* ------------------------------------------------------------------------------------- */
+/* Addresses                                                                             */
+/* ------------------------------------------------------------------------------------- */
+
+#pragma weak MPI_Get_address = PMPI_Get_address
+int PMPI_Get_address(const void *location, MPI_Aint *address)
+{
+    NONNULL(SHIM_FN, address);
+    *address = (MPI_Aint)(intptr_t)location;
+    return MPI_SUCCESS;
+}
+
+#pragma weak MPI_Address = PMPI_Address
+int PMPI_Address(void *location, MPI_Aint *address)
+{
+    return PMPI_Get_address(location, address);
+}
+
+#pragma weak MPI_Aint_add = PMPI_Aint_add
+MPI_Aint PMPI_Aint_add(MPI_Aint base, MPI_Aint disp)
+{
+    return (MPI_Aint)((uintptr_t)base + (uintptr_t)disp);
+}
+
+#pragma weak MPI_Aint_diff = PMPI_Aint_diff
+MPI_Aint PMPI_Aint_diff(MPI_Aint addr1, MPI_Aint addr2)
+{
+    return (MPI_Aint)((uintptr_t)addr1 - (uintptr_t)addr2);
+}

@@ -1,0 +1,130 @@
+/*
+ * shim_datatype.h - MPI datatypes: the predefined ones, derived types flattened into a list
+ * of contiguous byte blocks, and packing between a typed buffer and contiguous bytes.
+ *
+ * Every datatype, predefined or derived, is a struct shim_dtype. Its typemap is kept
+ * flattened: `blocks` lists the bytes of one element as (offset from the buffer pointer,
+ * length) pairs in typemap order, with adjacent blocks merged. Element k of a buffer starts
+ * at buf + k * extent.
+ *
+ * The packed form of count elements (what goes on the wire, and what MPI_Pack writes) is
+ * the blocks of element 0, then those of element 1, ..., copied back to back: count * size
+ * bytes. When base != PG_DTYPE_NONE the packed form is exactly count * base_per_elem
+ * elements of that pg_dtype in native layout, so reductions can run on it directly. To keep
+ * that true for the MINLOC/MAXLOC pair types (struct { double v; int i; } and friends), their
+ * packed form includes the struct's trailing padding: `size` is sizeof(struct), while
+ * `mpi_size` is what MPI_Type_size reports (MPICH's value, without padding). Byte counts in
+ * an MPI_Status are packed bytes, so MPI_Get_count divides them by `size`.
+ *
+ * Handles: predefined types have MPICH's builtin handles; derived types get
+ * MPISHIM_HANDLE_MAKE(MPISHIM_KIND_INDIRECT, MPISHIM_OBJ_DATATYPE, generation << 20 | slot),
+ * so a freed handle is rejected (MPI_ERR_TYPE) even after its slot is reused, in all but one
+ * case of 64.
+ *
+ * Lifetime: a derived type holds references (shim_dtype_retain) - one for its handle, one
+ * for each derived type built from it, and one for each pending operation that the MPI layer
+ * takes. MPI_Type_free removes the handle at once (later use is MPI_ERR_TYPE) and drops the
+ * handle's reference; the object lives until the last reference goes. Predefined types are
+ * static: retain/release do nothing for them.
+ *
+ * Threads: lookups, retain/release, pack/unpack may run in any thread at once; constructors
+ * and MPI_Type_free serialize on an internal lock. Using a handle while another thread frees
+ * it is the caller's error, as in MPI.
+ */
+#ifndef SHIM_DATATYPE_H
+#define SHIM_DATATYPE_H
+
+#include "mpi.h"
+#include "pg_dtype.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* One contiguous run of bytes of an element: [off, off + len) relative to the element. */
+struct shim_dtype_block {
+    MPI_Aint off;
+    size_t len;
+};
+
+struct shim_dtype {
+    MPI_Datatype handle; /* the handle it was created with (builtin: its MPI handle) */
+    int refs;            /* references (atomic); unused for builtins */
+    int handle_refs;     /* user handles (1, +1 per MPI_Type_get_contents that returns it) */
+    bool builtin;
+    bool committed;
+    bool contig; /* one block at offset 0 with size == extent: send buf as it is */
+
+    size_t size;     /* packed bytes per element */
+    MPI_Count mpi_size; /* MPI_Type_size (differs from size only for padded pair types) */
+    MPI_Aint lb, extent;
+    MPI_Aint true_lb, true_extent;
+    size_t align; /* largest alignment of the basic types, for MPI_Type_create_struct */
+    bool explicit_lb, explicit_ub; /* set by MPI_LB / MPI_UB in MPI_Type_struct */
+
+    enum pg_dtype base;   /* the element type of every packed byte, or PG_DTYPE_NONE */
+    size_t base_per_elem; /* base elements per element of this type (0 when base is NONE) */
+    size_t nbasic;        /* basic MPI elements per element, for MPI_Get_elements */
+
+    size_t nblocks;
+    struct shim_dtype_block *blocks; /* points at one_block when nblocks <= 1 */
+    struct shim_dtype_block one_block;
+
+    /* What built it, for MPI_Type_get_envelope / MPI_Type_get_contents. */
+    int combiner;
+    int nints, naints, ntypes;
+    int *ints;
+    MPI_Aint *aints;
+    struct shim_dtype **types; /* retained */
+
+    char name[MPI_MAX_OBJECT_NAME];
+};
+
+/* Finds the type of handle h. Returns MPI_SUCCESS and sets *out, or MPI_ERR_TYPE (without
+ * raising it: the caller raises with its own function name) for MPI_DATATYPE_NULL, a freed
+ * handle or a value that is no datatype. The pointer stays valid while the handle does. */
+int shim_dtype_lookup(MPI_Datatype h, struct shim_dtype **out);
+
+/* As shim_dtype_lookup, and the type must be usable for communication: committed and not a
+ * marker (MPI_LB/MPI_UB). On failure returns MPI_ERR_TYPE and records the cause with
+ * mps_error ("datatype 0x... is not committed", "... is invalid or freed"), so the caller
+ * can write: if ((rc = shim_dtype_check_comm(dt, &t))) return shim_error(comm, SHIM_FN, rc,
+ * "%s", mps_last_error()); */
+int shim_dtype_check_comm(MPI_Datatype h, struct shim_dtype **out);
+
+/* Takes / drops a reference (no-ops for builtins). Drop the last one and the type is freed. */
+void shim_dtype_retain(struct shim_dtype *t);
+void shim_dtype_release(struct shim_dtype *t);
+
+/* Copies count elements of type t from buf (element k at buf + k * extent) into out, back to
+ * back (count * t->size bytes). out must not overlap the source bytes. */
+void shim_dtype_pack(const void *buf, size_t count, const struct shim_dtype *t, void *out);
+
+/* The reverse: scatters count * t->size packed bytes from in into count elements at buf. */
+void shim_dtype_unpack(const void *in, size_t count, const struct shim_dtype *t, void *buf);
+
+/* Packs at most max_bytes, starting skip bytes into the packed stream of count elements;
+ * returns the number of bytes written. For partial messages (truncation, pipelining). */
+size_t shim_dtype_pack_partial(const void *buf, size_t count, const struct shim_dtype *t,
+                               size_t skip, void *out, size_t max_bytes);
+size_t shim_dtype_unpack_partial(const void *in, size_t count, const struct shim_dtype *t,
+                                 size_t skip, void *buf, size_t max_bytes);
+
+/* The number of basic elements in the first nbytes of the packed form of t (for
+ * MPI_Get_elements). A partial last element of t is counted only when t has one base type;
+ * otherwise, or when nbytes ends inside a basic element, the answer is MPI_UNDEFINED. */
+MPI_Count shim_dtype_elements(const struct shim_dtype *t, size_t nbytes);
+
+/* The MPI name of a predefined type ("MPI_INT"), or NULL for others. */
+const char *shim_dtype_builtin_name(MPI_Datatype h);
+
+/* ---- Info objects (shim_info.c), for the calls that take hints. ---- */
+
+/* 1 when info is a live info object (MPI_INFO_ENV included), 0 otherwise (MPI_INFO_NULL
+ * too). */
+int shim_info_valid(MPI_Info info);
+/* Copies the value of key into value (size bytes, always NUL-terminated, truncated if
+ * longer) and returns 1; returns 0 when info is MPI_INFO_NULL or invalid or has no such key.
+ * Thread safe. */
+int shim_info_get_value(MPI_Info info, const char *key, char *value, size_t size);
+
+#endif

@@ -1,0 +1,338 @@
+/*
+ * shim_env.c - the MPI environment: init and finalize, thread levels, error raising and
+ * error strings, time, processor name, version, memory.
+ */
+#include "config.h"
+
+#include "shim.h"
+#include "shim_comm.h"
+#include "pg.h"
+#include "pgc_status.h"
+#include "mps_log.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static int state; /* 0 before MPI_Init, 1 running, 2 finalized */
+static int thread_level = MPI_THREAD_SINGLE;
+static pthread_t main_thread;
+
+bool shim_initialized(void)
+{
+    return state == 1;
+}
+
+bool shim_finalized(void)
+{
+    return state == 2;
+}
+
+int shim_check_init(const char *fn)
+{
+    if (state == 1) {
+        return MPI_SUCCESS;
+    }
+    return shim_error(MPI_COMM_NULL, fn, MPI_ERR_OTHER, "%s",
+                      state == 0 ? "called before MPI_Init" : "called after MPI_Finalize");
+}
+
+int shim_errclass(int status)
+{
+    switch (status) {
+    case PGC_OK:
+        return MPI_SUCCESS;
+    case PGC_ERR_INVALID_ARG:
+        return MPI_ERR_ARG;
+    case PGC_ERR_INVALID_RANK:
+        return MPI_ERR_RANK;
+    case PGC_ERR_INVALID_COUNT:
+        return MPI_ERR_COUNT;
+    case PGC_ERR_INVALID_DTYPE:
+        return MPI_ERR_TYPE;
+    case PGC_ERR_INVALID_OP:
+        return MPI_ERR_OP;
+    case PGC_ERR_INVALID_GROUP:
+        return MPI_ERR_GROUP;
+    case PGC_ERR_INVALID_TAG:
+        return MPI_ERR_TAG;
+    case PGC_ERR_INVALID_ROOT:
+        return MPI_ERR_ROOT;
+    case PGC_ERR_TRUNCATE:
+        return MPI_ERR_TRUNCATE;
+    case PGC_ERR_NOMEM:
+        return MPI_ERR_NO_MEM;
+    case PGC_ERR_UNSUPPORTED:
+        return MPI_ERR_UNSUPPORTED_OPERATION;
+    case PGC_ERR_BUFFER:
+        return MPI_ERR_BUFFER;
+    case PGC_ERR_REQUEST:
+        return MPI_ERR_REQUEST;
+    case PGC_ERR_PENDING:
+        return MPI_ERR_PENDING;
+    case PGC_ERR_INTERNAL:
+        return MPI_ERR_INTERN;
+    default:
+        return MPI_ERR_OTHER;
+    }
+}
+
+int shim_error(MPI_Comm comm, const char *fn, int errclass, const char *fmt, ...)
+{
+    char cause[400], msg[MPI_MAX_ERROR_STRING];
+    struct shim_comm *c = NULL;
+    MPI_Errhandler h = MPI_ERRORS_ARE_FATAL;
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(cause, sizeof(cause), fmt, ap);
+    va_end(ap);
+    snprintf(msg, sizeof(msg), "%s (rank %d): %s", fn, state == 1 ? pg_world_rank() : 0, cause);
+    if (state == 1 && (shim_comm_get(comm, &c) == MPI_SUCCESS ||
+                       shim_comm_get(MPI_COMM_WORLD, &c) == MPI_SUCCESS)) {
+        h = c->errh;
+    }
+    shim_errhandler_invoke(h, comm, errclass, msg);
+    return errclass;
+}
+
+int shim_error_pg(MPI_Comm comm, const char *fn, int status)
+{
+    return shim_error(comm, fn, shim_errclass(status), "%s", mps_last_error());
+}
+
+static int init_common(int required, int *provided)
+{
+    int rc;
+
+    if (state != 0) {
+        return shim_error(MPI_COMM_NULL, "MPI_Init", MPI_ERR_OTHER, "%s",
+                          state == 1 ? "MPI is already initialized"
+                                     : "MPI cannot be initialized again after MPI_Finalize");
+    }
+    /* Every level up to MPI_THREAD_MULTIPLE is provided: pg_core serializes behind one lock
+     * when MULTIPLE is asked for, and takes no lock otherwise. */
+    thread_level = required < MPI_THREAD_SINGLE ? MPI_THREAD_SINGLE
+                   : required > MPI_THREAD_MULTIPLE ? MPI_THREAD_MULTIPLE
+                                                    : required;
+    if (provided) {
+        *provided = thread_level;
+    }
+    main_thread = pthread_self();
+    rc = pg_init(NULL, -1, -1, 0, thread_level == MPI_THREAD_MULTIPLE);
+    if (rc != PGC_OK) {
+        return shim_error(MPI_COMM_NULL, "MPI_Init", shim_errclass(rc), "%s", mps_last_error());
+    }
+    rc = shim_comm_init();
+    if (rc == MPI_SUCCESS) {
+        state = 1;
+    }
+    return rc;
+}
+
+#pragma weak MPI_Init = PMPI_Init
+int PMPI_Init(int *argc, char ***argv)
+{
+    return init_common(MPI_THREAD_SINGLE, NULL);
+}
+
+#pragma weak MPI_Init_thread = PMPI_Init_thread
+int PMPI_Init_thread(int *argc, char ***argv, int required, int *provided)
+{
+    return init_common(required, provided);
+}
+
+#pragma weak MPI_Initialized = PMPI_Initialized
+int PMPI_Initialized(int *flag)
+{
+    *flag = state != 0;
+    return MPI_SUCCESS;
+}
+
+#pragma weak MPI_Finalized = PMPI_Finalized
+int PMPI_Finalized(int *flag)
+{
+    *flag = state == 2;
+    return MPI_SUCCESS;
+}
+
+#pragma weak MPI_Finalize = PMPI_Finalize
+int PMPI_Finalize(void)
+{
+    int rc = shim_check_init(SHIM_FN);
+
+    if (rc != MPI_SUCCESS) {
+        return rc;
+    }
+    rc = pg_finalize();
+    shim_comm_fini();
+    state = 2;
+    if (rc != PGC_OK) {
+        return shim_error(MPI_COMM_NULL, SHIM_FN, shim_errclass(rc), "%s", mps_last_error());
+    }
+    return MPI_SUCCESS;
+}
+
+#pragma weak MPI_Abort = PMPI_Abort
+int PMPI_Abort(MPI_Comm comm, int errorcode)
+{
+    char msg[128];
+
+    snprintf(msg, sizeof(msg), "MPI_Abort(comm, %d) called by rank %d", errorcode,
+             state == 1 ? pg_world_rank() : 0);
+    fprintf(stderr, "[mpishim] %s\n", msg);
+    fflush(stdout);
+    if (state == 1) {
+        pg_abort(errorcode, msg);
+    }
+    _exit(errorcode ? errorcode : 1);
+}
+
+#pragma weak MPI_Query_thread = PMPI_Query_thread
+int PMPI_Query_thread(int *provided)
+{
+    *provided = thread_level;
+    return MPI_SUCCESS;
+}
+
+#pragma weak MPI_Is_thread_main = PMPI_Is_thread_main
+int PMPI_Is_thread_main(int *flag)
+{
+    *flag = pthread_equal(pthread_self(), main_thread);
+    return MPI_SUCCESS;
+}
+
+#pragma weak MPI_Get_version = PMPI_Get_version
+int PMPI_Get_version(int *version, int *subversion)
+{
+    *version = MPI_VERSION;
+    *subversion = MPI_SUBVERSION;
+    return MPI_SUCCESS;
+}
+
+#pragma weak MPI_Get_library_version = PMPI_Get_library_version
+int PMPI_Get_library_version(char *version, int *resultlen)
+{
+    int n = snprintf(version, MPI_MAX_LIBRARY_VERSION_STRING,
+                     "mpishim %s (MPI %d.%d subset over libfabric; CUDA %s, NCCL %s)",
+                     PACKAGE_VERSION, MPI_VERSION, MPI_SUBVERSION, HAVE_CUDA ? "yes" : "no",
+                     HAVE_NCCL ? "yes" : "no");
+    *resultlen = n;
+    return MPI_SUCCESS;
+}
+
+#pragma weak MPI_Get_processor_name = PMPI_Get_processor_name
+int PMPI_Get_processor_name(char *name, int *resultlen)
+{
+    if (gethostname(name, MPI_MAX_PROCESSOR_NAME) != 0) {
+        snprintf(name, MPI_MAX_PROCESSOR_NAME, "unknown");
+    }
+    name[MPI_MAX_PROCESSOR_NAME - 1] = '\0';
+    *resultlen = (int)strlen(name);
+    return MPI_SUCCESS;
+}
+
+#pragma weak MPI_Wtime = PMPI_Wtime
+double PMPI_Wtime(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+#pragma weak MPI_Wtick = PMPI_Wtick
+double PMPI_Wtick(void)
+{
+    struct timespec ts;
+
+    clock_getres(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+#pragma weak MPI_Alloc_mem = PMPI_Alloc_mem
+int PMPI_Alloc_mem(MPI_Aint size, MPI_Info info, void *baseptr)
+{
+    void *p;
+
+    if (size < 0) {
+        return shim_error(MPI_COMM_WORLD, SHIM_FN, MPI_ERR_ARG, "size %ld < 0", (long)size);
+    }
+    /* Page alignment suits the providers' registration and large copies. */
+    if (posix_memalign(&p, 4096, size ? (size_t)size : 1) != 0) {
+        return shim_error(MPI_COMM_WORLD, SHIM_FN, MPI_ERR_NO_MEM, "cannot allocate %ld bytes",
+                          (long)size);
+    }
+    *(void **)baseptr = p;
+    return MPI_SUCCESS;
+}
+
+#pragma weak MPI_Free_mem = PMPI_Free_mem
+int PMPI_Free_mem(void *base)
+{
+    free(base);
+    return MPI_SUCCESS;
+}
+
+static const char *class_strings[] = {
+    [MPI_SUCCESS] = "no error",
+    [MPI_ERR_BUFFER] = "invalid buffer pointer",
+    [MPI_ERR_COUNT] = "invalid count argument",
+    [MPI_ERR_TYPE] = "invalid datatype",
+    [MPI_ERR_TAG] = "invalid tag",
+    [MPI_ERR_COMM] = "invalid communicator",
+    [MPI_ERR_RANK] = "invalid rank",
+    [MPI_ERR_ROOT] = "invalid root",
+    [MPI_ERR_GROUP] = "invalid group",
+    [MPI_ERR_OP] = "invalid reduce operation",
+    [MPI_ERR_TOPOLOGY] = "invalid topology",
+    [MPI_ERR_DIMS] = "invalid dimension argument",
+    [MPI_ERR_ARG] = "invalid argument of some other kind",
+    [MPI_ERR_UNKNOWN] = "unknown error",
+    [MPI_ERR_TRUNCATE] = "message truncated",
+    [MPI_ERR_OTHER] = "known error not in this list",
+    [MPI_ERR_INTERN] = "internal MPI error",
+    [MPI_ERR_IN_STATUS] = "error code is in status",
+    [MPI_ERR_PENDING] = "pending request",
+    [MPI_ERR_REQUEST] = "invalid request",
+    [MPI_ERR_INFO] = "invalid info object",
+    [MPI_ERR_INFO_KEY] = "invalid info key",
+    [MPI_ERR_INFO_VALUE] = "invalid info value",
+    [MPI_ERR_INFO_NOKEY] = "info key not defined",
+    [MPI_ERR_NO_MEM] = "out of memory",
+    [MPI_ERR_UNSUPPORTED_OPERATION] = "operation not supported",
+    [MPI_ERR_WIN] = "invalid window",
+    [MPI_ERR_KEYVAL] = "invalid keyval",
+};
+
+#pragma weak MPI_Error_string = PMPI_Error_string
+int PMPI_Error_string(int errorcode, char *string, int *resultlen)
+{
+    const char *s = NULL;
+
+    if (errorcode >= 0 && errorcode < (int)(sizeof(class_strings) / sizeof(*class_strings))) {
+        s = class_strings[errorcode];
+    }
+    if (!s) {
+        s = shim_user_error_string(errorcode);
+    }
+    if (!s) {
+        return shim_error(MPI_COMM_WORLD, SHIM_FN, MPI_ERR_ARG, "unknown error code %d",
+                          errorcode);
+    }
+    *resultlen = snprintf(string, MPI_MAX_ERROR_STRING, "%s", s);
+    return MPI_SUCCESS;
+}
+
+#pragma weak MPI_Error_class = PMPI_Error_class
+int PMPI_Error_class(int errorcode, int *errorclass)
+{
+    if (errorcode >= 0 && errorcode <= MPI_ERR_RMA_FLAVOR) {
+        *errorclass = errorcode;
+        return MPI_SUCCESS;
+    }
+    return shim_user_error_class(errorcode, errorclass);
+}

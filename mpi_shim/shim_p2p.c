@@ -1,0 +1,526 @@
+/*
+ * shim_p2p.c - MPI point-to-point: the send modes, receives, probes, matched probes,
+ * persistent requests and buffered sends, translated onto pg_isend/pg_irecv.
+ *
+ * Non-contiguous datatypes are packed into a temporary before a send and unpacked from one
+ * after a receive; contiguous ones go straight from and into the user's buffer.
+ */
+#include "config.h"
+
+#include "shim_req.h"
+#include "shim_comm.h"
+#include "mps_log.h"
+#include "pgc_status.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Checks shared by every point-to-point call. peer may be MPI_PROC_NULL, and for receives
+ * MPI_ANY_SOURCE; tag for receives may be MPI_ANY_TAG. */
+static int p2p_check(const char *fn, MPI_Comm comm, int count, MPI_Datatype dt, int peer, int tag,
+                     bool recv, struct shim_comm **c, struct shim_dtype **t)
+{
+    int rc = shim_check_init(fn);
+
+    if (rc != MPI_SUCCESS) {
+        return rc;
+    }
+    if (shim_comm_get(comm, c) != MPI_SUCCESS) {
+        return shim_error(comm, fn, MPI_ERR_COMM, "invalid communicator 0x%x", (unsigned)comm);
+    }
+    if (count < 0) {
+        return shim_error(comm, fn, MPI_ERR_COUNT, "count %d is negative", count);
+    }
+    if (shim_dtype_check_comm(dt, t) != MPI_SUCCESS) {
+        return shim_error(comm, fn, MPI_ERR_TYPE, "%s", mps_last_error());
+    }
+    if (peer != MPI_PROC_NULL && !(recv && peer == MPI_ANY_SOURCE) &&
+        (peer < 0 || peer >= (*c)->g->size)) {
+        return shim_error(comm, fn, MPI_ERR_RANK, "rank %d is not in the communicator (size %d)",
+                          peer, (*c)->g->size);
+    }
+    if (!(recv && tag == MPI_ANY_TAG) && (tag < 0 || tag > PG_TAG_UB)) {
+        return shim_error(comm, fn, MPI_ERR_TAG, "tag %d is outside 0..%d", tag, PG_TAG_UB);
+    }
+    return MPI_SUCCESS;
+}
+
+/* Starts a send into r (a new or persistent request); r owns any packed temporary. */
+static int start_send(struct shim_req *r, struct shim_comm *c, const void *buf, int count,
+                      struct shim_dtype *t, int dest, int tag, bool sync, const char *fn)
+{
+    struct shim_msgbuf mb;
+    int rc = shim_msgbuf_send(buf, count, t, &mb);
+
+    if (rc != MPI_SUCCESS) {
+        return shim_error(r->comm, fn, rc, "no memory to pack %d elements", count);
+    }
+    r->tmp = mb.tmp;
+    r->finished = false;
+    r->active = true;
+    rc = pg_isend(c->g, mb.ptr, mb.bytes, dest, tag, sync, &r->pr);
+    return rc == PGC_OK ? MPI_SUCCESS : shim_error_pg(r->comm, fn, rc);
+}
+
+static int start_recv(struct shim_req *r, struct shim_comm *c, void *buf, int count,
+                      struct shim_dtype *t, int src, int tag, const char *fn)
+{
+    struct shim_msgbuf mb;
+    int rc = shim_msgbuf_recv(buf, count, t, &mb);
+
+    if (rc != MPI_SUCCESS) {
+        return shim_error(r->comm, fn, rc, "no memory for %d elements", count);
+    }
+    shim_req_attach_recv(r, &mb, buf, count, t);
+    r->finished = false;
+    r->active = true;
+    rc = pg_irecv(c->g, mb.ptr, mb.bytes, src, tag, &r->pr);
+    return rc == PGC_OK ? MPI_SUCCESS : shim_error_pg(r->comm, fn, rc);
+}
+
+static int isend_common(const void *buf, int count, MPI_Datatype dt, int dest, int tag,
+                        MPI_Comm comm, bool sync, MPI_Request *request, const char *fn)
+{
+    struct shim_comm *c;
+    struct shim_dtype *t;
+    struct shim_req *r;
+    int rc = p2p_check(fn, comm, count, dt, dest, tag, false, &c, &t);
+
+    if (rc != MPI_SUCCESS) {
+        return rc;
+    }
+    r = shim_req_new(SHIM_REQ_SEND, comm);
+    if (!r) {
+        return shim_error(comm, fn, MPI_ERR_NO_MEM, "no memory for a request");
+    }
+    rc = start_send(r, c, buf, count, t, dest, tag, sync, fn);
+    if (rc != MPI_SUCCESS) {
+        shim_req_free(r);
+        return rc;
+    }
+    *request = r->handle;
+    return MPI_SUCCESS;
+}
+
+/* A blocking send is a send request waited for at once, without a pooled request. */
+static int send_common(const void *buf, int count, MPI_Datatype dt, int dest, int tag,
+                       MPI_Comm comm, bool sync, const char *fn)
+{
+    struct shim_comm *c;
+    struct shim_dtype *t;
+    struct shim_msgbuf mb;
+    struct pg_req pr = {0};
+    int rc = p2p_check(fn, comm, count, dt, dest, tag, false, &c, &t);
+
+    if (rc != MPI_SUCCESS) {
+        return rc;
+    }
+    if (shim_msgbuf_send(buf, count, t, &mb) != MPI_SUCCESS) {
+        return shim_error(comm, fn, MPI_ERR_NO_MEM, "no memory to pack %d elements", count);
+    }
+    rc = pg_isend(c->g, mb.ptr, mb.bytes, dest, tag, sync, &pr);
+    if (rc == PGC_OK && !pr.done) {
+        rc = pg_wait(&pr, -1);
+    }
+    free(mb.tmp);
+    return rc == PGC_OK ? MPI_SUCCESS : shim_error_pg(comm, fn, rc);
+}
+
+#pragma weak MPI_Send = PMPI_Send
+int PMPI_Send(const void *buf, int count, MPI_Datatype dt, int dest, int tag, MPI_Comm comm)
+{
+    return send_common(buf, count, dt, dest, tag, comm, false, SHIM_FN);
+}
+
+#pragma weak MPI_Ssend = PMPI_Ssend
+int PMPI_Ssend(const void *buf, int count, MPI_Datatype dt, int dest, int tag, MPI_Comm comm)
+{
+    return send_common(buf, count, dt, dest, tag, comm, true, SHIM_FN);
+}
+
+/* A ready send may assume the receive is posted; sending it as a standard send is correct
+ * whether or not it is. */
+#pragma weak MPI_Rsend = PMPI_Rsend
+int PMPI_Rsend(const void *buf, int count, MPI_Datatype dt, int dest, int tag, MPI_Comm comm)
+{
+    return send_common(buf, count, dt, dest, tag, comm, false, SHIM_FN);
+}
+
+#pragma weak MPI_Isend = PMPI_Isend
+int PMPI_Isend(const void *buf, int count, MPI_Datatype dt, int dest, int tag, MPI_Comm comm,
+               MPI_Request *request)
+{
+    return isend_common(buf, count, dt, dest, tag, comm, false, request, SHIM_FN);
+}
+
+#pragma weak MPI_Issend = PMPI_Issend
+int PMPI_Issend(const void *buf, int count, MPI_Datatype dt, int dest, int tag, MPI_Comm comm,
+                MPI_Request *request)
+{
+    return isend_common(buf, count, dt, dest, tag, comm, true, request, SHIM_FN);
+}
+
+#pragma weak MPI_Irsend = PMPI_Irsend
+int PMPI_Irsend(const void *buf, int count, MPI_Datatype dt, int dest, int tag, MPI_Comm comm,
+                MPI_Request *request)
+{
+    return isend_common(buf, count, dt, dest, tag, comm, false, request, SHIM_FN);
+}
+
+#pragma weak MPI_Irecv = PMPI_Irecv
+int PMPI_Irecv(void *buf, int count, MPI_Datatype dt, int source, int tag, MPI_Comm comm,
+               MPI_Request *request)
+{
+    struct shim_comm *c;
+    struct shim_dtype *t;
+    struct shim_req *r;
+    int rc = p2p_check(SHIM_FN, comm, count, dt, source, tag, true, &c, &t);
+
+    if (rc != MPI_SUCCESS) {
+        return rc;
+    }
+    r = shim_req_new(SHIM_REQ_RECV, comm);
+    if (!r) {
+        return shim_error(comm, SHIM_FN, MPI_ERR_NO_MEM, "no memory for a request");
+    }
+    rc = start_recv(r, c, buf, count, t, source, tag, SHIM_FN);
+    if (rc != MPI_SUCCESS) {
+        shim_req_free(r);
+        return rc;
+    }
+    *request = r->handle;
+    return MPI_SUCCESS;
+}
+
+#pragma weak MPI_Recv = PMPI_Recv
+int PMPI_Recv(void *buf, int count, MPI_Datatype dt, int source, int tag, MPI_Comm comm,
+              MPI_Status *status)
+{
+    MPI_Request req;
+    int rc = PMPI_Irecv(buf, count, dt, source, tag, comm, &req);
+
+    return rc == MPI_SUCCESS ? PMPI_Wait(&req, status) : rc;
+}
+
+#pragma weak MPI_Sendrecv = PMPI_Sendrecv
+int PMPI_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int dest,
+                  int sendtag, void *recvbuf, int recvcount, MPI_Datatype recvtype, int source,
+                  int recvtag, MPI_Comm comm, MPI_Status *status)
+{
+    MPI_Request reqs[2];
+    MPI_Status sts[2];
+    int rc = PMPI_Irecv(recvbuf, recvcount, recvtype, source, recvtag, comm, &reqs[0]);
+
+    if (rc != MPI_SUCCESS) {
+        return rc;
+    }
+    rc = PMPI_Isend(sendbuf, sendcount, sendtype, dest, sendtag, comm, &reqs[1]);
+    if (rc != MPI_SUCCESS) {
+        PMPI_Cancel(&reqs[0]);
+        PMPI_Request_free(&reqs[0]);
+        return rc;
+    }
+    rc = PMPI_Waitall(2, reqs, sts);
+    if (status != MPI_STATUS_IGNORE) {
+        *status = sts[0];
+    }
+    return rc == MPI_ERR_IN_STATUS ? (sts[0].MPI_ERROR ? sts[0].MPI_ERROR : sts[1].MPI_ERROR) : rc;
+}
+
+#pragma weak MPI_Sendrecv_replace = PMPI_Sendrecv_replace
+int PMPI_Sendrecv_replace(void *buf, int count, MPI_Datatype dt, int dest, int sendtag,
+                          int source, int recvtag, MPI_Comm comm, MPI_Status *status)
+{
+    struct shim_comm *c;
+    struct shim_dtype *t;
+    struct shim_msgbuf mb;
+    int rc = p2p_check(SHIM_FN, comm, count, dt, dest, sendtag, false, &c, &t);
+
+    if (rc != MPI_SUCCESS) {
+        return rc;
+    }
+    /* The outgoing data is packed into a temporary so the receive may overwrite buf. */
+    mb.bytes = (size_t)count * t->size;
+    mb.tmp = malloc(mb.bytes ? mb.bytes : 1);
+    if (!mb.tmp) {
+        return shim_error(comm, SHIM_FN, MPI_ERR_NO_MEM, "no memory for %zu bytes", mb.bytes);
+    }
+    shim_dtype_pack(buf, (size_t)count, t, mb.tmp);
+    rc = PMPI_Sendrecv(mb.tmp, (int)mb.bytes, MPI_BYTE, dest, sendtag, buf, count, dt, source,
+                       recvtag, comm, status);
+    free(mb.tmp);
+    return rc;
+}
+
+/* ---- Probes ---- */
+
+static int probe_check(const char *fn, MPI_Comm comm, int source, int tag, struct shim_comm **c)
+{
+    struct shim_dtype *t;
+
+    return p2p_check(fn, comm, 0, MPI_BYTE, source, tag, true, c, &t);
+}
+
+/* One probe attempt; with take, the message is removed (matched probe). */
+static int probe_once(struct shim_comm *c, int source, int tag, bool take, int *flag,
+                      MPI_Status *status, struct pg_msg **msg)
+{
+    struct pg_req env;
+    bool found;
+    int rc;
+
+    pg_req_init(&env, PG_REQ_RECV);
+    rc = pg_iprobe(c->g, source, tag, take, &found, &env, msg);
+    *flag = found;
+    if (rc == PGC_OK && found) {
+        env.cap = env.len;
+        shim_status_set(status, &env, MPI_SUCCESS);
+    }
+    return rc;
+}
+
+static int probe_wait(MPI_Comm comm, struct shim_comm *c, int source, int tag, bool take,
+                      MPI_Status *status, struct pg_msg **msg, const char *fn)
+{
+    double deadline = mps_now() + pg_timeout();
+    int flag = 0, rc = PGC_OK;
+
+    while (rc == PGC_OK && !flag) {
+        rc = probe_once(c, source, tag, take, &flag, status, msg);
+        if (!flag && mps_now() > deadline) {
+            return shim_error(comm, fn, MPI_ERR_OTHER,
+                              "no message from source %d with tag %d arrived within %.0f s",
+                              source, tag, pg_timeout());
+        }
+    }
+    return rc == PGC_OK ? MPI_SUCCESS : shim_error_pg(comm, fn, rc);
+}
+
+#pragma weak MPI_Iprobe = PMPI_Iprobe
+int PMPI_Iprobe(int source, int tag, MPI_Comm comm, int *flag, MPI_Status *status)
+{
+    struct shim_comm *c;
+    int rc = probe_check(SHIM_FN, comm, source, tag, &c);
+
+    if (rc != MPI_SUCCESS) {
+        return rc;
+    }
+    if (source == MPI_PROC_NULL) {
+        *flag = 1;
+        shim_status_empty(status);
+        if (status != MPI_STATUS_IGNORE) {
+            status->MPI_SOURCE = MPI_PROC_NULL;
+        }
+        return MPI_SUCCESS;
+    }
+    rc = probe_once(c, source, tag, false, flag, status, NULL);
+    return rc == PGC_OK ? MPI_SUCCESS : shim_error_pg(comm, SHIM_FN, rc);
+}
+
+#pragma weak MPI_Probe = PMPI_Probe
+int PMPI_Probe(int source, int tag, MPI_Comm comm, MPI_Status *status)
+{
+    struct shim_comm *c;
+    int rc = probe_check(SHIM_FN, comm, source, tag, &c);
+
+    if (rc != MPI_SUCCESS || source == MPI_PROC_NULL) {
+        int flag;
+        return rc != MPI_SUCCESS ? rc : PMPI_Iprobe(source, tag, comm, &flag, status);
+    }
+    return probe_wait(comm, c, source, tag, false, status, NULL, SHIM_FN);
+}
+
+/* Matched messages live in their own handle table until MPI_Mrecv takes them. */
+static struct shim_table messages = {.obj = 0xc};
+
+static int message_handle(struct pg_msg *m, MPI_Message *message, MPI_Comm comm, const char *fn)
+{
+    *message = shim_table_add(&messages, m);
+    if (!*message) {
+        free(m);
+        return shim_error(comm, fn, MPI_ERR_NO_MEM, "no memory for a message handle");
+    }
+    return MPI_SUCCESS;
+}
+
+#pragma weak MPI_Improbe = PMPI_Improbe
+int PMPI_Improbe(int source, int tag, MPI_Comm comm, int *flag, MPI_Message *message,
+                 MPI_Status *status)
+{
+    struct shim_comm *c;
+    struct pg_msg *m = NULL;
+    int rc = probe_check(SHIM_FN, comm, source, tag, &c);
+
+    if (rc != MPI_SUCCESS) {
+        return rc;
+    }
+    if (source == MPI_PROC_NULL) {
+        *flag = 1;
+        *message = MPI_MESSAGE_NO_PROC;
+        return PMPI_Iprobe(source, tag, comm, flag, status);
+    }
+    rc = probe_once(c, source, tag, true, flag, status, &m);
+    if (rc != PGC_OK) {
+        return shim_error_pg(comm, SHIM_FN, rc);
+    }
+    return *flag ? message_handle(m, message, comm, SHIM_FN) : MPI_SUCCESS;
+}
+
+#pragma weak MPI_Mprobe = PMPI_Mprobe
+int PMPI_Mprobe(int source, int tag, MPI_Comm comm, MPI_Message *message, MPI_Status *status)
+{
+    struct shim_comm *c;
+    struct pg_msg *m = NULL;
+    int rc = probe_check(SHIM_FN, comm, source, tag, &c);
+
+    if (rc != MPI_SUCCESS || source == MPI_PROC_NULL) {
+        int flag;
+        return rc != MPI_SUCCESS ? rc : PMPI_Improbe(source, tag, comm, &flag, message, status);
+    }
+    rc = probe_wait(comm, c, source, tag, true, status, &m, SHIM_FN);
+    return rc == MPI_SUCCESS ? message_handle(m, message, comm, SHIM_FN) : rc;
+}
+
+#pragma weak MPI_Imrecv = PMPI_Imrecv
+int PMPI_Imrecv(void *buf, int count, MPI_Datatype dt, MPI_Message *message,
+                MPI_Request *request)
+{
+    struct shim_dtype *t;
+    struct shim_msgbuf mb;
+    struct shim_req *r;
+    struct pg_msg *m;
+    int rc = shim_check_init(SHIM_FN);
+
+    if (rc != MPI_SUCCESS) {
+        return rc;
+    }
+    if (*message == MPI_MESSAGE_NO_PROC) {
+        r = shim_req_new(SHIM_REQ_RECV, MPI_COMM_WORLD);
+        if (!r) {
+            return shim_error(MPI_COMM_WORLD, SHIM_FN, MPI_ERR_NO_MEM, "no memory for a request");
+        }
+        pg_irecv(pg_self_group(), NULL, 0, PG_PROC_NULL, 0, &r->pr);
+        *request = r->handle;
+        *message = MPI_MESSAGE_NULL;
+        return MPI_SUCCESS;
+    }
+    m = shim_table_get(&messages, *message);
+    if (!m) {
+        return shim_error(MPI_COMM_WORLD, SHIM_FN, MPI_ERR_REQUEST, "invalid message handle 0x%x",
+                          (unsigned)*message);
+    }
+    if (count < 0 || shim_dtype_check_comm(dt, &t) != MPI_SUCCESS) {
+        return shim_error(MPI_COMM_WORLD, SHIM_FN, count < 0 ? MPI_ERR_COUNT : MPI_ERR_TYPE,
+                          "%s", count < 0 ? "negative count" : mps_last_error());
+    }
+    r = shim_req_new(SHIM_REQ_RECV, MPI_COMM_WORLD);
+    if (!r || shim_msgbuf_recv(buf, count, t, &mb) != MPI_SUCCESS) {
+        if (r) {
+            shim_req_free(r);
+        }
+        return shim_error(MPI_COMM_WORLD, SHIM_FN, MPI_ERR_NO_MEM, "no memory to receive");
+    }
+    shim_table_remove(&messages, *message);
+    shim_req_attach_recv(r, &mb, buf, count, t);
+    pg_mrecv(m, mb.ptr, mb.bytes, &r->pr);
+    *request = r->handle;
+    *message = MPI_MESSAGE_NULL;
+    return MPI_SUCCESS;
+}
+
+#pragma weak MPI_Mrecv = PMPI_Mrecv
+int PMPI_Mrecv(void *buf, int count, MPI_Datatype dt, MPI_Message *message, MPI_Status *status)
+{
+    MPI_Request req;
+    int rc = PMPI_Imrecv(buf, count, dt, message, &req);
+
+    return rc == MPI_SUCCESS ? PMPI_Wait(&req, status) : rc;
+}
+
+/* ---- Persistent requests ---- */
+
+static int persist_init(const void *buf, int count, MPI_Datatype dt, int peer, int tag,
+                        MPI_Comm comm, enum shim_req_kind kind, bool sync, MPI_Request *request,
+                        const char *fn)
+{
+    struct shim_comm *c;
+    struct shim_dtype *t;
+    struct shim_req *r;
+    int rc = p2p_check(fn, comm, count, dt, peer, tag, kind == SHIM_REQ_RECV, &c, &t);
+
+    if (rc != MPI_SUCCESS) {
+        return rc;
+    }
+    r = shim_req_new(kind, comm);
+    if (!r) {
+        return shim_error(comm, fn, MPI_ERR_NO_MEM, "no memory for a request");
+    }
+    r->persistent = true;
+    r->active = false;
+    r->p = (struct shim_persist){buf, count, dt, peer, tag, sync};
+    *request = r->handle;
+    return MPI_SUCCESS;
+}
+
+#pragma weak MPI_Send_init = PMPI_Send_init
+int PMPI_Send_init(const void *buf, int count, MPI_Datatype dt, int dest, int tag, MPI_Comm comm,
+                   MPI_Request *request)
+{
+    return persist_init(buf, count, dt, dest, tag, comm, SHIM_REQ_SEND, false, request, SHIM_FN);
+}
+
+#pragma weak MPI_Ssend_init = PMPI_Ssend_init
+int PMPI_Ssend_init(const void *buf, int count, MPI_Datatype dt, int dest, int tag,
+                    MPI_Comm comm, MPI_Request *request)
+{
+    return persist_init(buf, count, dt, dest, tag, comm, SHIM_REQ_SEND, true, request, SHIM_FN);
+}
+
+#pragma weak MPI_Rsend_init = PMPI_Rsend_init
+int PMPI_Rsend_init(const void *buf, int count, MPI_Datatype dt, int dest, int tag,
+                    MPI_Comm comm, MPI_Request *request)
+{
+    return persist_init(buf, count, dt, dest, tag, comm, SHIM_REQ_SEND, false, request, SHIM_FN);
+}
+
+#pragma weak MPI_Recv_init = PMPI_Recv_init
+int PMPI_Recv_init(void *buf, int count, MPI_Datatype dt, int source, int tag, MPI_Comm comm,
+                   MPI_Request *request)
+{
+    return persist_init(buf, count, dt, source, tag, comm, SHIM_REQ_RECV, false, request, SHIM_FN);
+}
+
+#pragma weak MPI_Start = PMPI_Start
+int PMPI_Start(MPI_Request *request)
+{
+    struct shim_req *r = shim_req_get(*request);
+    struct shim_comm *c;
+    struct shim_dtype *t;
+    int rc;
+
+    if (!r || !r->persistent || r->active) {
+        return shim_error(MPI_COMM_WORLD, SHIM_FN, MPI_ERR_REQUEST,
+                          "request 0x%x is not an inactive persistent request", (unsigned)*request);
+    }
+    rc = p2p_check(SHIM_FN, r->comm, r->p.count, r->p.dt, r->p.peer, r->p.tag,
+                   r->kind == SHIM_REQ_RECV, &c, &t);
+    if (rc != MPI_SUCCESS) {
+        return rc;
+    }
+    if (r->kind == SHIM_REQ_RECV) {
+        return start_recv(r, c, (void *)r->p.buf, r->p.count, t, r->p.peer, r->p.tag, SHIM_FN);
+    }
+    return start_send(r, c, r->p.buf, r->p.count, t, r->p.peer, r->p.tag, r->p.sync, SHIM_FN);
+}
+
+#pragma weak MPI_Startall = PMPI_Startall
+int PMPI_Startall(int count, MPI_Request reqs[])
+{
+    for (int i = 0; i < count; i++) {
+        int rc = PMPI_Start(&reqs[i]);
+        if (rc != MPI_SUCCESS) {
+            return rc;
+        }
+    }
+    return MPI_SUCCESS;
+}

@@ -1,0 +1,224 @@
+/*
+ * shim_req.c - the request pool, statuses, and the MPI completion calls (Wait*, Test*,
+ * Request_free, Request_get_status, Cancel, Get_count, Get_elements).
+ */
+#include "config.h"
+
+#include "shim_req.h"
+#include "shim_comm.h"
+#include "mps_log.h"
+#include "pgc_status.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* The pool: slots never move (in-flight requests are pointed at by pg_core), free slots
+ * are a stack of indexes. */
+static struct shim_req **slots;
+static int *free_stack;
+static int nslots, nfree;
+
+static int pool_grow(void)
+{
+    int n = nslots ? nslots * 2 : 256;
+    struct shim_req **s = realloc(slots, sizeof(*s) * (size_t)n);
+    int *f;
+
+    if (!s) {
+        return -1;
+    }
+    slots = s;
+    f = realloc(free_stack, sizeof(int) * (size_t)n);
+    if (!f) {
+        return -1;
+    }
+    free_stack = f;
+    for (int i = nslots; i < n; i++) {
+        slots[i] = NULL;
+    }
+    for (int i = n - 1; i >= nslots; i--) {
+        free_stack[nfree++] = i;
+    }
+    nslots = n;
+    return 0;
+}
+
+struct shim_req *shim_req_new(enum shim_req_kind kind, MPI_Comm comm)
+{
+    struct shim_req *r;
+    int i;
+
+    if (nfree == 0 && pool_grow() != 0) {
+        return NULL;
+    }
+    i = free_stack[nfree - 1];
+    if (!slots[i]) {
+        slots[i] = malloc(sizeof(struct shim_req));
+        if (!slots[i]) {
+            return NULL;
+        }
+    }
+    nfree--;
+    r = slots[i];
+    memset(r, 0, sizeof(*r));
+    r->kind = kind;
+    r->comm = comm;
+    r->active = true;
+    r->handle = MPISHIM_HANDLE_MAKE(MPISHIM_KIND_INDIRECT, MPISHIM_OBJ_REQUEST, i);
+    return r;
+}
+
+struct shim_req *shim_req_get(MPI_Request h)
+{
+    int i = MPISHIM_HANDLE_INDEX(h);
+
+    if (MPISHIM_HANDLE_KIND(h) != MPISHIM_KIND_INDIRECT ||
+        MPISHIM_HANDLE_OBJ(h) != MPISHIM_OBJ_REQUEST || i >= nslots || !slots[i] ||
+        slots[i]->handle != h) {
+        return NULL;
+    }
+    return slots[i];
+}
+
+static void release_temporaries(struct shim_req *r)
+{
+    free(r->tmp);
+    free(r->tmp2);
+    r->tmp = r->tmp2 = NULL;
+    if (r->utype) {
+        shim_dtype_release(r->utype);
+        r->utype = NULL;
+    }
+}
+
+void shim_req_free(struct shim_req *r)
+{
+    int i = MPISHIM_HANDLE_INDEX(r->handle);
+
+    release_temporaries(r);
+    r->handle = 0; /* a stale handle no longer matches its slot */
+    free_stack[nfree++] = i;
+}
+
+int shim_msgbuf_send(const void *buf, int count, const struct shim_dtype *t,
+                     struct shim_msgbuf *mb)
+{
+    mb->bytes = (size_t)count * t->size;
+    mb->tmp = NULL;
+    mb->ptr = (void *)buf;
+    if (t->contig || mb->bytes == 0) {
+        return MPI_SUCCESS;
+    }
+    mb->tmp = malloc(mb->bytes);
+    if (!mb->tmp) {
+        return MPI_ERR_NO_MEM;
+    }
+    shim_dtype_pack(buf, (size_t)count, t, mb->tmp);
+    mb->ptr = mb->tmp;
+    return MPI_SUCCESS;
+}
+
+int shim_msgbuf_recv(void *buf, int count, const struct shim_dtype *t, struct shim_msgbuf *mb)
+{
+    mb->bytes = (size_t)count * t->size;
+    mb->tmp = NULL;
+    mb->ptr = buf;
+    if (t->contig || mb->bytes == 0) {
+        return MPI_SUCCESS;
+    }
+    mb->tmp = malloc(mb->bytes);
+    if (!mb->tmp) {
+        return MPI_ERR_NO_MEM;
+    }
+    mb->ptr = mb->tmp;
+    return MPI_SUCCESS;
+}
+
+static int finish_unpack(struct shim_req *r)
+{
+    /* A receive unpacks what arrived; a collective fills the whole output. */
+    size_t n = r->kind == SHIM_REQ_COLL ? r->ucount * r->utype->size : r->pr.len;
+
+    shim_dtype_unpack_partial(r->tmp, r->ucount, r->utype, 0, r->ubuf, n);
+    return MPI_SUCCESS;
+}
+
+void shim_req_attach_recv(struct shim_req *r, struct shim_msgbuf *mb, void *buf, int count,
+                          struct shim_dtype *t)
+{
+    if (!mb->tmp) {
+        return;
+    }
+    r->tmp = mb->tmp;
+    r->ubuf = buf;
+    r->ucount = (size_t)count;
+    r->utype = t;
+    shim_dtype_retain(t);
+    r->finish = finish_unpack;
+}
+
+void shim_status_empty(MPI_Status *st)
+{
+    if (st != MPI_STATUS_IGNORE) {
+        st->count_lo = 0;
+        st->count_hi_and_cancelled = 0;
+        st->MPI_SOURCE = MPI_ANY_SOURCE;
+        st->MPI_TAG = MPI_ANY_TAG;
+        st->MPI_ERROR = MPI_SUCCESS;
+    }
+}
+
+void shim_status_set(MPI_Status *st, const struct pg_req *pr, int error)
+{
+    uint64_t len = pr->kind == PG_REQ_RECV ? pr->len : 0;
+
+    if (st == MPI_STATUS_IGNORE) {
+        return;
+    }
+    st->count_lo = (int)(len & 0xffffffffu);
+    st->count_hi_and_cancelled = (int)((len >> 32) & 0x7fffffffu) | (pr->cancelled ? INT32_MIN : 0);
+    st->MPI_SOURCE = pr->kind == PG_REQ_RECV ? pr->source : MPI_ANY_SOURCE;
+    st->MPI_TAG = pr->kind == PG_REQ_RECV ? pr->tag : MPI_ANY_TAG;
+    st->MPI_ERROR = error;
+}
+
+/* The error class of a finished request, with its cause raised on its communicator. */
+int shim_req_raise(struct shim_req *r, const char *fn)
+{
+    if (r->pr.status == PGC_OK) {
+        return MPI_SUCCESS;
+    }
+    if (r->pr.status == PGC_ERR_TRUNCATE) {
+        return shim_error(r->comm, fn, MPI_ERR_TRUNCATE,
+                          "message from rank %d with tag %d is longer than the receive buffer "
+                          "(%zu bytes)", r->pr.source, r->pr.tag, r->pr.cap);
+    }
+    return shim_error(r->comm, fn, shim_errclass(r->pr.status), "%s",
+                      pgc_strerror(r->pr.status));
+}
+
+int shim_req_complete(MPI_Request *h, MPI_Status *st)
+{
+    struct shim_req *r = shim_req_get(*h);
+    int err = MPI_SUCCESS;
+
+    if (!r->finished) {
+        r->finished = true;
+        if (r->finish && r->pr.status == PGC_OK) {
+            r->finish(r);
+        } else if (r->finish && r->pr.status == PGC_ERR_TRUNCATE && r->tmp) {
+            finish_unpack(r);
+        }
+        r->error = shim_errclass(r->pr.status);
+    }
+    err = r->error;
+    shim_status_set(st, &r->pr, err);
+    if (r->persistent) {
+        r->active = false;
+        release_temporaries(r);
+    } else {
+        shim_req_free(r);
+        *h = MPI_REQUEST_NULL;
+    }
+    return err;
+}

@@ -1,0 +1,83 @@
+/*
+ * shim_req.h - MPI requests: a pg_req plus what MPI needs around it (the communicator for
+ * errors, a temporary packed buffer to unpack or free at completion, persistence).
+ *
+ * Requests come from a pool (no malloc per message once warm) and their memory never
+ * moves, because pg_core and the fabric hold pointers into them while they are in flight.
+ */
+#ifndef SHIM_REQ_H
+#define SHIM_REQ_H
+
+#include "shim.h"
+#include "shim_datatype.h"
+#include "pg.h"
+#include "shim_comm.h"
+
+enum shim_req_kind { SHIM_REQ_SEND, SHIM_REQ_RECV, SHIM_REQ_COLL, SHIM_REQ_GREQ };
+
+struct shim_req;
+/* Runs once when the pg request completes (unpack, free temporaries); may set an error. */
+typedef int (*shim_req_finish_fn)(struct shim_req *r);
+
+/* A persistent request's arguments, replayed by MPI_Start. */
+struct shim_persist {
+    const void *buf;
+    int count;
+    MPI_Datatype dt;
+    int peer, tag;
+    bool sync;
+};
+
+struct shim_req {
+    struct pg_req pr;
+    enum shim_req_kind kind;
+    MPI_Comm comm;
+    int handle;
+    bool persistent, active, finished;
+    bool bsend;                 /* buffered send: releases its share of the attached buffer */
+    shim_req_finish_fn finish;
+    void *tmp;                  /* owned temporary (packed data), freed at completion */
+    void *tmp2;                 /* a second one (collectives with two packed buffers) */
+    void *ubuf;                 /* receive: the user's buffer to unpack into */
+    size_t ucount;
+    struct shim_dtype *utype;   /* retained while pending */
+    struct shim_persist p;
+    int error;                  /* the MPI error class it completed with */
+    struct shim_op_call opcall; /* a user op's function and type, for the collective's life */
+};
+
+/* A request from the pool, zeroed, with a handle. NULL when out of memory. */
+struct shim_req *shim_req_new(enum shim_req_kind kind, MPI_Comm comm);
+/* The request of a handle, or NULL (MPI_REQUEST_NULL or invalid). */
+struct shim_req *shim_req_get(MPI_Request h);
+/* Back to the pool (frees temporaries, releases the type). */
+void shim_req_free(struct shim_req *r);
+
+/* Packed-buffer helpers shared by point-to-point and collectives. */
+struct shim_msgbuf {
+    void *ptr;     /* where the packed bytes are (the user's buffer when contiguous) */
+    size_t bytes;  /* count * size */
+    void *tmp;     /* a temporary to free, or NULL */
+};
+/* Send side: packs non-contiguous data into a temporary. MPI_SUCCESS or MPI_ERR_NO_MEM. */
+int shim_msgbuf_send(const void *buf, int count, const struct shim_dtype *t,
+                     struct shim_msgbuf *mb);
+/* Receive side: a temporary when the type is not contiguous. */
+int shim_msgbuf_recv(void *buf, int count, const struct shim_dtype *t, struct shim_msgbuf *mb);
+/* Hands a receive msgbuf to r: at completion the received bytes are unpacked into buf. */
+void shim_req_attach_recv(struct shim_req *r, struct shim_msgbuf *mb, void *buf, int count,
+                          struct shim_dtype *t);
+
+/* Fills an MPI_Status (ignored when st is MPI_STATUS_IGNORE) from a pg request. */
+void shim_status_set(MPI_Status *st, const struct pg_req *pr, int error);
+void shim_status_empty(MPI_Status *st);
+
+/* Completes a request whose pg part is done: runs finish, fills the status, and frees it
+ * (or makes a persistent one inactive); *h becomes MPI_REQUEST_NULL for freed ones.
+ * Returns the MPI error class of the operation. */
+int shim_req_complete(MPI_Request *h, MPI_Status *st);
+
+/* The error class for a failed pg call, with the cause raised on comm for fn. */
+int shim_req_raise(struct shim_req *r, const char *fn);
+
+#endif

@@ -1,0 +1,63 @@
+/* shim_table.c - handle tables for user objects (see shim.h). */
+#include "config.h"
+
+#include "shim.h"
+
+#include <stdlib.h>
+
+static int table_grow(struct shim_table *t)
+{
+    int cap = t->cap ? t->cap * 2 : 64;
+    void **slots = realloc(t->slots, sizeof(void *) * (size_t)cap);
+
+    if (!slots) {
+        return -1;
+    }
+    for (int j = t->cap; j < cap; j++) {
+        slots[j] = NULL;
+    }
+    t->slots = slots;
+    t->cap = cap;
+    return 0;
+}
+
+int shim_table_add(struct shim_table *t, void *p)
+{
+    int i = t->first;
+
+    /* Reuse the first free slot so handles stay small; tables hold few live objects. */
+    while (i < t->n && t->slots[i]) {
+        i++;
+    }
+    while (i >= t->cap) {
+        if (table_grow(t) != 0) {
+            return 0;
+        }
+    }
+    t->slots[i] = p;
+    if (i >= t->n) {
+        t->n = i + 1;
+    }
+    return MPISHIM_HANDLE_MAKE(MPISHIM_KIND_INDIRECT, t->obj, i);
+}
+
+void *shim_table_get(const struct shim_table *t, int handle)
+{
+    int i = MPISHIM_HANDLE_INDEX(handle);
+
+    if (MPISHIM_HANDLE_KIND(handle) != MPISHIM_KIND_INDIRECT ||
+        MPISHIM_HANDLE_OBJ(handle) != t->obj || i >= t->n) {
+        return NULL;
+    }
+    return t->slots[i];
+}
+
+void *shim_table_remove(struct shim_table *t, int handle)
+{
+    void *p = shim_table_get(t, handle);
+
+    if (p) {
+        t->slots[MPISHIM_HANDLE_INDEX(handle)] = NULL;
+    }
+    return p;
+}

@@ -1,0 +1,364 @@
+/*
+ * shim_wait.c - completing requests: MPI_Wait/Test and their any/all/some forms,
+ * MPI_Request_free, MPI_Request_get_status, MPI_Cancel, and reading statuses.
+ *
+ * Inactive persistent requests and MPI_REQUEST_NULL count as complete with an empty
+ * status, as the standard says. A request that completed with an error raises it on its
+ * communicator (the call returns the class when the handler returns).
+ */
+#include "config.h"
+
+#include "shim_req.h"
+#include "shim_comm.h"
+#include "mps_log.h"
+#include "pgc_status.h"
+
+#include <stdlib.h>
+
+/* The pg request to wait for, NULL for null or inactive requests; MPI_ERR_REQUEST for a
+ * handle that is no request. */
+static int req_lookup(MPI_Request h, const char *fn, struct shim_req **out)
+{
+    *out = NULL;
+    if (h == MPI_REQUEST_NULL) {
+        return MPI_SUCCESS;
+    }
+    *out = shim_req_get(h);
+    if (!*out) {
+        return shim_error(MPI_COMM_WORLD, fn, MPI_ERR_REQUEST, "invalid request handle 0x%x",
+                          (unsigned)h);
+    }
+    if (!(*out)->active) {
+        *out = NULL;
+    }
+    return MPI_SUCCESS;
+}
+
+/* Completes a finished request: raises its error, fills status, frees it. */
+static int finish_one(MPI_Request *h, struct shim_req *r, MPI_Status *st, const char *fn)
+{
+    int err = r->pr.status != PGC_OK ? shim_req_raise(r, fn) : MPI_SUCCESS;
+
+    shim_req_complete(h, st);
+    return err;
+}
+
+static int wait_one(MPI_Request *h, MPI_Status *st, const char *fn)
+{
+    struct shim_req *r;
+    int rc = req_lookup(*h, fn, &r);
+
+    if (rc != MPI_SUCCESS || !r) {
+        shim_status_empty(st);
+        return rc;
+    }
+    rc = pg_wait(&r->pr, -1);
+    if (!r->pr.done) {
+        return shim_error(r->comm, fn, shim_errclass(rc), "%s", mps_last_error());
+    }
+    return finish_one(h, r, st, fn);
+}
+
+#pragma weak MPI_Wait = PMPI_Wait
+int PMPI_Wait(MPI_Request *request, MPI_Status *status)
+{
+    int rc = shim_check_init(SHIM_FN);
+
+    return rc != MPI_SUCCESS ? rc : wait_one(request, status, SHIM_FN);
+}
+
+#pragma weak MPI_Test = PMPI_Test
+int PMPI_Test(MPI_Request *request, int *flag, MPI_Status *status)
+{
+    struct shim_req *r;
+    int rc = shim_check_init(SHIM_FN);
+
+    if (rc == MPI_SUCCESS) {
+        rc = req_lookup(*request, SHIM_FN, &r);
+    }
+    if (rc != MPI_SUCCESS) {
+        return rc;
+    }
+    *flag = !r || pg_test(&r->pr);
+    if (!r) {
+        shim_status_empty(status);
+        return MPI_SUCCESS;
+    }
+    return *flag ? finish_one(request, r, status, SHIM_FN) : MPI_SUCCESS;
+}
+
+static MPI_Status *status_at(MPI_Status *sts, int i)
+{
+    return sts == MPI_STATUSES_IGNORE ? MPI_STATUS_IGNORE : &sts[i];
+}
+
+#pragma weak MPI_Waitall = PMPI_Waitall
+int PMPI_Waitall(int count, MPI_Request reqs[], MPI_Status *statuses)
+{
+    int rc = shim_check_init(SHIM_FN);
+    int failed = 0;
+
+    if (rc != MPI_SUCCESS) {
+        return rc;
+    }
+    for (int i = 0; i < count; i++) {
+        if (wait_one(&reqs[i], status_at(statuses, i), SHIM_FN) != MPI_SUCCESS) {
+            failed++;
+        }
+    }
+    return failed ? MPI_ERR_IN_STATUS : MPI_SUCCESS;
+}
+
+#pragma weak MPI_Testall = PMPI_Testall
+int PMPI_Testall(int count, MPI_Request reqs[], int *flag, MPI_Status *statuses)
+{
+    int rc = shim_check_init(SHIM_FN);
+    struct shim_req *r;
+
+    if (rc != MPI_SUCCESS) {
+        return rc;
+    }
+    pg_progress();
+    *flag = 1;
+    for (int i = 0; i < count && *flag; i++) {
+        rc = req_lookup(reqs[i], SHIM_FN, &r);
+        if (rc != MPI_SUCCESS) {
+            return rc;
+        }
+        *flag = !r || r->pr.done;
+    }
+    /* All or nothing: complete them only when every one is done. */
+    return *flag ? PMPI_Waitall(count, reqs, statuses) : MPI_SUCCESS;
+}
+
+/* The pg requests of an array (NULL for null/inactive ones); *active counts the others. */
+static int collect(int count, MPI_Request reqs[], struct pg_req **prs, int *active,
+                   const char *fn)
+{
+    struct shim_req *r;
+
+    *active = 0;
+    for (int i = 0; i < count; i++) {
+        int rc = req_lookup(reqs[i], fn, &r);
+        if (rc != MPI_SUCCESS) {
+            return rc;
+        }
+        prs[i] = r ? &r->pr : NULL;
+        *active += r != NULL;
+    }
+    return MPI_SUCCESS;
+}
+
+static int any_common(int count, MPI_Request reqs[], int *index, int *flag, MPI_Status *st,
+                      bool block, const char *fn)
+{
+    struct pg_req *stack[64];
+    struct pg_req **prs = count <= 64 ? stack : malloc(sizeof(*prs) * (size_t)count);
+    int active, rc;
+
+    *index = MPI_UNDEFINED;
+    *flag = 0;
+    if (!prs) {
+        return shim_error(MPI_COMM_WORLD, fn, MPI_ERR_NO_MEM, "no memory for %d requests", count);
+    }
+    rc = collect(count, reqs, prs, &active, fn);
+    if (rc == MPI_SUCCESS && active == 0) {
+        *flag = 1;
+        shim_status_empty(st);
+    } else if (rc == MPI_SUCCESS) {
+        pg_progress();
+        for (int i = 0; i < count && *index < 0; i++) {
+            *index = prs[i] && prs[i]->done ? i : MPI_UNDEFINED;
+        }
+        if (*index < 0 && block && pg_wait_any(prs, count, index, -1) != PGC_OK) {
+            rc = shim_error(MPI_COMM_WORLD, fn, MPI_ERR_OTHER, "%s", mps_last_error());
+            *index = MPI_UNDEFINED;
+        }
+        if (*index >= 0) {
+            *flag = 1;
+            rc = finish_one(&reqs[*index], shim_req_get(reqs[*index]), st, fn);
+        }
+    }
+    if (prs != stack) {
+        free(prs);
+    }
+    return rc;
+}
+
+#pragma weak MPI_Waitany = PMPI_Waitany
+int PMPI_Waitany(int count, MPI_Request reqs[], int *index, MPI_Status *status)
+{
+    int flag, rc = shim_check_init(SHIM_FN);
+
+    return rc != MPI_SUCCESS ? rc : any_common(count, reqs, index, &flag, status, true, SHIM_FN);
+}
+
+#pragma weak MPI_Testany = PMPI_Testany
+int PMPI_Testany(int count, MPI_Request reqs[], int *index, int *flag, MPI_Status *status)
+{
+    int rc = shim_check_init(SHIM_FN);
+
+    return rc != MPI_SUCCESS ? rc : any_common(count, reqs, index, flag, status, false, SHIM_FN);
+}
+
+/* Completes every finished request; *outcount is how many (MPI_UNDEFINED if none active). */
+static int some_common(int count, MPI_Request reqs[], int *outcount, int indices[],
+                       MPI_Status *statuses, bool block, const char *fn)
+{
+    int index, flag, failed = 0, active = 0;
+    int rc = any_common(count, reqs, &index, &flag, status_at(statuses, 0), block, fn);
+
+    *outcount = 0;
+    if (index == MPI_UNDEFINED) {
+        for (int i = 0; i < count; i++) {
+            struct shim_req *r = shim_req_get(reqs[i]);
+            active += r && r->active;
+        }
+        *outcount = active || !flag ? 0 : MPI_UNDEFINED;
+        return rc;
+    }
+    indices[(*outcount)++] = index;
+    failed += rc != MPI_SUCCESS;
+    for (int i = 0; i < count; i++) {
+        struct shim_req *r = shim_req_get(reqs[i]);
+        if (r && r->active && r->pr.done) {
+            indices[*outcount] = i;
+            failed += finish_one(&reqs[i], r, status_at(statuses, *outcount), fn) != MPI_SUCCESS;
+            (*outcount)++;
+        }
+    }
+    return failed ? MPI_ERR_IN_STATUS : MPI_SUCCESS;
+}
+
+#pragma weak MPI_Waitsome = PMPI_Waitsome
+int PMPI_Waitsome(int incount, MPI_Request reqs[], int *outcount, int indices[],
+                  MPI_Status *statuses)
+{
+    int rc = shim_check_init(SHIM_FN);
+
+    return rc != MPI_SUCCESS ? rc
+                             : some_common(incount, reqs, outcount, indices, statuses, true, SHIM_FN);
+}
+
+#pragma weak MPI_Testsome = PMPI_Testsome
+int PMPI_Testsome(int incount, MPI_Request reqs[], int *outcount, int indices[],
+                  MPI_Status *statuses)
+{
+    int rc = shim_check_init(SHIM_FN);
+
+    return rc != MPI_SUCCESS
+               ? rc
+               : some_common(incount, reqs, outcount, indices, statuses, false, SHIM_FN);
+}
+
+#pragma weak MPI_Request_get_status = PMPI_Request_get_status
+int PMPI_Request_get_status(MPI_Request request, int *flag, MPI_Status *status)
+{
+    struct shim_req *r;
+    int rc = shim_check_init(SHIM_FN);
+
+    if (rc == MPI_SUCCESS) {
+        rc = req_lookup(request, SHIM_FN, &r);
+    }
+    if (rc != MPI_SUCCESS) {
+        return rc;
+    }
+    *flag = !r || pg_test(&r->pr);
+    if (!r) {
+        shim_status_empty(status);
+    } else if (*flag) {
+        shim_status_set(status, &r->pr, shim_errclass(r->pr.status));
+    }
+    return MPI_SUCCESS;
+}
+
+#pragma weak MPI_Request_free = PMPI_Request_free
+int PMPI_Request_free(MPI_Request *request)
+{
+    struct shim_req *r = shim_req_get(*request);
+
+    if (!r) {
+        return shim_error(MPI_COMM_WORLD, SHIM_FN, MPI_ERR_REQUEST, "invalid request handle 0x%x",
+                          (unsigned)*request);
+    }
+    /* A pending operation still owns its buffers: finish it before recycling the slot. */
+    if (r->active && !r->pr.done) {
+        pg_wait(&r->pr, -1);
+    }
+    r->persistent = false;
+    r->finished = true;
+    shim_req_complete(request, MPI_STATUS_IGNORE);
+    return MPI_SUCCESS;
+}
+
+#pragma weak MPI_Cancel = PMPI_Cancel
+int PMPI_Cancel(MPI_Request *request)
+{
+    struct shim_req *r = shim_req_get(*request);
+
+    if (!r) {
+        return shim_error(MPI_COMM_WORLD, SHIM_FN, MPI_ERR_REQUEST, "invalid request handle 0x%x",
+                          (unsigned)*request);
+    }
+    /* Receives that have not matched are cancelled; sends always complete (MPI allows it). */
+    if (r->kind == SHIM_REQ_RECV && r->active) {
+        pg_cancel_recv(&r->pr);
+    }
+    return MPI_SUCCESS;
+}
+
+#pragma weak MPI_Test_cancelled = PMPI_Test_cancelled
+int PMPI_Test_cancelled(const MPI_Status *status, int *flag)
+{
+    *flag = (status->count_hi_and_cancelled & INT32_MIN) != 0;
+    return MPI_SUCCESS;
+}
+
+static size_t status_bytes(const MPI_Status *st)
+{
+    return (size_t)(unsigned)st->count_lo |
+           ((size_t)(st->count_hi_and_cancelled & 0x7fffffff) << 32);
+}
+
+#pragma weak MPI_Get_count = PMPI_Get_count
+int PMPI_Get_count(const MPI_Status *status, MPI_Datatype datatype, int *count)
+{
+    struct shim_dtype *t;
+    size_t bytes = status_bytes(status);
+
+    if (shim_dtype_lookup(datatype, &t) != MPI_SUCCESS) {
+        return shim_error(MPI_COMM_WORLD, SHIM_FN, MPI_ERR_TYPE, "invalid datatype 0x%x",
+                          (unsigned)datatype);
+    }
+    if (t->size == 0) {
+        *count = 0;
+    } else {
+        *count = bytes % t->size ? MPI_UNDEFINED : (int)(bytes / t->size);
+    }
+    return MPI_SUCCESS;
+}
+
+#pragma weak MPI_Get_elements_x = PMPI_Get_elements_x
+int PMPI_Get_elements_x(const MPI_Status *status, MPI_Datatype datatype, MPI_Count *count)
+{
+    struct shim_dtype *t;
+
+    if (shim_dtype_lookup(datatype, &t) != MPI_SUCCESS) {
+        return shim_error(MPI_COMM_WORLD, SHIM_FN, MPI_ERR_TYPE, "invalid datatype 0x%x",
+                          (unsigned)datatype);
+    }
+    *count = shim_dtype_elements(t, status_bytes(status));
+    return MPI_SUCCESS;
+}
+
+#pragma weak MPI_Get_elements = PMPI_Get_elements
+int PMPI_Get_elements(const MPI_Status *status, MPI_Datatype datatype, int *count)
+{
+    MPI_Count c;
+    int rc = PMPI_Get_elements_x(status, datatype, &c);
+
+    if (rc == MPI_SUCCESS) {
+        *count = c > INT32_MAX ? MPI_UNDEFINED : (int)c;
+    }
+    return rc;
+}

@@ -1,0 +1,177 @@
+/*
+ * pg.h - the process-group core (internal): the world, groups, point-to-point matching,
+ * requests, progress, and collective schedules. Both public APIs (MPI in mpi_shim, pgc_ in
+ * pg_core/pgc_api.c) are thin translations onto these calls.
+ *
+ * Locking: when the world was started with thread support (pg_init's mt flag) every
+ * entry point below takes the one world lock; internal functions (pg_*_locked) assume it is
+ * held. Without it the calls are single-threaded and take no lock.
+ *
+ * Buffers: a send buffer may be reused once its request completes; a receive buffer holds
+ * the data once its request completes. A call that returns an error never completes its
+ * request later, and leaves nothing posted.
+ */
+#ifndef PG_H
+#define PG_H
+
+#include "mps_util.h"
+#include "pg_dtype.h"
+#include "fab.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define PG_ANY_SOURCE (-2)
+#define PG_ANY_TAG (-1)
+#define PG_PROC_NULL (-1)
+#define PG_TAG_UB ((1 << 30) - 1)
+
+struct pg_group;
+struct pg_req;
+struct pg_sched;
+
+typedef void (*pg_req_cb)(struct pg_req *req);
+
+enum pg_req_kind { PG_REQ_SEND, PG_REQ_RECV, PG_REQ_COLL, PG_REQ_NULL };
+
+/* A request: embedded by the caller, zeroed (or set up with pg_req_init) before its
+ * first use; an operation keeps on_complete/cb_arg that the caller set (a schedule step, an MPI request object). */
+struct pg_req {
+    enum pg_req_kind kind;
+    volatile int done;
+    int status;     /* PGC_OK or the error that ended it */
+    int source;     /* receives: the sender's group rank */
+    int tag;        /* receives: the matched tag */
+    size_t len;     /* receives: bytes that arrived (sends: bytes sent) */
+    bool cancelled;
+    pg_req_cb on_complete; /* optional: called once when done is set */
+    void *cb_arg;
+    /* matching state of a posted receive, and the rendezvous transfer of both sides */
+    uint64_t ctx;
+    int match_src, match_tag;
+    void *buf;
+    size_t cap;
+    int peer_world;         /* world rank of the other side (rendezvous) */
+    struct mps_list link;   /* posted-receive queue, or pending-send list */
+    struct fab_req freq;    /* the fabric transfer of a rendezvous */
+    struct pg_msg *self_msg; /* a self-send's envelope, while it waits to be matched */
+    bool sync;              /* synchronous send: completes when the receive has matched */
+};
+
+/* A received message that no posted receive took yet (or held by a matched probe). */
+struct pg_msg {
+    struct mps_list link;
+    uint64_t ctx;
+    int src, tag;          /* src: group rank of the sender */
+    int src_world;
+    size_t len;
+    uint32_t kind;         /* eager or rendezvous */
+    uint64_t rndv_tag;     /* rendezvous: the fabric tag of the data */
+    uint64_t sync_id;      /* synchronous send: the sender's cookie to ack, 0 if none */
+    struct pg_req *self_send; /* a message from this process to itself: the send request */
+    unsigned char *data;   /* eager payload (owned) */
+};
+
+/* A group: a set of world ranks in group-rank order, with its own matching contexts. */
+struct pg_group {
+    uint64_t ctx;        /* point-to-point context; collectives use ctx | 1 */
+    int rank, size;      /* my rank (-1 if not a member) and the size */
+    int *ranks;          /* group rank -> world rank */
+    uint32_t coll_seq;   /* tag of the next collective, the same on every member */
+    int refs;
+    void *user;          /* the upper layer's object (an MPI communicator) */
+    struct pg_group_dev *dev; /* device (NCCL) state, created lazily */
+    int *local_of;       /* world rank -> group rank, or NULL (computed lazily) */
+};
+
+/* What a reduction does: a built-in op on an element type, or a user function. */
+typedef void (*pg_user_op_fn)(const void *in, void *inout, size_t count, void *ctx);
+struct pg_op_spec {
+    enum pg_dtype dt;      /* element type (PG_BYTE with a user op: opaque elements) */
+    enum pg_op op;
+    size_t elem_size;      /* bytes of one element */
+    pg_user_op_fn user_fn; /* non-NULL: a user op (then op is ignored) */
+    void *user_ctx;
+    bool commutative;
+};
+
+/* World */
+int pg_init(const char *init_method, int rank, int size, double timeout, bool mt);
+int pg_finalize(void);
+bool pg_is_initialized(void);
+int pg_world_rank(void);
+int pg_world_size(void);
+int pg_local_rank(void);
+int pg_local_size(void);
+const char *pg_node_name(void);
+const char *pg_boot_method(void);
+struct pg_group *pg_world_group(void);
+struct pg_group *pg_self_group(void);
+void pg_abort(int code, const char *msg);
+double pg_timeout(void);
+struct boot_store *pg_store(void);
+
+/* Groups */
+int pg_group_create(struct pg_group *parent, const int *parent_ranks, int n,
+                    struct pg_group **out);
+int pg_group_split(struct pg_group *parent, int color, int key, struct pg_group **out);
+int pg_group_dup(struct pg_group *parent, struct pg_group **out);
+void pg_group_retain(struct pg_group *g);
+void pg_group_release(struct pg_group *g);
+/* Group rank of a world rank, or -1. */
+int pg_group_rank_of(struct pg_group *g, int world_rank);
+
+/* Point-to-point on a group (ranks are group ranks; PG_PROC_NULL completes at once). */
+int pg_isend(struct pg_group *g, const void *buf, size_t len, int dst, int tag, bool sync,
+             struct pg_req *req);
+int pg_irecv(struct pg_group *g, void *buf, size_t cap, int src, int tag, struct pg_req *req);
+/* Probe: *found set when a matching message is queued; its source, tag and length go
+ * into *probe_req (source, tag, len). With take, the message is removed and returned in
+ * *msg for pg_mrecv (matched probe). */
+int pg_iprobe(struct pg_group *g, int src, int tag, bool take, bool *found,
+              struct pg_req *probe_req, struct pg_msg **msg);
+int pg_mrecv(struct pg_msg *msg, void *buf, size_t cap, struct pg_req *req);
+/* Cancels a posted receive that has not matched; sets req->cancelled and completes it. */
+int pg_cancel_recv(struct pg_req *req);
+
+/* Zeroes a request for kind; and completes one (runs on_complete). */
+void pg_req_init(struct pg_req *req, enum pg_req_kind kind);
+void pg_req_complete(struct pg_req *req, int status);
+
+/* Progress and completion. */
+int pg_progress(void);
+bool pg_test(struct pg_req *req);
+/* Waits until req completes or timeout seconds (< 0: MPISHIM_TIMEOUT) pass. */
+int pg_wait(struct pg_req *req, double timeout);
+/* Waits until at least one of reqs (NULL entries skipped) completes; *index gets it. */
+int pg_wait_any(struct pg_req **reqs, int n, int *index, double timeout);
+
+/* Collectives: each starts a schedule completing *req (kind PG_REQ_COLL). Counts are in
+ * elements of op->elem_size (reductions) or bytes. in == out is in place. */
+int pg_ibarrier(struct pg_group *g, struct pg_req *req);
+int pg_ibcast(struct pg_group *g, void *buf, size_t bytes, int root, struct pg_req *req);
+int pg_ireduce(struct pg_group *g, const void *in, void *out, size_t count,
+               const struct pg_op_spec *op, int root, struct pg_req *req);
+int pg_iallreduce(struct pg_group *g, const void *in, void *out, size_t count,
+                  const struct pg_op_spec *op, struct pg_req *req);
+/* Every rank contributes bytes at in; out receives size * bytes in rank order.
+ * in == out + rank * bytes is in place. */
+int pg_iallgather(struct pg_group *g, const void *in, void *out, size_t bytes,
+                  struct pg_req *req);
+/* counts/displs in bytes, one per rank; copied, so the caller may free them at return. */
+int pg_iallgatherv(struct pg_group *g, const void *in, size_t inbytes, void *out,
+                   const size_t *counts, const size_t *displs, struct pg_req *req);
+/* Blocking forms: start + wait with the world timeout. */
+int pg_allgather(struct pg_group *g, const void *in, void *out, size_t bytes);
+int pg_barrier(struct pg_group *g);
+int pg_bcast(struct pg_group *g, void *buf, size_t bytes, int root);
+int pg_reduce(struct pg_group *g, const void *in, void *out, size_t count,
+              const struct pg_op_spec *op, int root);
+int pg_allreduce(struct pg_group *g, const void *in, void *out, size_t count,
+                 const struct pg_op_spec *op);
+
+/* in op inout -> inout for a built-in or user op. */
+int pg_op_apply(const struct pg_op_spec *op, const void *in, void *inout, size_t count);
+
+#endif

@@ -1,0 +1,220 @@
+/*
+ * pg_coll.c - the collective entry points: argument checks, algorithm choice, and the
+ * blocking forms (a schedule started and waited for).
+ */
+#include "config.h"
+
+#include "pg_coll_algos.h"
+#include "pg_internal.h"
+#include "mps_config.h"
+#include "mps_log.h"
+#include "pgc_status.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+int pg_op_apply(const struct pg_op_spec *op, const void *in, void *inout, size_t count)
+{
+    if (op->user_fn) {
+        op->user_fn(in, inout, count, op->user_ctx);
+        return PGC_OK;
+    }
+    return pg_reduce_local(in, inout, count, op->dt, op->op == PG_OP_AVG ? PG_OP_SUM : op->op);
+}
+
+static int check_root(struct pg_group *g, int root)
+{
+    if (root < 0 || root >= g->size) {
+        return mps_error(PGC_ERR_INVALID_ROOT, "root %d outside a group of %d", root, g->size);
+    }
+    return PGC_OK;
+}
+
+static int check_op(const struct pg_op_spec *op)
+{
+    if (!op->user_fn && !pg_op_valid(op->op, op->dt)) {
+        return mps_error(PGC_ERR_INVALID_OP, "reduction %s is not defined on %s",
+                         pg_op_name(op->op), pg_dtype_name(op->dt));
+    }
+    return PGC_OK;
+}
+
+/* The algorithm named by a MPISHIM_COLL_* variable, or "auto". */
+static bool algo_is(enum mps_config_id id, const char *name)
+{
+    return strcmp(mps_config_str(id), name) == 0;
+}
+
+static int start_locked(struct pg_sched *s)
+{
+    int rc;
+
+    PG_LOCK();
+    rc = pg_sched_start(s);
+    PG_UNLOCK();
+    return rc;
+}
+
+int pg_ibarrier(struct pg_group *g, struct pg_req *req)
+{
+    struct pg_sched *s = pg_sched_new(g, NULL, req);
+
+    if (!s) {
+        return PGC_ERR_NOMEM;
+    }
+    pg_barrier_dissemination(s);
+    return start_locked(s);
+}
+
+int pg_ibcast(struct pg_group *g, void *buf, size_t bytes, int root, struct pg_req *req)
+{
+    struct pg_sched *s;
+    int rc = check_root(g, root);
+
+    if (rc != PGC_OK) {
+        return rc;
+    }
+    s = pg_sched_new(g, NULL, req);
+    if (!s) {
+        return PGC_ERR_NOMEM;
+    }
+    pg_bcast_binomial(s, buf, bytes, root);
+    return start_locked(s);
+}
+
+int pg_ireduce(struct pg_group *g, const void *in, void *out, size_t count,
+               const struct pg_op_spec *op, int root, struct pg_req *req)
+{
+    size_t bytes = count * op->elem_size;
+    struct pg_sched *s;
+    void *acc;
+    int rc = check_root(g, root);
+
+    if (rc == PGC_OK) {
+        rc = check_op(op);
+    }
+    if (rc != PGC_OK) {
+        return rc;
+    }
+    s = pg_sched_new(g, op, req);
+    if (!s) {
+        return PGC_ERR_NOMEM;
+    }
+    /* The root reduces into its output; the others into scratch (their input is const). */
+    acc = g->rank == root ? out : pg_sched_alloc(s, bytes);
+    if (acc) {
+        pg_sched_copy(s, acc, in, bytes);
+    }
+    pg_reduce_binomial(s, acc, count, root);
+    return start_locked(s);
+}
+
+static bool use_ring(struct pg_group *g, size_t count, const struct pg_op_spec *op)
+{
+    if (!op->commutative || count < (size_t)g->size) {
+        return false;
+    }
+    if (algo_is(MPS_CFG_COLL_ALLREDUCE, "ring")) {
+        return true;
+    }
+    if (!algo_is(MPS_CFG_COLL_ALLREDUCE, "auto")) {
+        return false;
+    }
+    return count * op->elem_size >= 65536 && g->size > 2;
+}
+
+int pg_iallreduce(struct pg_group *g, const void *in, void *out, size_t count,
+                  const struct pg_op_spec *op, struct pg_req *req)
+{
+    struct pg_sched *s;
+    int rc = check_op(op);
+
+    if (rc != PGC_OK) {
+        return rc;
+    }
+    s = pg_sched_new(g, op, req);
+    if (!s) {
+        return PGC_ERR_NOMEM;
+    }
+    pg_sched_copy(s, out, in, count * op->elem_size);
+    if (use_ring(g, count, op)) {
+        pg_allreduce_ring(s, out, count);
+    } else {
+        pg_allreduce_recursive_doubling(s, out, count);
+    }
+    return start_locked(s);
+}
+
+int pg_iallgatherv(struct pg_group *g, const void *in, size_t inbytes, void *out,
+                   const size_t *counts, const size_t *displs, struct pg_req *req)
+{
+    struct pg_sched *s = pg_sched_new(g, NULL, req);
+    size_t *cd;
+
+    if (!s) {
+        return PGC_ERR_NOMEM;
+    }
+    /* The schedule outlives the call: keep its own copy of the layout. */
+    cd = pg_sched_alloc(s, sizeof(size_t) * 2 * (size_t)g->size);
+    if (cd) {
+        memcpy(cd, counts, sizeof(size_t) * (size_t)g->size);
+        memcpy(cd + g->size, displs, sizeof(size_t) * (size_t)g->size);
+        pg_sched_copy(s, (char *)out + displs[g->rank], in, inbytes);
+        pg_sched_fence(s);
+        pg_allgatherv_ring(s, out, cd, cd + g->size);
+    }
+    return start_locked(s);
+}
+
+int pg_iallgather(struct pg_group *g, const void *in, void *out, size_t bytes,
+                  struct pg_req *req)
+{
+    size_t *cd = malloc(sizeof(size_t) * 2 * (size_t)g->size);
+    int rc;
+
+    if (!cd) {
+        return mps_error(PGC_ERR_NOMEM, "no memory for an allgather over %d ranks", g->size);
+    }
+    for (int i = 0; i < g->size; i++) {
+        cd[i] = bytes;
+        cd[g->size + i] = (size_t)i * bytes;
+    }
+    rc = pg_iallgatherv(g, in, bytes, out, cd, cd + g->size, req);
+    free(cd);
+    return rc;
+}
+
+/* The blocking forms: the request lives on the stack for the duration of the wait. */
+#define PG_BLOCKING(call)                                                                          \
+    do {                                                                                           \
+        struct pg_req req = {0};                                                                   \
+        int rc_ = (call);                                                                          \
+        return rc_ == PGC_OK ? pg_wait(&req, -1) : rc_;                                            \
+    } while (0)
+
+int pg_barrier(struct pg_group *g)
+{
+    PG_BLOCKING(pg_ibarrier(g, &req));
+}
+
+int pg_bcast(struct pg_group *g, void *buf, size_t bytes, int root)
+{
+    PG_BLOCKING(pg_ibcast(g, buf, bytes, root, &req));
+}
+
+int pg_reduce(struct pg_group *g, const void *in, void *out, size_t count,
+              const struct pg_op_spec *op, int root)
+{
+    PG_BLOCKING(pg_ireduce(g, in, out, count, op, root, &req));
+}
+
+int pg_allreduce(struct pg_group *g, const void *in, void *out, size_t count,
+                 const struct pg_op_spec *op)
+{
+    PG_BLOCKING(pg_iallreduce(g, in, out, count, op, &req));
+}
+
+int pg_allgather(struct pg_group *g, const void *in, void *out, size_t bytes)
+{
+    PG_BLOCKING(pg_iallgather(g, in, out, bytes, &req));
+}

@@ -1,0 +1,24 @@
+/*
+ * pg_coll_algos.h - the collective algorithms, one per file, each a schedule builder.
+ * Each file opens with the algorithm's name and its cost in the alpha-beta model
+ * (alpha: per-message latency, beta: per-byte time, gamma: per-byte reduction time;
+ * n ranks, m bytes). The entry points in pg_coll.c choose one by size and group size,
+ * overridable by MPISHIM_COLL_<NAME>.
+ */
+#ifndef PG_COLL_ALGOS_H
+#define PG_COLL_ALGOS_H
+
+#include "pg_sched.h"
+
+void pg_barrier_dissemination(struct pg_sched *s);
+void pg_bcast_binomial(struct pg_sched *s, void *buf, size_t bytes, int root);
+/* acc holds my contribution on entry; on return (root only) the result. acc must be
+ * scratch or the output buffer: the algorithm reduces into it. */
+void pg_reduce_binomial(struct pg_sched *s, void *acc, size_t count, int root);
+void pg_allreduce_recursive_doubling(struct pg_sched *s, void *acc, size_t count);
+void pg_allreduce_ring(struct pg_sched *s, void *acc, size_t count);
+/* Block i (counts[i] bytes at displs[i] bytes into buf) comes from rank i; mine is in place. */
+void pg_allgatherv_ring(struct pg_sched *s, void *buf, const size_t *counts,
+                        const size_t *displs);
+
+#endif

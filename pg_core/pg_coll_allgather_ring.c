@@ -1,0 +1,22 @@
+/*
+ * Allgather(v): ring. In n-1 steps each rank forwards to rank + 1 the block it received
+ * in the step before (its own first). Cost: (n-1) alpha + (n-1)/n m beta (m: total bytes).
+ */
+#include "config.h"
+
+#include "pg_coll_algos.h"
+
+void pg_allgatherv_ring(struct pg_sched *s, void *buf, const size_t *counts,
+                        const size_t *displs)
+{
+    int n = s->g->size, r = s->g->rank;
+    int right = (r + 1) % n, left = (r - 1 + n) % n;
+    char *b = buf;
+
+    for (int step = 0; step < n - 1; step++) {
+        int sb = (r - step + n) % n, rb = (r - step - 1 + n) % n;
+        pg_sched_send(s, b + displs[sb], counts[sb], right);
+        pg_sched_recv(s, b + displs[rb], counts[rb], left);
+        pg_sched_fence(s);
+    }
+}

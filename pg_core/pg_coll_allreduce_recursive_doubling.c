@@ -1,0 +1,61 @@
+/*
+ * Allreduce: recursive doubling (Thakur, Rabenseifner, Gropp 2005), any n.
+ * With p the largest power of two <= n and rem = n - p, the first 2*rem ranks pair up
+ * (even sends to odd, which combines) so p ranks remain; they exchange full vectors with
+ * partner rank ^ 2^k for log2 p rounds; then the odd ranks send the result back.
+ * Cost: (log2 p + 2[rem>0]) (alpha + m beta + m gamma). Best for small messages.
+ * Operand order: the lower-ranked operand always goes first, so non-commutative ops work.
+ */
+#include "config.h"
+
+#include "pg_coll_algos.h"
+
+/* acc = lower op higher, where "received" is the higher side when from_higher. */
+static void combine(struct pg_sched *s, void *acc, void *tmp, size_t count, bool from_higher)
+{
+    if (from_higher) {
+        pg_sched_reduce(s, acc, tmp, count);
+        pg_sched_copy(s, acc, tmp, count * s->op.elem_size);
+    } else {
+        pg_sched_reduce(s, tmp, acc, count);
+    }
+}
+
+/* The real rank of a rank numbered vr among the p remaining ones. */
+static int real_rank(int vr, int rem)
+{
+    return vr < rem ? vr * 2 + 1 : vr + rem;
+}
+
+void pg_allreduce_recursive_doubling(struct pg_sched *s, void *acc, size_t count)
+{
+    int n = s->g->size, r = s->g->rank;
+    size_t bytes = count * s->op.elem_size;
+    void *tmp = pg_sched_alloc(s, bytes);
+    int p = 1, rem, vr;
+
+    while (p * 2 <= n) {
+        p *= 2;
+    }
+    rem = n - p;
+    if (r < 2 * rem && r % 2 == 0) {
+        /* Folded out: give my data to r + 1 and wait for the result. */
+        pg_sched_send(s, acc, bytes, r + 1);
+        pg_sched_recv(s, acc, bytes, r + 1);
+        return;
+    }
+    if (r < 2 * rem) {
+        pg_sched_recv(s, tmp, bytes, r - 1);
+        combine(s, acc, tmp, count, false);
+    }
+    vr = r < 2 * rem ? r / 2 : r - rem;
+    for (int mask = 1; mask < p; mask <<= 1) {
+        int partner = real_rank(vr ^ mask, rem);
+        pg_sched_send(s, acc, bytes, partner);
+        pg_sched_recv(s, tmp, bytes, partner);
+        combine(s, acc, tmp, count, partner > r);
+    }
+    if (r < 2 * rem) {
+        pg_sched_send(s, acc, bytes, r - 1);
+    }
+}

@@ -1,0 +1,19 @@
+/*
+ * Barrier: dissemination (Hensgen, Finkel, Manber 1988).
+ * Round k: send an empty message to rank + 2^k and receive one from rank - 2^k.
+ * Cost: ceil(log2 n) alpha, for any n (no power-of-two restriction).
+ */
+#include "config.h"
+
+#include "pg_coll_algos.h"
+
+void pg_barrier_dissemination(struct pg_sched *s)
+{
+    int n = s->g->size, r = s->g->rank;
+
+    for (int k = 1; k < n; k <<= 1) {
+        pg_sched_send(s, NULL, 0, (r + k) % n);
+        pg_sched_recv(s, NULL, 0, (r - k + n) % n);
+        pg_sched_fence(s);
+    }
+}

@@ -1,0 +1,106 @@
+/*
+ * pg_internal.h - state shared by the pg_core files: the world singleton, the wire
+ * header, the lock, and the functions the files call in each other.
+ */
+#ifndef PG_INTERNAL_H
+#define PG_INTERNAL_H
+
+#include "pg.h"
+
+#include <pthread.h>
+
+struct boot;
+
+/* The header in front of every active message. */
+enum pg_wire_kind { PG_WIRE_EAGER = 1, PG_WIRE_RTS = 2, PG_WIRE_ACK = 3 };
+
+struct pg_wire {
+    uint64_t ctx;
+    int32_t src; /* the sender's rank in the group of ctx */
+    int32_t tag;
+    uint32_t kind;
+    uint32_t src_world;
+    uint64_t len;
+    uint64_t rndv_tag; /* RTS: the fabric tag of the data transfer */
+    uint64_t sync_id;  /* synchronous eager send: the cookie to ack; ACK: that cookie */
+};
+
+/* A deferred action: work the AM handler found but may not do itself (it must not send or
+ * post from inside the fabric's completion dispatch). */
+struct pg_ack {
+    struct mps_list link;
+    int peer_world;
+    uint64_t sync_id;
+};
+
+struct pg_world {
+    bool initialized;
+    bool mt;
+    pthread_mutex_t lock;
+    struct boot *boot;
+    struct fab *fab; /* NULL for a world of one */
+    int rank, size;
+    int spin_count;
+    double timeout;
+    size_t eager_max;
+    uint32_t rndv_seq;
+    uint64_t next_ctx; /* the lowest context id not used by a group of mine */
+    struct pg_group *world, *self;
+    struct mps_list posted;     /* posted receives (struct pg_req via link) */
+    struct mps_list unexpected; /* struct pg_msg via link */
+    struct mps_list rndv_todo;  /* matched rendezvous receives to post (pg_req via link) */
+    struct mps_list acks;       /* struct pg_ack to send */
+    struct mps_list scheds;     /* active collective schedules */
+    struct mps_list sync_sends; /* synchronous eager sends waiting for their ack */
+};
+
+extern struct pg_world pg_w;
+
+#define PG_LOCK()                                                                                  \
+    do {                                                                                           \
+        if (pg_w.mt) {                                                                             \
+            pthread_mutex_lock(&pg_w.lock);                                                        \
+        }                                                                                          \
+    } while (0)
+#define PG_UNLOCK()                                                                                \
+    do {                                                                                           \
+        if (pg_w.mt) {                                                                             \
+            pthread_mutex_unlock(&pg_w.lock);                                                      \
+        }                                                                                          \
+    } while (0)
+
+static inline uint64_t pg_ctx_p2p(const struct pg_group *g)
+{
+    return g->ctx << 1;
+}
+
+static inline uint64_t pg_ctx_coll(const struct pg_group *g)
+{
+    return (g->ctx << 1) | 1;
+}
+
+/* pg_p2p.c */
+void pg_am_handler(void *arg, int peer, const void *buf, size_t len);
+int pg_isend_ctx(struct pg_group *g, uint64_t ctx, const void *buf, size_t len, int dst, int tag,
+                 bool sync, struct pg_req *req);
+int pg_irecv_ctx(struct pg_group *g, uint64_t ctx, void *buf, size_t cap, int src, int tag,
+                 struct pg_req *req);
+int pg_p2p_flush_deferred(void);
+void pg_p2p_fini(void);
+/* Removes a posted, unmatched receive (used on timeouts and cancel). */
+bool pg_unpost_recv(struct pg_req *req);
+
+/* pg_progress.c */
+int pg_progress_locked(void);
+int pg_wait_locked(struct pg_req *req, double timeout);
+
+/* pg_sched.c */
+int pg_sched_progress(void);
+/* A collective whose waiter gave up: it runs on but completes no request. */
+void pg_sched_detach(struct pg_req *req);
+
+/* pg_group.c */
+int pg_group_new(uint64_t ctx, int rank, int size, const int *world_ranks,
+                 struct pg_group **out);
+
+#endif

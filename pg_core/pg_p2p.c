@@ -1,0 +1,451 @@
+/*
+ * pg_p2p.c - point-to-point: envelopes, matching on (context, source, tag), the eager
+ * and rendezvous protocols, self-sends, probes.
+ *
+ * Eager: a message of at most MPISHIM_EAGER_MAX bytes travels inside one active message
+ * (header + payload); the receiver copies it into the posted buffer, or keeps a copy in
+ * the unexpected queue until a receive matches. Rendezvous: a larger message sends only
+ * its header (RTS) as an active message and its data as a tagged transfer with a tag
+ * unique to the sender; the receiver posts the tagged receive into the user buffer once
+ * the RTS matches, so the provider moves the data once (CMA for shm).
+ * Order: active messages from one peer arrive in send order (FI_ORDER_SAS), and matching
+ * happens in arrival order, so MPI's non-overtaking rule holds for both protocols.
+ */
+#include "config.h"
+
+#include "pg_internal.h"
+#include "mps_log.h"
+#include "pgc_status.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+void pg_req_init(struct pg_req *req, enum pg_req_kind kind)
+{
+    memset(req, 0, sizeof(*req));
+    req->kind = kind;
+    req->source = PG_ANY_SOURCE;
+    req->tag = PG_ANY_TAG;
+    mps_list_init(&req->link);
+}
+
+/* Re-initialises a request for a new operation, keeping the completion callback its
+ * owner set (a schedule step sets it before issuing). */
+static void req_reset(struct pg_req *req, enum pg_req_kind kind)
+{
+    pg_req_cb cb = req->on_complete;
+    void *arg = req->cb_arg;
+
+    pg_req_init(req, kind);
+    req->on_complete = cb;
+    req->cb_arg = arg;
+}
+
+void pg_req_complete(struct pg_req *req, int status)
+{
+    req->status = status;
+    req->done = 1;
+    if (req->on_complete) {
+        req->on_complete(req);
+    }
+}
+
+static bool envelope_matches(const struct pg_req *r, uint64_t ctx, int src, int tag)
+{
+    return r->ctx == ctx && (r->match_src == PG_ANY_SOURCE || r->match_src == src) &&
+           (r->match_tag == PG_ANY_TAG || r->match_tag == tag);
+}
+
+static struct pg_req *find_posted(uint64_t ctx, int src, int tag)
+{
+    struct mps_list *pos;
+
+    mps_list_for_each(pos, &pg_w.posted)
+    {
+        struct pg_req *r = container_of(pos, struct pg_req, link);
+        if (envelope_matches(r, ctx, src, tag)) {
+            mps_list_remove(&r->link);
+            return r;
+        }
+    }
+    return NULL;
+}
+
+static void queue_ack(int peer_world, uint64_t sync_id)
+{
+    struct pg_ack *a = malloc(sizeof(*a));
+
+    if (!a) {
+        MPS_ERR("no memory to acknowledge a synchronous send from rank %d", peer_world);
+        return;
+    }
+    a->peer_world = peer_world;
+    a->sync_id = sync_id;
+    mps_list_push_back(&pg_w.acks, &a->link);
+}
+
+/* Completes a receive with the envelope of what arrived (len may exceed the buffer). */
+static void recv_set_envelope(struct pg_req *r, int src, int tag, size_t len)
+{
+    r->source = src;
+    r->tag = tag;
+    r->len = len < r->cap ? len : r->cap;
+}
+
+static void rndv_recv_fabric_done(struct fab_req *freq, int status, size_t len)
+{
+    struct pg_req *r = container_of(freq, struct pg_req, freq);
+    pg_req_complete(r, status == PGC_OK && r->status == PGC_ERR_TRUNCATE ? r->status : status);
+}
+
+/* A message matched a receive: deliver eager data, or schedule the rendezvous receive. */
+static void deliver(struct pg_req *r, const struct pg_msg *m, const void *eager_data)
+{
+    int status = m->len > r->cap ? PGC_ERR_TRUNCATE : PGC_OK;
+
+    recv_set_envelope(r, m->src, m->tag, m->len);
+    if (m->sync_id) {
+        queue_ack(m->src_world, m->sync_id);
+    }
+    if (m->self_send) {
+        memcpy(r->buf, m->self_send->buf, r->len);
+        pg_req_complete(m->self_send, PGC_OK);
+        pg_req_complete(r, status);
+    } else if (m->kind == PG_WIRE_EAGER) {
+        memcpy(r->buf, eager_data, r->len);
+        pg_req_complete(r, status);
+    } else {
+        /* The data transfer is posted from progress, outside the fabric's dispatch. */
+        r->status = status;
+        r->peer_world = m->src_world;
+        r->freq.complete = rndv_recv_fabric_done;
+        r->ctx = m->rndv_tag; /* reused: the fabric tag to receive */
+        mps_list_push_back(&pg_w.rndv_todo, &r->link);
+    }
+}
+
+static void handle_ack(const struct pg_wire *w)
+{
+    struct mps_list *pos;
+
+    mps_list_for_each(pos, &pg_w.sync_sends)
+    {
+        struct pg_req *s = container_of(pos, struct pg_req, link);
+        if ((uint64_t)(uintptr_t)s == w->sync_id) {
+            mps_list_remove(&s->link);
+            pg_req_complete(s, PGC_OK);
+            return;
+        }
+    }
+    MPS_WARN("acknowledgement for an unknown synchronous send from rank %u", w->src_world);
+}
+
+static void queue_unexpected(const struct pg_wire *w, const void *payload)
+{
+    size_t eager = w->kind == PG_WIRE_EAGER ? w->len : 0;
+    struct pg_msg *m = malloc(sizeof(*m) + eager);
+
+    if (!m) {
+        MPS_ERR("no memory for an unexpected message of %zu bytes from rank %u", eager,
+                w->src_world);
+        return;
+    }
+    memset(m, 0, sizeof(*m));
+    m->ctx = w->ctx;
+    m->src = w->src;
+    m->tag = w->tag;
+    m->src_world = (int)w->src_world;
+    m->len = w->len;
+    m->kind = w->kind;
+    m->rndv_tag = w->rndv_tag;
+    m->sync_id = w->sync_id;
+    m->data = (unsigned char *)(m + 1);
+    memcpy(m->data, payload, eager);
+    mps_list_push_back(&pg_w.unexpected, &m->link);
+}
+
+void pg_am_handler(void *arg, int peer, const void *buf, size_t len)
+{
+    const struct pg_wire *w = buf;
+    const void *payload = w + 1;
+    struct pg_req *r;
+
+    if (len < sizeof(*w)) {
+        MPS_ERR("short active message (%zu bytes) from rank %d dropped", len, peer);
+        return;
+    }
+    if (w->kind == PG_WIRE_ACK) {
+        handle_ack(w);
+        return;
+    }
+    r = find_posted(w->ctx, w->src, w->tag);
+    if (r) {
+        struct pg_msg m = {.ctx = w->ctx, .src = w->src, .tag = w->tag,
+                           .src_world = (int)w->src_world, .len = w->len, .kind = w->kind,
+                           .rndv_tag = w->rndv_tag, .sync_id = w->sync_id};
+        deliver(r, &m, payload);
+    } else {
+        queue_unexpected(w, payload);
+    }
+}
+
+/* A send to this same process: no fabric; the envelope waits in the unexpected queue.
+ * Small standard sends are buffered so that send-before-receive to self does not block. */
+static int self_send(uint64_t ctx, struct pg_group *g, const void *buf, size_t len, int tag,
+                     bool sync, struct pg_req *req)
+{
+    bool buffered = !sync && len <= pg_w.eager_max;
+    struct pg_msg m = {.ctx = ctx, .src = g->rank, .tag = tag, .src_world = pg_w.rank,
+                       .len = len, .kind = PG_WIRE_EAGER};
+    struct pg_req *r = find_posted(ctx, g->rank, tag);
+    struct pg_wire w = {.ctx = ctx, .src = g->rank, .tag = tag, .kind = PG_WIRE_EAGER,
+                        .src_world = (uint32_t)pg_w.rank, .len = len};
+
+    req->buf = (void *)buf;
+    if (r) {
+        deliver(r, &m, buf);
+        pg_req_complete(req, PGC_OK);
+        return PGC_OK;
+    }
+    if (buffered) {
+        queue_unexpected(&w, buf);
+        pg_req_complete(req, PGC_OK);
+        return PGC_OK;
+    }
+    queue_unexpected(&(struct pg_wire){.ctx = ctx, .src = g->rank, .tag = tag,
+                                       .kind = PG_WIRE_RTS, .src_world = (uint32_t)pg_w.rank,
+                                       .len = len},
+                     NULL);
+    container_of(pg_w.unexpected.prev, struct pg_msg, link)->self_send = req;
+    return PGC_OK;
+}
+
+static void rndv_send_done(struct fab_req *freq, int status, size_t len)
+{
+    struct pg_req *s = container_of(freq, struct pg_req, freq);
+    pg_req_complete(s, status);
+}
+
+static int remote_send(uint64_t ctx, struct pg_group *g, const void *buf, size_t len,
+                       int dst_world, int tag, bool sync, struct pg_req *req)
+{
+    struct pg_wire w = {.ctx = ctx, .src = g->rank, .tag = tag, .src_world = (uint32_t)pg_w.rank,
+                        .len = len};
+    int rc;
+
+    if (len <= pg_w.eager_max) {
+        w.kind = PG_WIRE_EAGER;
+        w.sync_id = sync ? (uint64_t)(uintptr_t)req : 0;
+        rc = fab_am_send(pg_w.fab, dst_world, &w, sizeof(w), buf, len);
+        if (rc == PGC_OK && sync) {
+            mps_list_push_back(&pg_w.sync_sends, &req->link);
+        } else if (rc == PGC_OK) {
+            pg_req_complete(req, PGC_OK);
+        }
+        return rc;
+    }
+    w.kind = PG_WIRE_RTS;
+    w.rndv_tag = FAB_TAG_RNDV | ((uint64_t)(uint32_t)pg_w.rank << 32) | ++pg_w.rndv_seq;
+    req->freq.complete = rndv_send_done;
+    /* Post the data first: the provider holds it until the receiver's matching receive. */
+    rc = fab_tsend(pg_w.fab, dst_world, buf, len, w.rndv_tag, &req->freq);
+    if (rc == PGC_OK) {
+        rc = fab_am_send(pg_w.fab, dst_world, &w, sizeof(w), NULL, 0);
+    }
+    return rc;
+}
+
+int pg_isend_ctx(struct pg_group *g, uint64_t ctx, const void *buf, size_t len, int dst, int tag,
+                 bool sync, struct pg_req *req)
+{
+    int dst_world;
+
+    req_reset(req, PG_REQ_SEND);
+    req->len = len;
+    req->sync = sync;
+    if (dst == PG_PROC_NULL) {
+        pg_req_complete(req, PGC_OK);
+        return PGC_OK;
+    }
+    if (dst < 0 || dst >= g->size) {
+        return mps_error(PGC_ERR_INVALID_RANK, "destination rank %d outside a group of %d", dst,
+                         g->size);
+    }
+    dst_world = g->ranks[dst];
+    if (dst_world == pg_w.rank) {
+        return self_send(ctx, g, buf, len, tag, sync, req);
+    }
+    return remote_send(ctx, g, buf, len, dst_world, tag, sync, req);
+}
+
+int pg_irecv_ctx(struct pg_group *g, uint64_t ctx, void *buf, size_t cap, int src, int tag,
+                 struct pg_req *req)
+{
+    struct mps_list *pos;
+
+    req_reset(req, PG_REQ_RECV);
+    req->buf = buf;
+    req->cap = cap;
+    req->ctx = ctx;
+    req->match_src = src;
+    req->match_tag = tag;
+    if (src == PG_PROC_NULL) {
+        req->source = PG_PROC_NULL;
+        req->tag = PG_ANY_TAG;
+        pg_req_complete(req, PGC_OK);
+        return PGC_OK;
+    }
+    if (src != PG_ANY_SOURCE && (src < 0 || src >= g->size)) {
+        return mps_error(PGC_ERR_INVALID_RANK, "source rank %d outside a group of %d", src,
+                         g->size);
+    }
+    mps_list_for_each(pos, &pg_w.unexpected)
+    {
+        struct pg_msg *m = container_of(pos, struct pg_msg, link);
+        if (envelope_matches(req, m->ctx, m->src, m->tag)) {
+            mps_list_remove(&m->link);
+            deliver(req, m, m->data);
+            free(m);
+            return PGC_OK;
+        }
+    }
+    mps_list_push_back(&pg_w.posted, &req->link);
+    return PGC_OK;
+}
+
+static int check_tag(int tag, bool recv)
+{
+    if ((tag < 0 && !(recv && tag == PG_ANY_TAG)) || tag > PG_TAG_UB) {
+        return mps_error(PGC_ERR_INVALID_TAG, "tag %d outside 0..%d", tag, PG_TAG_UB);
+    }
+    return PGC_OK;
+}
+
+int pg_isend(struct pg_group *g, const void *buf, size_t len, int dst, int tag, bool sync,
+             struct pg_req *req)
+{
+    int rc = check_tag(tag, false);
+
+    if (rc == PGC_OK) {
+        PG_LOCK();
+        rc = pg_isend_ctx(g, pg_ctx_p2p(g), buf, len, dst, tag, sync, req);
+        PG_UNLOCK();
+    }
+    return rc;
+}
+
+int pg_irecv(struct pg_group *g, void *buf, size_t cap, int src, int tag, struct pg_req *req)
+{
+    int rc = check_tag(tag, true);
+
+    if (rc == PGC_OK) {
+        PG_LOCK();
+        rc = pg_irecv_ctx(g, pg_ctx_p2p(g), buf, cap, src, tag, req);
+        PG_UNLOCK();
+    }
+    return rc;
+}
+
+int pg_iprobe(struct pg_group *g, int src, int tag, bool take, bool *found,
+              struct pg_req *probe_req, struct pg_msg **msg)
+{
+    struct pg_req key = {.ctx = pg_ctx_p2p(g), .match_src = src, .match_tag = tag};
+    struct mps_list *pos;
+    int rc;
+
+    *found = false;
+    PG_LOCK();
+    rc = pg_progress_locked();
+    mps_list_for_each(pos, &pg_w.unexpected)
+    {
+        struct pg_msg *m = container_of(pos, struct pg_msg, link);
+        if (envelope_matches(&key, m->ctx, m->src, m->tag)) {
+            *found = true;
+            probe_req->source = m->src;
+            probe_req->tag = m->tag;
+            probe_req->len = m->len;
+            if (take) {
+                mps_list_remove(&m->link);
+                *msg = m;
+            }
+            break;
+        }
+    }
+    PG_UNLOCK();
+    return rc < 0 ? rc : PGC_OK;
+}
+
+int pg_mrecv(struct pg_msg *m, void *buf, size_t cap, struct pg_req *req)
+{
+    req_reset(req, PG_REQ_RECV);
+    req->buf = buf;
+    req->cap = cap;
+    PG_LOCK();
+    deliver(req, m, m->data);
+    PG_UNLOCK();
+    free(m);
+    return PGC_OK;
+}
+
+bool pg_unpost_recv(struct pg_req *req)
+{
+    struct mps_list *pos;
+
+    mps_list_for_each(pos, &pg_w.posted)
+    {
+        if (pos == &req->link) {
+            mps_list_remove(&req->link);
+            return true;
+        }
+    }
+    return false;
+}
+
+int pg_cancel_recv(struct pg_req *req)
+{
+    PG_LOCK();
+    if (!req->done && pg_unpost_recv(req)) {
+        req->cancelled = true;
+        pg_req_complete(req, PGC_OK);
+    }
+    PG_UNLOCK();
+    return PGC_OK;
+}
+
+/* Posts matched rendezvous receives and sends queued acks (see pg_am_handler). */
+int pg_p2p_flush_deferred(void)
+{
+    struct mps_list *pos, *tmp;
+    int rc = PGC_OK;
+
+    mps_list_for_each_safe(pos, tmp, &pg_w.rndv_todo)
+    {
+        struct pg_req *r = container_of(pos, struct pg_req, link);
+        mps_list_remove(&r->link);
+        rc = fab_trecv(pg_w.fab, r->peer_world, r->buf, r->cap, r->ctx, &r->freq);
+        if (rc != PGC_OK) {
+            pg_req_complete(r, rc);
+        }
+    }
+    mps_list_for_each_safe(pos, tmp, &pg_w.acks)
+    {
+        struct pg_ack *a = container_of(pos, struct pg_ack, link);
+        struct pg_wire w = {.kind = PG_WIRE_ACK, .src_world = (uint32_t)pg_w.rank,
+                            .sync_id = a->sync_id};
+        mps_list_remove(&a->link);
+        rc = fab_am_send(pg_w.fab, a->peer_world, &w, sizeof(w), NULL, 0);
+        free(a);
+    }
+    return rc;
+}
+
+void pg_p2p_fini(void)
+{
+    struct mps_list *pos, *tmp;
+
+    mps_list_for_each_safe(pos, tmp, &pg_w.unexpected)
+    {
+        mps_list_remove(pos);
+        free(container_of(pos, struct pg_msg, link));
+    }
+}

@@ -1,2 +1,0 @@
-#include "config.h"
-typedef int placeholder_unused_t;

@@ -1,0 +1,142 @@
+/*
+ * pg_progress.c - the one progress function and the waits built on it.
+ *
+ * Progress polls the fabric's completion queues, does the work the active-message handler
+ * deferred, and advances collective schedules. A wait spins on progress for
+ * MPISHIM_SPIN_COUNT polls and then yields the CPU between polls: when ranks outnumber
+ * cores, a spinning rank would otherwise starve the peer it waits for.
+ */
+#include "config.h"
+
+#include "pg_internal.h"
+#include "mps_log.h"
+#include "pgc_status.h"
+
+#include <sched.h>
+
+int pg_progress_locked(void)
+{
+    int rc = PGC_OK;
+
+    if (pg_w.fab) {
+        rc = fab_progress(pg_w.fab);
+        if (rc >= 0 && (!mps_list_empty(&pg_w.rndv_todo) || !mps_list_empty(&pg_w.acks))) {
+            rc = pg_p2p_flush_deferred();
+        }
+    }
+    if (rc >= 0 && !mps_list_empty(&pg_w.scheds)) {
+        rc = pg_sched_progress();
+    }
+    return rc < 0 ? rc : PGC_OK;
+}
+
+int pg_progress(void)
+{
+    int rc;
+
+    PG_LOCK();
+    rc = pg_progress_locked();
+    PG_UNLOCK();
+    return rc;
+}
+
+bool pg_test(struct pg_req *req)
+{
+    if (!req->done) {
+        pg_progress();
+    }
+    return req->done;
+}
+
+/* One step of a wait: poll, and after spin_count polls give the CPU away. The lock is
+ * dropped around the yield so that other threads can progress (and complete our request). */
+static void wait_poll(int *spins)
+{
+    pg_progress_locked();
+    if (++*spins >= pg_w.spin_count) {
+        PG_UNLOCK();
+        sched_yield();
+        PG_LOCK();
+    } else if (pg_w.mt) {
+        PG_UNLOCK();
+        PG_LOCK();
+    }
+}
+
+static int wait_timed_out(struct pg_req *req, double timeout)
+{
+    if (req->kind == PG_REQ_COLL) {
+        pg_sched_detach(req);
+    }
+    if (req->kind == PG_REQ_RECV && pg_unpost_recv(req)) {
+        return mps_error(PGC_ERR_TIMEOUT,
+                         "no message from source %d with tag %d arrived within %.0f s", req->match_src,
+                         req->match_tag, timeout);
+    }
+    return mps_error(PGC_ERR_TIMEOUT, "%s did not complete within %.0f s (a peer may have died)",
+                     req->kind == PG_REQ_SEND ? "a send" : req->kind == PG_REQ_RECV ? "a receive"
+                                                                                     : "a collective",
+                     timeout);
+}
+
+int pg_wait_locked(struct pg_req *req, double timeout)
+{
+    double deadline = 0;
+    int spins = 0;
+
+    if (timeout < 0) {
+        timeout = pg_w.timeout;
+    }
+    for (unsigned iter = 0; !req->done; iter++) {
+        wait_poll(&spins);
+        /* Reading the clock costs ~20 ns: check it every 256 polls only. */
+        if ((iter & 255) == 0) {
+            double now = mps_now();
+            if (deadline == 0) {
+                deadline = now + timeout;
+            } else if (now > deadline && !req->done) {
+                return wait_timed_out(req, timeout);
+            }
+        }
+    }
+    return req->status;
+}
+
+int pg_wait(struct pg_req *req, double timeout)
+{
+    int rc;
+
+    PG_LOCK();
+    rc = pg_wait_locked(req, timeout);
+    PG_UNLOCK();
+    return rc;
+}
+
+static int first_done(struct pg_req **reqs, int n)
+{
+    for (int i = 0; i < n; i++) {
+        if (reqs[i] && reqs[i]->done) {
+            return i;
+        }
+    }
+    return -1;
+}
+
+int pg_wait_any(struct pg_req **reqs, int n, int *index, double timeout)
+{
+    double deadline = mps_now() + (timeout < 0 ? pg_w.timeout : timeout);
+    int spins = 0;
+    int rc = PGC_OK;
+
+    PG_LOCK();
+    for (unsigned iter = 0; (*index = first_done(reqs, n)) < 0; iter++) {
+        wait_poll(&spins);
+        if ((iter & 255) == 255 && mps_now() > deadline) {
+            rc = mps_error(PGC_ERR_TIMEOUT, "none of %d requests completed within %.0f s", n,
+                           timeout < 0 ? pg_w.timeout : timeout);
+            break;
+        }
+    }
+    PG_UNLOCK();
+    return rc;
+}

@@ -1,0 +1,251 @@
+/* pg_sched.c - building and running collective schedules (see pg_sched.h). */
+#include "config.h"
+
+#include "pg_sched.h"
+#include "pg_internal.h"
+#include "mps_log.h"
+#include "pgc_status.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct pg_sched *pg_sched_new(struct pg_group *g, const struct pg_op_spec *op,
+                              struct pg_req *req)
+{
+    struct pg_sched *s = calloc(1, sizeof(*s));
+
+    if (!s) {
+        mps_error(PGC_ERR_NOMEM, "no memory for a collective schedule");
+        return NULL;
+    }
+    s->g = g;
+    s->req = req;
+    s->ctx = pg_ctx_coll(g);
+    if (op) {
+        s->op = *op;
+    }
+    mps_list_init(&s->link);
+    return s;
+}
+
+static struct pg_step *add_step(struct pg_sched *s, enum pg_step_kind kind)
+{
+    struct pg_step *st;
+
+    if (s->status != PGC_OK) {
+        return NULL;
+    }
+    if (s->n == s->cap) {
+        int cap = s->cap ? s->cap * 2 : 16;
+        struct pg_step *steps = realloc(s->steps, sizeof(*steps) * (size_t)cap);
+        if (!steps) {
+            s->status = mps_error(PGC_ERR_NOMEM, "no memory for %d schedule steps", cap);
+            return NULL;
+        }
+        s->steps = steps;
+        s->cap = cap;
+    }
+    st = &s->steps[s->n++];
+    memset(st, 0, sizeof(*st));
+    st->kind = kind;
+    return st;
+}
+
+static void add(struct pg_sched *s, enum pg_step_kind kind, int peer, void *dst, const void *src,
+                size_t n)
+{
+    struct pg_step *st = add_step(s, kind);
+
+    if (st) {
+        st->peer = peer;
+        st->dst = dst;
+        st->src = src;
+        st->n = n;
+    }
+}
+
+void pg_sched_send(struct pg_sched *s, const void *buf, size_t bytes, int peer)
+{
+    add(s, PG_STEP_SEND, peer, NULL, buf, bytes);
+}
+
+void pg_sched_recv(struct pg_sched *s, void *buf, size_t bytes, int peer)
+{
+    add(s, PG_STEP_RECV, peer, buf, NULL, bytes);
+}
+
+void pg_sched_reduce(struct pg_sched *s, const void *in, void *inout, size_t count)
+{
+    add(s, PG_STEP_REDUCE, -1, inout, in, count);
+}
+
+void pg_sched_copy(struct pg_sched *s, void *dst, const void *src, size_t bytes)
+{
+    if (dst != src && bytes) {
+        add(s, PG_STEP_COPY, -1, dst, src, bytes);
+    }
+}
+
+void pg_sched_fence(struct pg_sched *s)
+{
+    add(s, PG_STEP_FENCE, -1, NULL, NULL, 0);
+}
+
+void *pg_sched_alloc(struct pg_sched *s, size_t bytes)
+{
+    void **list;
+    void *p;
+
+    if (s->status != PGC_OK) {
+        return NULL;
+    }
+    list = realloc(s->scratch, sizeof(void *) * (size_t)(s->nscratch + 1));
+    p = malloc(bytes ? bytes : 1);
+    if (!list || !p) {
+        free(p);
+        if (list) {
+            s->scratch = list;
+        }
+        s->status = mps_error(PGC_ERR_NOMEM, "no memory for %zu bytes of collective scratch",
+                              bytes);
+        return NULL;
+    }
+    s->scratch = list;
+    s->scratch[s->nscratch++] = p;
+    return p;
+}
+
+void pg_sched_discard(struct pg_sched *s)
+{
+    for (int i = 0; i < s->nscratch; i++) {
+        free(s->scratch[i]);
+    }
+    free(s->scratch);
+    free(s->steps);
+    free(s);
+}
+
+static void step_done(struct pg_req *r)
+{
+    struct pg_step *st = container_of(r, struct pg_step, req);
+
+    st->s->inflight--;
+    if (r->status != PGC_OK && st->s->status == PGC_OK) {
+        st->s->status = r->status;
+    }
+}
+
+static int issue_comm(struct pg_sched *s, struct pg_step *st)
+{
+    int rc;
+
+    st->s = s;
+    st->req.on_complete = step_done;
+    s->inflight++;
+    if (st->kind == PG_STEP_SEND) {
+        rc = pg_isend_ctx(s->g, s->ctx, st->src, st->n, st->peer, s->tag, false, &st->req);
+    } else {
+        rc = pg_irecv_ctx(s->g, s->ctx, st->dst, st->n, st->peer, s->tag, &st->req);
+    }
+    if (rc != PGC_OK) {
+        s->inflight--;
+    }
+    return rc;
+}
+
+static int run_local(struct pg_sched *s, struct pg_step *st)
+{
+    if (st->kind == PG_STEP_REDUCE) {
+        return pg_op_apply(&s->op, st->src, st->dst, st->n);
+    }
+    if (st->kind == PG_STEP_COPY) {
+        memmove(st->dst, st->src, st->n);
+    }
+    return PGC_OK;
+}
+
+/* Issues and runs steps until one must wait; true when the schedule is finished. */
+static bool advance(struct pg_sched *s)
+{
+    while (s->next < s->n && s->status == PGC_OK) {
+        struct pg_step *st = &s->steps[s->next];
+        if (st->kind == PG_STEP_SEND || st->kind == PG_STEP_RECV) {
+            s->status = issue_comm(s, st);
+        } else if (s->inflight > 0) {
+            return false;
+        } else {
+            s->status = run_local(s, st);
+        }
+        s->next++;
+    }
+    /* On an error, still wait for what was issued: its buffers belong to the schedule. */
+    return s->inflight == 0;
+}
+
+static void finish(struct pg_sched *s)
+{
+    struct pg_req *req = s->req;
+    int status = s->status;
+
+    mps_list_remove(&s->link);
+    pg_sched_discard(s);
+    if (req) {
+        pg_req_complete(req, status);
+    }
+}
+
+void pg_sched_detach(struct pg_req *req)
+{
+    struct mps_list *pos;
+
+    mps_list_for_each(pos, &pg_w.scheds)
+    {
+        struct pg_sched *s = container_of(pos, struct pg_sched, link);
+        if (s->req == req) {
+            s->req = NULL;
+        }
+    }
+}
+
+int pg_sched_start(struct pg_sched *s)
+{
+    pg_req_cb cb = s->req->on_complete;
+    void *arg = s->req->cb_arg;
+
+    if (s->status != PGC_OK) {
+        int rc = s->status;
+        pg_sched_discard(s);
+        return rc;
+    }
+    pg_req_init(s->req, PG_REQ_COLL);
+    s->req->on_complete = cb;
+    s->req->cb_arg = arg;
+    s->tag = (int)(s->g->coll_seq++ & PG_TAG_UB);
+    mps_list_push_back(&pg_w.scheds, &s->link);
+    if (advance(s)) {
+        finish(s);
+    }
+    return PGC_OK;
+}
+
+int pg_sched_run(struct pg_sched *s)
+{
+    struct pg_req *req = s->req;
+    int rc = pg_sched_start(s);
+
+    return rc == PGC_OK ? pg_wait_locked(req, -1) : rc;
+}
+
+int pg_sched_progress(void)
+{
+    struct mps_list *pos, *tmp;
+
+    mps_list_for_each_safe(pos, tmp, &pg_w.scheds)
+    {
+        struct pg_sched *s = container_of(pos, struct pg_sched, link);
+        if (advance(s)) {
+            finish(s);
+        }
+    }
+    return PGC_OK;
+}

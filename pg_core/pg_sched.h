@@ -1,0 +1,68 @@
+/*
+ * pg_sched.h - collective schedules: a collective is a list of steps (send, receive,
+ * local reduce, copy, fence) built once and then run by the progress engine, so the same
+ * code serves the blocking call (start + wait) and the non-blocking one (start, and
+ * progress while the caller computes and tests).
+ *
+ * Run rule: consecutive communication steps are issued together; a local step (reduce,
+ * copy, fence) first waits until every communication issued before it has completed.
+ * So a "round" is written as its sends and receives followed by the local work on what
+ * arrived. Messages use the group's collective context and a tag that is the collective's
+ * sequence number, the same on every member, so concurrent non-blocking collectives on
+ * one group never take each other's messages.
+ *
+ * Builders record the first error (no memory) in the schedule and pg_sched_start returns
+ * it, so algorithm code adds steps without checking each call.
+ */
+#ifndef PG_SCHED_H
+#define PG_SCHED_H
+
+#include "pg.h"
+
+enum pg_step_kind { PG_STEP_SEND, PG_STEP_RECV, PG_STEP_REDUCE, PG_STEP_COPY, PG_STEP_FENCE };
+
+struct pg_sched;
+
+struct pg_step {
+    enum pg_step_kind kind;
+    int peer;          /* group rank (send/recv) */
+    void *dst;         /* recv buffer, reduce inout, copy destination */
+    const void *src;   /* send buffer, reduce input, copy source */
+    size_t n;          /* bytes (send/recv/copy) or elements (reduce) */
+    struct pg_sched *s;
+    struct pg_req req;
+};
+
+struct pg_sched {
+    struct pg_req *req; /* the caller's request */
+    struct pg_group *g;
+    uint64_t ctx;
+    int tag;
+    int status;
+    struct pg_op_spec op;
+    struct pg_step *steps;
+    int n, cap, next, inflight;
+    void **scratch;
+    int nscratch;
+    struct mps_list link;
+};
+
+/* A schedule on g that will complete req (initialised here). op may be NULL. */
+struct pg_sched *pg_sched_new(struct pg_group *g, const struct pg_op_spec *op,
+                              struct pg_req *req);
+void pg_sched_send(struct pg_sched *s, const void *buf, size_t bytes, int peer);
+void pg_sched_recv(struct pg_sched *s, void *buf, size_t bytes, int peer);
+/* inout = in op inout, count elements, with the schedule's op. */
+void pg_sched_reduce(struct pg_sched *s, const void *in, void *inout, size_t count);
+void pg_sched_copy(struct pg_sched *s, void *dst, const void *src, size_t bytes);
+void pg_sched_fence(struct pg_sched *s);
+/* Scratch memory owned by the schedule, freed when it completes. */
+void *pg_sched_alloc(struct pg_sched *s, size_t bytes);
+/* Starts it (the world lock held). On error nothing stays posted and req is untouched. */
+int pg_sched_start(struct pg_sched *s);
+/* Blocking helper: start, then wait with the world timeout (lock held). */
+int pg_sched_run(struct pg_sched *s);
+/* Frees a schedule that was never started. */
+void pg_sched_discard(struct pg_sched *s);
+
+#endif

@@ -1,0 +1,222 @@
+/*
+ * pg_world.c - starting and stopping the world: bootstrap, transport, address exchange,
+ * the world and self groups.
+ */
+#include "config.h"
+
+#include "pg_internal.h"
+#include "boot.h"
+#include "mps_config.h"
+#include "mps_log.h"
+#include "pgc_status.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+struct pg_world pg_w = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+static void world_reset_lists(void)
+{
+    mps_list_init(&pg_w.posted);
+    mps_list_init(&pg_w.unexpected);
+    mps_list_init(&pg_w.rndv_todo);
+    mps_list_init(&pg_w.acks);
+    mps_list_init(&pg_w.scheds);
+    mps_list_init(&pg_w.sync_sends);
+}
+
+/* Opens the transport and exchanges every rank's address through the bootstrap. */
+static int world_open_fabric(void)
+{
+    const struct boot_info *bi = boot_get_info(pg_w.boot);
+    struct fab_opts fo = {
+        .rank = bi->rank,
+        .size = bi->size,
+        .nodes = boot_nodes(pg_w.boot),
+        .node_stride = BOOT_NODE_MAX,
+        .am_handler = pg_am_handler,
+        .am_arg = NULL,
+        .am_max = pg_w.eager_max + sizeof(struct pg_wire),
+    };
+    unsigned char blob[FAB_ADDR_MAX];
+    unsigned char *all = NULL;
+    int rc;
+
+    rc = fab_open(&fo, &pg_w.fab);
+    if (rc != PGC_OK) {
+        goto fail;
+    }
+    memset(blob, 0, sizeof(blob));
+    rc = fab_get_addr(pg_w.fab, blob);
+    if (rc != PGC_OK) {
+        goto fail;
+    }
+    all = malloc((size_t)bi->size * FAB_ADDR_MAX);
+    if (!all) {
+        rc = mps_error(PGC_ERR_NOMEM, "no memory for %d fabric addresses", bi->size);
+        goto fail;
+    }
+    rc = boot_allgather(pg_w.boot, blob, FAB_ADDR_MAX, all);
+    if (rc == PGC_OK) {
+        rc = fab_connect(pg_w.fab, all);
+    }
+fail:
+    free(all);
+    return rc;
+}
+
+static int world_make_groups(void)
+{
+    int *ranks = malloc(sizeof(int) * (size_t)pg_w.size);
+    int rc;
+
+    if (!ranks) {
+        return mps_error(PGC_ERR_NOMEM, "no memory for the world group");
+    }
+    for (int i = 0; i < pg_w.size; i++) {
+        ranks[i] = i;
+    }
+    rc = pg_group_new(0, pg_w.rank, pg_w.size, ranks, &pg_w.world);
+    if (rc == PGC_OK) {
+        rc = pg_group_new(1, 0, 1, &pg_w.rank, &pg_w.self);
+    }
+    free(ranks);
+    pg_w.next_ctx = 2;
+    return rc;
+}
+
+int pg_init(const char *init_method, int rank, int size, double timeout, bool mt)
+{
+    struct boot_opts bo = {.init_method = init_method, .rank = rank, .size = size,
+                           .timeout = timeout};
+    int rc;
+
+    if (pg_w.initialized) {
+        return mps_error(PGC_ERR_ALREADY_INITIALIZED, "the process group world already exists");
+    }
+    world_reset_lists();
+    pg_w.mt = mt;
+    pg_w.timeout = timeout > 0 ? timeout : mps_config_double(MPS_CFG_TIMEOUT);
+    pg_w.spin_count = (int)mps_config_int(MPS_CFG_SPIN_COUNT);
+    pg_w.eager_max = (size_t)mps_config_int(MPS_CFG_EAGER_MAX);
+    rc = boot_init(&bo, &pg_w.boot);
+    if (rc != PGC_OK) {
+        goto fail;
+    }
+    pg_w.rank = boot_get_info(pg_w.boot)->rank;
+    pg_w.size = boot_get_info(pg_w.boot)->size;
+    mps_log_set_rank(pg_w.rank);
+    if (pg_w.size > 1) {
+        rc = world_open_fabric();
+        if (rc != PGC_OK) {
+            goto fail;
+        }
+    }
+    rc = world_make_groups();
+    if (rc != PGC_OK) {
+        goto fail;
+    }
+    pg_w.initialized = true;
+    MPS_INFO("world of %d ranks up (bootstrap %s)", pg_w.size, pg_boot_method());
+    return PGC_OK;
+fail:
+    if (pg_w.fab) {
+        fab_close(pg_w.fab);
+        pg_w.fab = NULL;
+    }
+    pg_w.boot = NULL; /* a failed boot_init leaves nothing to close */
+    return rc;
+}
+
+int pg_finalize(void)
+{
+    int rc;
+
+    if (!pg_w.initialized) {
+        return mps_error(PGC_ERR_NOT_INITIALIZED, "the process group world is not running");
+    }
+    /* A barrier first: no rank may close its endpoint while a peer still sends to it. */
+    rc = pg_barrier(pg_w.world);
+    pg_p2p_fini();
+    if (pg_w.fab) {
+        fab_close(pg_w.fab);
+        pg_w.fab = NULL;
+    }
+    if (rc == PGC_OK) {
+        rc = boot_fini(pg_w.boot);
+    } else {
+        boot_fini(pg_w.boot);
+    }
+    pg_w.boot = NULL;
+    pg_group_release(pg_w.world);
+    pg_group_release(pg_w.self);
+    pg_w.world = pg_w.self = NULL;
+    pg_w.initialized = false;
+    return rc;
+}
+
+bool pg_is_initialized(void)
+{
+    return pg_w.initialized;
+}
+
+int pg_world_rank(void)
+{
+    return pg_w.rank;
+}
+
+int pg_world_size(void)
+{
+    return pg_w.size;
+}
+
+int pg_local_rank(void)
+{
+    return boot_get_info(pg_w.boot)->local_rank;
+}
+
+int pg_local_size(void)
+{
+    return boot_get_info(pg_w.boot)->local_size;
+}
+
+const char *pg_node_name(void)
+{
+    return boot_get_info(pg_w.boot)->node;
+}
+
+const char *pg_boot_method(void)
+{
+    return boot_get_info(pg_w.boot)->method;
+}
+
+struct pg_group *pg_world_group(void)
+{
+    return pg_w.world;
+}
+
+struct pg_group *pg_self_group(void)
+{
+    return pg_w.self;
+}
+
+double pg_timeout(void)
+{
+    return pg_w.timeout;
+}
+
+struct boot_store *pg_store(void)
+{
+    return pg_w.boot ? boot_get_store(pg_w.boot) : NULL;
+}
+
+void pg_abort(int code, const char *msg)
+{
+    if (pg_w.boot) {
+        boot_abort(pg_w.boot, code, msg);
+    }
+    /* No launcher took the job down (singleton, env://): end this process; the launcher
+     * or the peers' timeouts end the rest. */
+    _exit(code ? code : 1);
+}

@@ -1,0 +1,594 @@
+/*
+ * boot_store_server.c - the TCP store server: one thread, one poll() loop over the
+ * listening socket, a wake-up pipe and every client connection.
+ *
+ * Each connection sends one request at a time and waits for its answer. A get or wait
+ * whose keys do not exist yet is parked on its connection: the server answers it when a
+ * later change creates the keys, or with PGC_ERR_TIMEOUT when its deadline passes, so that
+ * waiting clients cost nothing while they wait. Sockets are non-blocking; answers that do
+ * not fit in the socket buffer wait in the connection's output buffer for POLLOUT.
+ */
+#include "config.h"
+
+#include "boot_store_impl.h"
+#include "mps_log.h"
+#include "mps_util.h"
+#include "pgc_status.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+struct conn {
+    int fd;
+    bool dead;
+    struct boot_buf in, out; /* in.pos: start of the next frame; out.pos: bytes sent */
+    bool parked;             /* a get or wait waits for its keys */
+    uint32_t op;
+    double deadline;
+    char **keys;
+    int nkeys;
+};
+
+struct boot_store_server {
+    pthread_t thread;
+    int listen_fd, wake[2], port;
+    volatile int stop;
+    struct boot_map map;
+    struct conn **conns;
+    int nconns, cap;
+    struct pollfd *pfds;
+    struct boot_buf reply; /* scratch for building one answer */
+};
+
+/* Answers. */
+
+static void send_out(struct conn *c)
+{
+    while (!c->dead && c->out.pos < c->out.len) {
+        ssize_t n = send(c->fd, c->out.p + c->out.pos, c->out.len - c->out.pos, MSG_NOSIGNAL);
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
+            return;
+        }
+        if (n <= 0) {
+            c->dead = true;
+            return;
+        }
+        c->out.pos += (size_t)n;
+    }
+    c->out.len = c->out.pos = 0;
+}
+
+/* Starts an answer in s->reply; fields follow; finish_reply frames and queues it. */
+static void begin_reply(struct boot_store_server *s, int status, uint32_t nfields)
+{
+    s->reply.len = 0;
+    boot_buf_put_u32(&s->reply, (uint32_t)status);
+    boot_buf_put_u32(&s->reply, nfields);
+}
+
+static void finish_reply(struct boot_store_server *s, struct conn *c)
+{
+    if (boot_buf_put_u32(&c->out, (uint32_t)s->reply.len) != PGC_OK ||
+        boot_buf_put(&c->out, s->reply.p, s->reply.len) != PGC_OK) {
+        c->dead = true;
+        return;
+    }
+    send_out(c);
+}
+
+static void reply_status(struct boot_store_server *s, struct conn *c, int status, const char *msg)
+{
+    begin_reply(s, status, msg ? 1 : 0);
+    if (msg) {
+        boot_buf_put_field(&s->reply, msg, strlen(msg));
+    }
+    finish_reply(s, c);
+}
+
+static void reply_bytes(struct boot_store_server *s, struct conn *c, const void *p, size_t len)
+{
+    begin_reply(s, PGC_OK, 1);
+    boot_buf_put_field(&s->reply, p, len);
+    finish_reply(s, c);
+}
+
+static void reply_u64(struct boot_store_server *s, struct conn *c, uint64_t v)
+{
+    begin_reply(s, PGC_OK, 1);
+    boot_buf_put_u32(&s->reply, 8);
+    boot_buf_put_u64(&s->reply, v);
+    finish_reply(s, c);
+}
+
+/* Parked requests. */
+
+static void unpark(struct conn *c)
+{
+    for (int i = 0; i < c->nkeys; i++) {
+        free(c->keys[i]);
+    }
+    free(c->keys);
+    c->keys = NULL;
+    c->nkeys = 0;
+    c->parked = false;
+}
+
+static bool all_exist(struct boot_store_server *s, char *const *keys, int n)
+{
+    for (int i = 0; i < n; i++) {
+        if (!boot_map_find(&s->map, keys[i])) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* Answers the request of c if its keys exist now; returns whether it did. */
+static bool try_answer(struct boot_store_server *s, struct conn *c, uint32_t op, char **keys, int n)
+{
+    if (!all_exist(s, keys, n)) {
+        return false;
+    }
+    if (op == BOOT_OP_GET) {
+        struct boot_map_entry *e = boot_map_find(&s->map, keys[0]);
+        reply_bytes(s, c, e->val, e->len);
+    } else {
+        reply_status(s, c, PGC_OK, NULL);
+    }
+    return true;
+}
+
+static void process_input(struct boot_store_server *s, struct conn *c);
+
+static void wake_parked(struct boot_store_server *s)
+{
+    for (int i = 0; i < s->nconns; i++) {
+        struct conn *c = s->conns[i];
+        if (c->parked && try_answer(s, c, c->op, c->keys, c->nkeys)) {
+            unpark(c);
+            process_input(s, c);
+        }
+    }
+}
+
+static void expire_parked(struct boot_store_server *s, double now)
+{
+    char msg[BOOT_STORE_KEY_MAX + 128];
+
+    for (int i = 0; i < s->nconns; i++) {
+        struct conn *c = s->conns[i];
+        if (c->parked && now >= c->deadline) {
+            snprintf(msg, sizeof(msg), "key %s%s does not exist after the timeout", c->keys[0],
+                     c->nkeys > 1 ? " (or another of those waited for)" : "");
+            reply_status(s, c, PGC_ERR_TIMEOUT, msg);
+            unpark(c);
+            process_input(s, c);
+        }
+    }
+}
+
+/* Requests. */
+
+struct request {
+    uint32_t op, nfields;
+    uint64_t timeout_ms;
+    char **keys; /* every field as a NUL-terminated copy (keys or values) */
+    size_t *lens;
+};
+
+static void free_request(struct request *r)
+{
+    for (uint32_t i = 0; r->keys && i < r->nfields; i++) {
+        free(r->keys[i]);
+    }
+    free(r->keys);
+    free(r->lens);
+}
+
+static int parse_request(struct boot_buf *b, struct request *r)
+{
+    memset(r, 0, sizeof(*r));
+    if (boot_buf_get_u32(b, &r->op) || boot_buf_get_u64(b, &r->timeout_ms) ||
+        boot_buf_get_u32(b, &r->nfields) || r->nfields > (b->len - b->pos) / 4) {
+        return -1;
+    }
+    r->keys = calloc(r->nfields + 1, sizeof(*r->keys));
+    r->lens = calloc(r->nfields + 1, sizeof(*r->lens));
+    if (!r->keys || !r->lens) {
+        return -1;
+    }
+    for (uint32_t i = 0; i < r->nfields; i++) {
+        const char *p;
+        if (boot_buf_get_field(b, &p, &r->lens[i]) || !(r->keys[i] = boot_memdup0(p, r->lens[i]))) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* The minimum number of fields of each op (wait and check take any number of keys). */
+static bool enough_fields(const struct request *r)
+{
+    static const uint32_t min[] = {
+        [BOOT_OP_SET] = 2,  [BOOT_OP_GET] = 1,   [BOOT_OP_ADD] = 2, [BOOT_OP_CAS] = 3,
+        [BOOT_OP_WAIT] = 0, [BOOT_OP_CHECK] = 0, [BOOT_OP_DEL] = 1, [BOOT_OP_NUM_KEYS] = 0};
+    return r->op >= BOOT_OP_SET && r->op <= BOOT_OP_NUM_KEYS && r->nfields >= min[r->op];
+}
+
+static int64_t field_i64(const struct request *r, int i)
+{
+    struct boot_buf b = {.p = r->keys[i], .len = r->lens[i]};
+    uint64_t v = 0;
+
+    boot_buf_get_u64(&b, &v);
+    return (int64_t)v;
+}
+
+static void park(struct conn *c, struct request *r)
+{
+    c->parked = true;
+    c->op = r->op;
+    c->deadline = mps_now() + (double)r->timeout_ms / 1000.0;
+    c->keys = r->keys;
+    c->nkeys = (int)r->nfields;
+    r->keys = NULL; /* now owned by the connection */
+}
+
+static void do_blocking(struct boot_store_server *s, struct conn *c, struct request *r)
+{
+    if (try_answer(s, c, r->op, r->keys, (int)r->nfields)) {
+        return;
+    }
+    if (r->timeout_ms == 0) {
+        reply_status(s, c, PGC_ERR_TIMEOUT, "key does not exist");
+        return;
+    }
+    park(c, r);
+}
+
+static void do_request(struct boot_store_server *s, struct conn *c, struct request *r)
+{
+    int64_t v;
+    const char *cur;
+    size_t clen;
+    bool yes;
+    int rc;
+
+    switch (r->op) {
+    case BOOT_OP_SET:
+        rc = boot_map_set(&s->map, r->keys[0], r->keys[1], r->lens[1]);
+        reply_status(s, c, rc, rc ? mps_last_error() : NULL);
+        break;
+    case BOOT_OP_GET:
+    case BOOT_OP_WAIT:
+        do_blocking(s, c, r);
+        return;
+    case BOOT_OP_ADD:
+        rc = boot_map_add(&s->map, r->keys[0], field_i64(r, 1), &v);
+        rc ? reply_status(s, c, rc, mps_last_error()) : reply_u64(s, c, (uint64_t)v);
+        break;
+    case BOOT_OP_CAS:
+        rc = boot_map_compare_set(&s->map, r->keys[0], r->keys[1], r->lens[1], r->keys[2],
+                                  r->lens[2], &cur, &clen);
+        rc ? reply_status(s, c, rc, mps_last_error()) : reply_bytes(s, c, cur, clen);
+        break;
+    case BOOT_OP_CHECK:
+        yes = all_exist(s, r->keys, (int)r->nfields);
+        reply_bytes(s, c, &yes, 1);
+        return;
+    case BOOT_OP_DEL:
+        yes = boot_map_del(&s->map, r->keys[0]);
+        reply_bytes(s, c, &yes, 1);
+        return;
+    case BOOT_OP_NUM_KEYS:
+        reply_u64(s, c, s->map.count);
+        return;
+    }
+    wake_parked(s); /* set, add and compare_set may have created keys */
+}
+
+/* Handles every complete frame in c->in, stopping at a parked request: the client waits
+ * for its answer and sends nothing else, so anything after it is a protocol error anyway. */
+static void process_input(struct boot_store_server *s, struct conn *c)
+{
+    while (!c->dead && !c->parked && c->in.len - c->in.pos >= 4) {
+        struct boot_buf frame = c->in;
+        struct request r;
+        uint32_t len;
+
+        boot_buf_get_u32(&frame, &len);
+        if (len > BOOT_STORE_FRAME_MAX) {
+            c->dead = true;
+            return;
+        }
+        if (frame.len - frame.pos < len) {
+            break;
+        }
+        frame.len = frame.pos + len;
+        c->in.pos = frame.len;
+        if (parse_request(&frame, &r) || !enough_fields(&r)) {
+            reply_status(s, c, PGC_ERR_INVALID_ARG, "malformed request");
+        } else {
+            do_request(s, c, &r);
+        }
+        free_request(&r);
+    }
+    if (c->in.pos == c->in.len) {
+        c->in.pos = c->in.len = 0;
+    }
+}
+
+static void read_input(struct boot_store_server *s, struct conn *c)
+{
+    if (c->in.pos > 0) { /* keep the buffer from growing with consumed frames */
+        memmove(c->in.p, c->in.p + c->in.pos, c->in.len - c->in.pos);
+        c->in.len -= c->in.pos;
+        c->in.pos = 0;
+    }
+    for (;;) {
+        if (boot_buf_reserve(&c->in, 65536) != PGC_OK) {
+            c->dead = true;
+            return;
+        }
+        ssize_t n = recv(c->fd, c->in.p + c->in.len, c->in.cap - c->in.len, 0);
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
+            break;
+        }
+        if (n <= 0) {
+            c->dead = true;
+            return;
+        }
+        c->in.len += (size_t)n;
+    }
+    process_input(s, c);
+}
+
+/* Connections. */
+
+static void free_conn(struct conn *c)
+{
+    unpark(c);
+    close(c->fd);
+    boot_buf_free(&c->in);
+    boot_buf_free(&c->out);
+    free(c);
+}
+
+static void accept_conns(struct boot_store_server *s)
+{
+    int one = 1;
+
+    for (;;) {
+        int fd = accept4(s->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0) {
+            return; /* EAGAIN, or a client that gave up: either way nothing to do now */
+        }
+        if (s->nconns == s->cap) {
+            int cap = s->cap ? 2 * s->cap : 16;
+            struct conn **cs = realloc(s->conns, (size_t)cap * sizeof(*cs));
+            struct pollfd *pf = realloc(s->pfds, (size_t)(cap + 2) * sizeof(*pf));
+            s->conns = cs ? cs : s->conns;
+            s->pfds = pf ? pf : s->pfds;
+            if (!cs || !pf) {
+                close(fd);
+                return;
+            }
+            s->cap = cap;
+        }
+        struct conn *c = calloc(1, sizeof(*c));
+        if (!c) {
+            close(fd);
+            return;
+        }
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+        c->fd = fd;
+        s->conns[s->nconns++] = c;
+    }
+}
+
+static void reap_dead(struct boot_store_server *s)
+{
+    for (int i = 0; i < s->nconns;) {
+        if (s->conns[i]->dead) {
+            free_conn(s->conns[i]);
+            s->conns[i] = s->conns[--s->nconns];
+        } else {
+            i++;
+        }
+    }
+}
+
+/* The poll timeout: until the earliest parked deadline, or forever (the wake-up pipe
+ * interrupts it for stop). */
+static int poll_timeout_ms(struct boot_store_server *s, double now)
+{
+    double first = -1;
+
+    for (int i = 0; i < s->nconns; i++) {
+        struct conn *c = s->conns[i];
+        if (c->parked && (first < 0 || c->deadline < first)) {
+            first = c->deadline;
+        }
+    }
+    if (first < 0) {
+        return -1;
+    }
+    return first <= now ? 0 : (int)((first - now) * 1000.0) + 1;
+}
+
+static void *server_main(void *arg)
+{
+    struct boot_store_server *s = arg;
+
+    while (!s->stop) {
+        int n = s->nconns;
+        s->pfds[0] = (struct pollfd){.fd = s->wake[0], .events = POLLIN};
+        s->pfds[1] = (struct pollfd){.fd = s->listen_fd, .events = POLLIN};
+        for (int i = 0; i < n; i++) {
+            struct conn *c = s->conns[i];
+            s->pfds[i + 2] = (struct pollfd){
+                .fd = c->fd, .events = POLLIN | (c->out.len > c->out.pos ? POLLOUT : 0)};
+        }
+        if (poll(s->pfds, (nfds_t)n + 2, poll_timeout_ms(s, mps_now())) < 0 && errno != EINTR) {
+            MPS_WARN("boot_store server: poll failed: %s", strerror(errno));
+            break;
+        }
+        for (int i = 0; i < n; i++) {
+            short ev = s->pfds[i + 2].revents;
+            if (ev & POLLOUT) {
+                send_out(s->conns[i]);
+            }
+            if (ev & (POLLIN | POLLHUP | POLLERR)) {
+                read_input(s, s->conns[i]);
+            }
+        }
+        if (s->pfds[1].revents & POLLIN) {
+            accept_conns(s);
+        }
+        expire_parked(s, mps_now());
+        reap_dead(s);
+    }
+    return NULL;
+}
+
+/* Start and stop. */
+
+static int bind_any(const char *host, int port, int *fd_out)
+{
+    struct addrinfo hints = {.ai_family = AF_UNSPEC,
+                             .ai_socktype = SOCK_STREAM,
+                             .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
+    struct addrinfo *res = NULL, *ai;
+    char portstr[16];
+    int fd = -1, one = 1, err = 0;
+
+    snprintf(portstr, sizeof(portstr), "%d", port);
+    if (!host || !*host) {
+        hints.ai_family = AF_INET; /* every IPv4 address; "localhost" clients try both */
+        host = NULL;
+    }
+    if ((err = getaddrinfo(host, portstr, &hints, &res)) != 0) {
+        return mps_error(PGC_ERR_INVALID_ARG, "boot_store_server_start: cannot resolve %s: %s",
+                         host, gai_strerror(err));
+    }
+    for (ai = res; ai; ai = ai->ai_next) {
+        fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        if (fd < 0) {
+            err = errno;
+            continue;
+        }
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+        if (bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 && listen(fd, 1024) == 0) {
+            break;
+        }
+        err = errno;
+        close(fd);
+        fd = -1;
+    }
+    freeaddrinfo(res);
+    if (fd < 0) {
+        return mps_error(err == EADDRINUSE ? PGC_ERR_BOOT : PGC_ERR_IO,
+                         "boot_store_server_start: cannot listen on %s:%d: %s", host ? host : "*",
+                         port, strerror(err));
+    }
+    *fd_out = fd;
+    return PGC_OK;
+}
+
+static int local_port(int fd)
+{
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof(ss);
+
+    if (getsockname(fd, (struct sockaddr *)&ss, &sl) != 0) {
+        return -1;
+    }
+    if (ss.ss_family == AF_INET6) {
+        return ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+    }
+    return ntohs(((struct sockaddr_in *)&ss)->sin_port);
+}
+
+static void free_server(struct boot_store_server *s)
+{
+    for (int i = 0; i < s->nconns; i++) {
+        free_conn(s->conns[i]);
+    }
+    if (s->listen_fd >= 0) {
+        close(s->listen_fd);
+    }
+    if (s->wake[0] >= 0) {
+        close(s->wake[0]);
+        close(s->wake[1]);
+    }
+    boot_map_destroy(&s->map);
+    boot_buf_free(&s->reply);
+    free(s->conns);
+    free(s->pfds);
+    free(s);
+}
+
+int boot_store_server_start(const char *host, int port, struct boot_store_server **out)
+{
+    struct boot_store_server *s = calloc(1, sizeof(*s));
+    int rc;
+
+    *out = NULL;
+    if (!s) {
+        return mps_error(PGC_ERR_NOMEM, "boot_store_server_start: out of memory");
+    }
+    s->listen_fd = s->wake[0] = s->wake[1] = -1;
+    if (port < 0 || port > 65535) {
+        rc = mps_error(PGC_ERR_INVALID_ARG, "boot_store_server_start: invalid port %d", port);
+        goto fail;
+    }
+    s->pfds = calloc(2, sizeof(*s->pfds));
+    if (!s->pfds || (rc = boot_map_init(&s->map)) != PGC_OK) {
+        rc = mps_error(PGC_ERR_NOMEM, "boot_store_server_start: out of memory");
+        goto fail;
+    }
+    if ((rc = bind_any(host, port, &s->listen_fd)) != PGC_OK) {
+        goto fail;
+    }
+    s->port = local_port(s->listen_fd);
+    if (pipe2(s->wake, O_CLOEXEC | O_NONBLOCK) != 0 ||
+        pthread_create(&s->thread, NULL, server_main, s) != 0) {
+        rc = mps_error(PGC_ERR_INTERNAL, "boot_store_server_start: cannot start the thread");
+        goto fail;
+    }
+    MPS_DEBUG("boot_store server listening on %s:%d", host && *host ? host : "*", s->port);
+    *out = s;
+    return PGC_OK;
+fail:
+    free_server(s);
+    return rc;
+}
+
+int boot_store_server_port(const struct boot_store_server *s)
+{
+    return s ? s->port : -1;
+}
+
+void boot_store_server_stop(struct boot_store_server *s)
+{
+    if (!s) {
+        return;
+    }
+    s->stop = 1;
+    if (write(s->wake[1], "x", 1) < 0) {
+        MPS_WARN("boot_store_server_stop: cannot wake the server thread: %s", strerror(errno));
+    }
+    pthread_join(s->thread, NULL);
+    free_server(s);
+}

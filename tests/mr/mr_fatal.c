@@ -1,0 +1,52 @@
+/*
+ * mr_fatal.c - faults that must end the job with a message, never a hang. The mode
+ * (argv[1]) picks one; tests/scripts/test_faults.sh runs each and checks the exit status
+ * and the message.
+ *   preinit      MPI_Send before MPI_Init
+ *   postfinalize MPI_Barrier after MPI_Finalize
+ *   badrank      MPI_Send to a rank outside MPI_COMM_WORLD under the default handler
+ *   truncate     a truncated receive under the default handler
+ *   killed       rank 1 dies by SIGKILL while rank 0 waits for it in MPI_Recv
+ *   hang         rank 1 never sends; rank 0's MPI_Recv gives up after MPISHIM_TIMEOUT
+ */
+#include <mpi.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+
+int main(int argc, char **argv)
+{
+    const char *mode = argc > 1 ? argv[1] : "";
+    int rank, size, v = 1, buf[2];
+
+    if (strcmp(mode, "preinit") == 0) {
+        MPI_Send(&v, 1, MPI_INT, 0, 0, MPI_COMM_WORLD);
+        return 0;
+    }
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    if (strcmp(mode, "badrank") == 0) {
+        MPI_Send(&v, 1, MPI_INT, size + 5, 0, MPI_COMM_WORLD);
+    } else if (strcmp(mode, "truncate") == 0 && size > 1) {
+        if (rank == 0) {
+            MPI_Send(buf, 2, MPI_INT, 1, 0, MPI_COMM_WORLD);
+        } else if (rank == 1) {
+            MPI_Recv(buf, 1, MPI_INT, 0, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        }
+    } else if (strcmp(mode, "killed") == 0 && size > 1) {
+        if (rank == 1) {
+            raise(SIGKILL);
+        }
+        MPI_Recv(buf, 1, MPI_INT, 1, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    } else if (strcmp(mode, "hang") == 0 && size > 1) {
+        if (rank == 0) {
+            MPI_Recv(buf, 1, MPI_INT, 1, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        }
+    }
+    MPI_Finalize();
+    if (strcmp(mode, "postfinalize") == 0) {
+        MPI_Barrier(MPI_COMM_WORLD);
+    }
+    return 0;
+}

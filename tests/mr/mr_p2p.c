@@ -1,0 +1,165 @@
+/* Point-to-point semantics across ranks: values, envelopes, order, sizes, wildcards. */
+#include "mrtest.h"
+
+#include <string.h>
+
+static int rank, size;
+
+/* Value of element i of the message from src to dst: known to both sides independently. */
+static int pattern(int src, int dst, int i)
+{
+    return src * 1000003 + dst * 7919 + i * 31;
+}
+
+static void ring_blocking(int count)
+{
+    int right = (rank + 1) % size, left = (rank - 1 + size) % size;
+    int *out = malloc(sizeof(int) * (size_t)count), *in = malloc(sizeof(int) * (size_t)count);
+    MPI_Status st;
+    int got;
+
+    for (int i = 0; i < count; i++) {
+        out[i] = pattern(rank, right, i);
+        in[i] = -1;
+    }
+    CHECK_MPI(MPI_Sendrecv(out, count, MPI_INT, right, 7, in, count, MPI_INT, left, 7,
+                           MPI_COMM_WORLD, &st));
+    CHECK(st.MPI_SOURCE == left && st.MPI_TAG == 7, "source %d tag %d", st.MPI_SOURCE,
+          st.MPI_TAG);
+    MPI_Get_count(&st, MPI_INT, &got);
+    CHECK(got == count, "count %d != %d", got, count);
+    for (int i = 0; i < count; i++) {
+        CHECK(in[i] == pattern(left, rank, i), "element %d of %d: %d != %d", i, count, in[i],
+              pattern(left, rank, i));
+    }
+    free(out);
+    free(in);
+}
+
+/* Rank 0 receives one message from every other rank with MPI_ANY_SOURCE/MPI_ANY_TAG and
+ * checks each envelope against its payload. */
+static void any_source(void)
+{
+    if (rank == 0) {
+        int seen = 0;
+        for (int k = 1; k < size; k++) {
+            int v[2];
+            MPI_Status st;
+            CHECK_MPI(MPI_Recv(v, 2, MPI_INT, MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &st));
+            CHECK(v[0] == st.MPI_SOURCE && v[1] == st.MPI_TAG, "payload %d/%d vs envelope %d/%d",
+                  v[0], v[1], st.MPI_SOURCE, st.MPI_TAG);
+            CHECK(!(seen & (1 << st.MPI_SOURCE)), "rank %d seen twice", st.MPI_SOURCE);
+            seen |= 1 << st.MPI_SOURCE;
+        }
+    } else {
+        int v[2] = {rank, 100 + rank};
+        CHECK_MPI(MPI_Send(v, 2, MPI_INT, 0, 100 + rank, MPI_COMM_WORLD));
+    }
+    /* Later phases send to rank 0 too: MPI_ANY_TAG would rightly match them. */
+    CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
+}
+
+/* Non-overtaking: messages from one sender with the same envelope arrive in send order,
+ * eager and rendezvous sizes mixed. */
+static void ordering(void)
+{
+    enum { N = 40 };
+    static char big[N][20000];
+    if (size < 2 || rank > 1) {
+        return;
+    }
+    if (rank == 0) {
+        MPI_Request reqs[N];
+        for (int i = 0; i < N; i++) {
+            int len = i % 3 == 0 ? 20000 : 8;
+            memset(big[i], i + 1, (size_t)len);
+            CHECK_MPI(MPI_Isend(big[i], len, MPI_CHAR, 1, 5, MPI_COMM_WORLD, &reqs[i]));
+        }
+        CHECK_MPI(MPI_Waitall(N, reqs, MPI_STATUSES_IGNORE));
+    } else {
+        static char in[20000];
+        for (int i = 0; i < N; i++) {
+            MPI_Status st;
+            int len;
+            CHECK_MPI(MPI_Recv(in, sizeof(in), MPI_CHAR, 0, 5, MPI_COMM_WORLD, &st));
+            MPI_Get_count(&st, MPI_CHAR, &len);
+            CHECK(len == (i % 3 == 0 ? 20000 : 8), "message %d has %d bytes", i, len);
+            CHECK(in[0] == i + 1 && in[len - 1] == i + 1, "message %d holds %d", i, in[0]);
+        }
+    }
+}
+
+/* Tags select among pending messages: receive in the reverse order of sending. */
+static void tag_selection(void)
+{
+    if (size < 2 || rank > 1) {
+        return;
+    }
+    if (rank == 0) {
+        for (int t = 0; t < 5; t++) {
+            CHECK_MPI(MPI_Send(&t, 1, MPI_INT, 1, t, MPI_COMM_WORLD));
+        }
+    } else {
+        for (int t = 4; t >= 0; t--) {
+            int v = -1;
+            CHECK_MPI(MPI_Recv(&v, 1, MPI_INT, 0, t, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+            CHECK(v == t, "tag %d carried %d", t, v);
+        }
+    }
+}
+
+static void self_and_null(void)
+{
+    int v = 42 + rank, w = 0;
+    MPI_Request r;
+    MPI_Status st;
+
+    CHECK_MPI(MPI_Isend(&v, 1, MPI_INT, rank, 3, MPI_COMM_WORLD, &r));
+    CHECK_MPI(MPI_Recv(&w, 1, MPI_INT, rank, 3, MPI_COMM_WORLD, &st));
+    CHECK_MPI(MPI_Wait(&r, MPI_STATUS_IGNORE));
+    CHECK(w == 42 + rank, "self message %d", w);
+    CHECK_MPI(MPI_Send(&v, 1, MPI_INT, MPI_PROC_NULL, 0, MPI_COMM_WORLD));
+    CHECK_MPI(MPI_Recv(&w, 1, MPI_INT, MPI_PROC_NULL, 0, MPI_COMM_WORLD, &st));
+    CHECK(st.MPI_SOURCE == MPI_PROC_NULL, "source %d", st.MPI_SOURCE);
+    MPI_Get_count(&st, MPI_INT, &w);
+    CHECK(w == 0, "count from MPI_PROC_NULL %d", w);
+}
+
+static void nonblocking_many(void)
+{
+    enum { N = 16 };
+    int right = (rank + 1) % size, left = (rank - 1 + size) % size;
+    int out[N], in[N];
+    MPI_Request reqs[2 * N];
+
+    for (int i = 0; i < N; i++) {
+        out[i] = pattern(rank, right, i);
+        in[i] = -1;
+        CHECK_MPI(MPI_Irecv(&in[i], 1, MPI_INT, left, i, MPI_COMM_WORLD, &reqs[i]));
+    }
+    for (int i = N - 1; i >= 0; i--) {
+        CHECK_MPI(MPI_Isend(&out[i], 1, MPI_INT, right, i, MPI_COMM_WORLD, &reqs[N + i]));
+    }
+    CHECK_MPI(MPI_Waitall(2 * N, reqs, MPI_STATUSES_IGNORE));
+    for (int i = 0; i < N; i++) {
+        CHECK(in[i] == pattern(left, rank, i), "tag %d got %d", i, in[i]);
+        CHECK(reqs[i] == MPI_REQUEST_NULL, "request %d not freed", i);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    mrt_init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    ring_blocking(1);
+    ring_blocking(1000);
+    ring_blocking(300000); /* 1.2 MB: the rendezvous path */
+    ring_blocking(0);
+    any_source();
+    ordering();
+    tag_selection();
+    self_and_null();
+    nonblocking_many();
+    return mrt_finish("mr_p2p");
+}

@@ -1,0 +1,54 @@
+/*
+ * mrtest.h - checks for the multi-rank test programs: a failed check prints the file,
+ * line, rank and the expression with the values involved, and exits non-zero, so the
+ * launcher reports the whole job as failed.
+ */
+#ifndef MRTEST_H
+#define MRTEST_H
+
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+static int mrt_rank = -1;
+static int mrt_checks;
+
+#define CHECK(cond, ...)                                                                           \
+    do {                                                                                           \
+        mrt_checks++;                                                                              \
+        if (!(cond)) {                                                                             \
+            fprintf(stderr, "FAIL %s:%d rank %d: %s: ", __FILE__, __LINE__, mrt_rank, #cond);     \
+            fprintf(stderr, __VA_ARGS__);                                                          \
+            fprintf(stderr, "\n");                                                                 \
+            fflush(stderr);                                                                        \
+            exit(1);                                                                               \
+        }                                                                                          \
+    } while (0)
+
+#define CHECK_MPI(call)                                                                            \
+    do {                                                                                           \
+        int rc_ = (call);                                                                          \
+        CHECK(rc_ == MPI_SUCCESS, "returned %d", rc_);                                             \
+    } while (0)
+
+static inline void mrt_init(int *argc, char ***argv)
+{
+    CHECK_MPI(MPI_Init(argc, argv));
+    MPI_Comm_rank(MPI_COMM_WORLD, &mrt_rank);
+}
+
+/* Every rank reports its count of checks; rank 0 prints the total. */
+static inline int mrt_finish(const char *name)
+{
+    long mine = mrt_checks, total = 0;
+    MPI_Reduce(&mine, &total, 1, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
+    if (mrt_rank == 0) {
+        int size;
+        MPI_Comm_size(MPI_COMM_WORLD, &size);
+        printf("%s: %ld checks passed on %d ranks\n", name, total, size);
+    }
+    MPI_Finalize();
+    return 0;
+}
+
+#endif

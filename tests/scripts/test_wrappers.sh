@@ -1,0 +1,57 @@
+#!/bin/bash
+# test_wrappers.sh - the build tree's mpicc/mpicxx: the flags they add, when they add the
+# link flags, the -show family, the compiler override, and a program built and run with
+# them against the build tree's libmpishim.
+set -uo pipefail
+
+top_builddir=${top_builddir:-$PWD}
+export MPISHIM_WRAPPER_BUILDDIR=$top_builddir
+MPICC=$top_builddir/tools/mpicc
+MPICXX=$top_builddir/tools/mpicxx
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+failures=0
+
+expect() {
+    if [ "$2" = "$3" ]; then
+        echo "ok   - $1"
+    else
+        echo "FAIL - $1"
+        echo "       expected: $(printf %q "$2")"
+        echo "       got:      $(printf %q "$3")"
+        failures=$((failures + 1))
+    fi
+}
+
+libdir=$top_builddir/.libs
+link="-L$libdir -Wl,-rpath,$libdir -lmpishim"
+inc=$("$MPICC" -showme:incdirs)
+expect "the include dir of the build tree holds the public headers" yes \
+    "$([ -f "$inc/pgc_status.h" ] && echo yes || echo no)"
+expect "-showme:compile is -I<includedir>" "-I$inc" "$("$MPICC" -showme:compile)"
+expect "-showme:link names the build tree's library" "$link" "$("$MPICC" -showme:link)"
+expect "-show of a compile-only command adds no link flags" "gcc -I$inc -c a.c -o a.o" \
+    "$(MPISHIM_CC=gcc "$MPICC" -show -c a.c -o a.o)"
+expect "-show of a link command adds the link flags last" "gcc -I$inc a.o -o a $link" \
+    "$(MPISHIM_CC=gcc "$MPICC" -show a.o -o a)"
+expect "MPISHIM_CC replaces the compiler" "ccache cc -I$inc -E a.c" \
+    "$(MPISHIM_CC="ccache cc" "$MPICC" --showme -E a.c)"
+expect "-link_info prints the whole link command" "g++ -I$inc $link" \
+    "$(MPISHIM_CXX=g++ "$MPICXX" -link_info)"
+
+cat >"$tmp/t.c" <<'C'
+#include <pgc_status.h>
+#include <stdio.h>
+int main(void) { printf("%s\n", pgc_strerror(PGC_ERR_TIMEOUT)); return 0; }
+C
+cp "$tmp/t.c" "$tmp/t.cc"
+"$MPICC" -o "$tmp/t" "$tmp/t.c" && out=$("$tmp/t") || out="build or run failed"
+expect "mpicc builds a program that runs against the build tree's library" "timed out" "$out"
+"$MPICC" -c -o "$tmp/t.o" "$tmp/t.c" && "$MPICC" -o "$tmp/t2" "$tmp/t.o" && out=$("$tmp/t2") ||
+    out="build or run failed"
+expect "mpicc -c then mpicc to link works" "timed out" "$out"
+"$MPICXX" -o "$tmp/tx" "$tmp/t.cc" && out=$("$tmp/tx") || out="build or run failed"
+expect "mpicxx builds a C++ program" "timed out" "$out"
+
+echo "$failures failed"
+[ $failures = 0 ]

@@ -1,0 +1,747 @@
+/*
+ * test_datatype.c - the datatype engine (mpi_shim/shim_datatype.c) and MPI_Info objects
+ * (mpi_shim/shim_info.c), linked without the rest of mpi_shim: the error raising of shim.h
+ * is replaced by a fake that records the error class and returns it (MPI_ERRORS_RETURN).
+ *
+ * Every expected size, extent and byte below is worked out by hand in the comments.
+ */
+#include "config.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "mpi.h"
+#include "shim.h"
+#include "shim_datatype.h"
+
+/* ---- Fakes for what shim_env.c provides in the library. ---- */
+static int last_errclass;
+
+int shim_error(MPI_Comm comm, const char *fn, int errclass, const char *fmt, ...)
+{
+    (void)comm;
+    (void)fn;
+    (void)fmt;
+    last_errclass = errclass;
+    return errclass;
+}
+
+int shim_check_init(const char *fn)
+{
+    (void)fn;
+    return MPI_SUCCESS;
+}
+
+/* ---- Helpers. ---- */
+struct shape {
+    MPI_Aint lb, extent, true_lb, true_extent;
+    int size;
+};
+
+static struct shape shape_of(MPI_Datatype t)
+{
+    struct shape s;
+    assert_int_equal(MPI_Type_get_extent(t, &s.lb, &s.extent), MPI_SUCCESS);
+    assert_int_equal(MPI_Type_get_true_extent(t, &s.true_lb, &s.true_extent), MPI_SUCCESS);
+    assert_int_equal(MPI_Type_size(t, &s.size), MPI_SUCCESS);
+    return s;
+}
+
+static void assert_shape(MPI_Datatype t, MPI_Aint lb, MPI_Aint extent, MPI_Aint tlb,
+                         MPI_Aint textent, int size)
+{
+    struct shape s = shape_of(t);
+    assert_int_equal(s.lb, lb);
+    assert_int_equal(s.extent, extent);
+    assert_int_equal(s.true_lb, tlb);
+    assert_int_equal(s.true_extent, textent);
+    assert_int_equal(s.size, size);
+}
+
+static struct shim_dtype *dt(MPI_Datatype h)
+{
+    struct shim_dtype *t = NULL;
+    assert_int_equal(shim_dtype_lookup(h, &t), MPI_SUCCESS);
+    return t;
+}
+
+static void free_type(MPI_Datatype *t)
+{
+    assert_int_equal(MPI_Type_free(t), MPI_SUCCESS);
+    assert_int_equal(*t, MPI_DATATYPE_NULL);
+}
+
+/* ---- Constructors: sizes and extents. ---- */
+
+static void test_contiguous_of_three_ints_is_12_dense_bytes(void **state)
+{
+    MPI_Datatype t;
+    (void)state;
+    assert_int_equal(MPI_Type_contiguous(3, MPI_INT, &t), MPI_SUCCESS);
+    assert_shape(t, 0, 12, 0, 12, 12);
+    assert_true(dt(t)->contig);
+    assert_int_equal(dt(t)->nblocks, 1);
+    free_type(&t);
+}
+
+static void test_vector_has_gaps_between_blocks(void **state)
+{
+    MPI_Datatype t;
+    (void)state;
+    /* 3 blocks of 2 ints, stride 4 ints: bytes [0,8) [16,24) [32,40). */
+    assert_int_equal(MPI_Type_vector(3, 2, 4, MPI_INT, &t), MPI_SUCCESS);
+    assert_shape(t, 0, 40, 0, 40, 24);
+    assert_false(dt(t)->contig);
+    assert_int_equal(dt(t)->nblocks, 3);
+    assert_int_equal(dt(t)->blocks[1].off, 16);
+    assert_int_equal(dt(t)->blocks[1].len, 8);
+    free_type(&t);
+}
+
+static void test_vector_with_negative_stride_has_negative_lb(void **state)
+{
+    MPI_Datatype t;
+    (void)state;
+    /* Blocks at 0 and -12 bytes: lb -12, ub 4 (MPICH gives the same). */
+    assert_int_equal(MPI_Type_vector(2, 1, -3, MPI_INT, &t), MPI_SUCCESS);
+    assert_shape(t, -12, 16, -12, 16, 8);
+    free_type(&t);
+}
+
+static void test_hvector_stride_is_in_bytes(void **state)
+{
+    MPI_Datatype t;
+    (void)state;
+    /* Doubles at 0 and 20: ub 28. */
+    assert_int_equal(MPI_Type_create_hvector(2, 1, 20, MPI_DOUBLE, &t), MPI_SUCCESS);
+    assert_shape(t, 0, 28, 0, 28, 16);
+    free_type(&t);
+}
+
+static void test_indexed_keeps_typemap_order(void **state)
+{
+    MPI_Datatype t;
+    int bl[2] = {2, 1}, disp[2] = {3, 0};
+    (void)state;
+    /* Ints 3,4 then int 0: bytes [12,20) then [0,4); lb 0, ub 20. */
+    assert_int_equal(MPI_Type_indexed(2, bl, disp, MPI_INT, &t), MPI_SUCCESS);
+    assert_shape(t, 0, 20, 0, 20, 12);
+    assert_int_equal(dt(t)->blocks[0].off, 12);
+    assert_int_equal(dt(t)->blocks[1].off, 0);
+    free_type(&t);
+}
+
+static void test_hindexed_and_block_variants(void **state)
+{
+    MPI_Datatype a, b, c;
+    int bl[2] = {1, 1}, idisp[3] = {0, 5, 10};
+    MPI_Aint hdisp[2] = {8, 0}, hdisp2[2] = {4, 16};
+    (void)state;
+    /* Shorts at 8 and 0: ub 10. */
+    assert_int_equal(MPI_Type_create_hindexed(2, bl, hdisp, MPI_SHORT, &a), MPI_SUCCESS);
+    assert_shape(a, 0, 10, 0, 10, 4);
+    /* Pairs of floats at elements 0, 5, 10: ub (10 + 2) * 4 = 48. */
+    assert_int_equal(MPI_Type_create_indexed_block(3, 2, idisp, MPI_FLOAT, &b), MPI_SUCCESS);
+    assert_shape(b, 0, 48, 0, 48, 24);
+    /* Ints at bytes 4 and 16: lb 4, ub 20. */
+    assert_int_equal(MPI_Type_create_hindexed_block(2, 1, hdisp2, MPI_INT, &c), MPI_SUCCESS);
+    assert_shape(c, 4, 16, 4, 16, 8);
+    free_type(&a);
+    free_type(&b);
+    free_type(&c);
+}
+
+static void test_struct_extent_is_padded_to_alignment(void **state)
+{
+    MPI_Datatype t;
+    int bl[2] = {1, 1};
+    MPI_Aint disp[2] = {0, 4};
+    MPI_Datatype types[2] = {MPI_INT, MPI_CHAR};
+    (void)state;
+    /* Data [0,5); the int's alignment 4 rounds ub up to 8 (as MPICH does). */
+    assert_int_equal(MPI_Type_create_struct(2, bl, disp, types, &t), MPI_SUCCESS);
+    assert_shape(t, 0, 8, 0, 5, 5);
+    free_type(&t);
+}
+
+static void test_struct_of_mixed_types_has_no_base_type(void **state)
+{
+    MPI_Datatype t, c;
+    int bl[2] = {1, 1};
+    MPI_Aint disp[2] = {0, 8};
+    MPI_Datatype types[2] = {MPI_INT, MPI_DOUBLE};
+    (void)state;
+    /* int at 0, gap [4,8), double at 8: size 12, extent 16. */
+    assert_int_equal(MPI_Type_create_struct(2, bl, disp, types, &t), MPI_SUCCESS);
+    assert_shape(t, 0, 16, 0, 16, 12);
+    assert_int_equal(dt(t)->base, PG_DTYPE_NONE);
+    assert_int_equal(dt(t)->nblocks, 2);
+    assert_int_equal(MPI_Type_contiguous(4, MPI_DOUBLE, &c), MPI_SUCCESS);
+    assert_int_equal(dt(c)->base, PG_DOUBLE);
+    assert_int_equal(dt(c)->base_per_elem, 4);
+    free_type(&t);
+    free_type(&c);
+}
+
+static void test_subarray_in_c_order(void **state)
+{
+    MPI_Datatype t;
+    int sizes[2] = {4, 5}, sub[2] = {2, 3}, starts[2] = {1, 2};
+    (void)state;
+    /* Rows 1..2, columns 2..4 of int[4][5]: runs at elements 7 and 12, 3 ints each.
+     * Extent is the whole array (80); true bounds [28, 60). */
+    assert_int_equal(MPI_Type_create_subarray(2, sizes, sub, starts, MPI_ORDER_C, MPI_INT, &t),
+                     MPI_SUCCESS);
+    assert_shape(t, 0, 80, 28, 32, 24);
+    assert_int_equal(dt(t)->nblocks, 2);
+    free_type(&t);
+}
+
+static void test_subarray_in_fortran_order(void **state)
+{
+    MPI_Datatype t;
+    int sizes[2] = {4, 5}, sub[2] = {2, 3}, starts[2] = {1, 2};
+    (void)state;
+    /* Dimension 0 varies fastest: runs of 2 at elements 1 + 4 * (2, 3, 4) = 9, 13, 17;
+     * true bounds [36, 76). */
+    assert_int_equal(
+        MPI_Type_create_subarray(2, sizes, sub, starts, MPI_ORDER_FORTRAN, MPI_INT, &t),
+        MPI_SUCCESS);
+    assert_shape(t, 0, 80, 36, 40, 24);
+    assert_int_equal(dt(t)->nblocks, 3);
+    free_type(&t);
+}
+
+static void test_resized_changes_extent_not_size(void **state)
+{
+    MPI_Datatype t;
+    (void)state;
+    assert_int_equal(MPI_Type_create_resized(MPI_INT, -4, 16, &t), MPI_SUCCESS);
+    assert_shape(t, -4, 16, 0, 4, 4);
+    assert_false(dt(t)->contig);
+    free_type(&t);
+}
+
+static void test_lb_and_ub_markers_set_bounds_in_type_struct(void **state)
+{
+    MPI_Datatype t;
+    int bl[3] = {1, 1, 1};
+    MPI_Aint disp[3] = {-8, 0, 16};
+    MPI_Datatype types[3] = {MPI_LB, MPI_INT, MPI_UB};
+    (void)state;
+    assert_int_equal(MPI_Type_struct(3, bl, disp, types, &t), MPI_SUCCESS);
+    assert_shape(t, -8, 24, 0, 4, 4);
+    free_type(&t);
+}
+
+static void test_pair_type_packs_with_its_padding(void **state)
+{
+    (void)state;
+    /* MPI_DOUBLE_INT: 12 bytes of data in a 16-byte struct. */
+    assert_shape(MPI_DOUBLE_INT, 0, 16, 0, 12, 12);
+    assert_int_equal(dt(MPI_DOUBLE_INT)->size, 16);
+    assert_int_equal(dt(MPI_DOUBLE_INT)->base, PG_DOUBLE_INT);
+    assert_shape(MPI_SHORT_INT, 0, 8, 0, 8, 6);
+}
+
+static void test_nested_and_pair_shapes_match_mpich(void **state)
+{
+    MPI_Datatype r, c, s1, s2;
+    int bl[2] = {1, 1};
+    MPI_Aint d0[1] = {0}, d2[2] = {0, 4};
+    MPI_Datatype pair[1] = {MPI_DOUBLE_INT}, cs[2] = {MPI_CHAR, MPI_SHORT};
+    (void)state;
+    /* Two ints 6 bytes apart: data [0,4) [6,10), extent 12 (MPICH 4.0.2 prints the same). */
+    assert_int_equal(MPI_Type_create_resized(MPI_INT, 0, 6, &r), MPI_SUCCESS);
+    assert_int_equal(MPI_Type_contiguous(2, r, &c), MPI_SUCCESS);
+    assert_shape(c, 0, 12, 0, 10, 8);
+    /* A struct holding one MPI_DOUBLE_INT keeps its 16-byte extent and 12-byte true extent. */
+    assert_int_equal(MPI_Type_create_struct(1, bl, d0, pair, &s1), MPI_SUCCESS);
+    assert_shape(s1, 0, 16, 0, 12, 12);
+    /* char at 0, short at 4: ub 6 is already a multiple of the short's alignment. */
+    assert_int_equal(MPI_Type_create_struct(2, bl, d2, cs, &s2), MPI_SUCCESS);
+    assert_shape(s2, 0, 6, 0, 6, 3);
+    free_type(&r);
+    free_type(&c);
+    free_type(&s1);
+    free_type(&s2);
+}
+
+static void test_zero_count_gives_an_empty_type(void **state)
+{
+    MPI_Datatype t;
+    (void)state;
+    assert_int_equal(MPI_Type_contiguous(0, MPI_INT, &t), MPI_SUCCESS);
+    assert_shape(t, 0, 0, 0, 0, 0);
+    free_type(&t);
+}
+
+/* ---- Pack and unpack. ---- */
+
+static void test_vector_pack_unpack_round_trip(void **state)
+{
+    MPI_Datatype t;
+    int src[10], packed[3], back[10] = {0};
+    (void)state;
+    for (int i = 0; i < 10; i++) {
+        src[i] = 100 + i;
+    }
+    assert_int_equal(MPI_Type_vector(3, 1, 3, MPI_INT, &t), MPI_SUCCESS);
+    shim_dtype_pack(src, 1, dt(t), packed);
+    assert_int_equal(packed[0], 100);
+    assert_int_equal(packed[1], 103);
+    assert_int_equal(packed[2], 106);
+    shim_dtype_unpack(packed, 1, dt(t), back);
+    for (int i = 0; i < 10; i++) {
+        assert_int_equal(back[i], i % 3 == 0 && i < 7 ? 100 + i : 0);
+    }
+    free_type(&t);
+}
+
+static void test_indexed_packs_in_typemap_order(void **state)
+{
+    MPI_Datatype t;
+    int bl[2] = {2, 1}, disp[2] = {3, 0}, src[10], packed[6];
+    (void)state;
+    for (int i = 0; i < 10; i++) {
+        src[i] = i;
+    }
+    assert_int_equal(MPI_Type_indexed(2, bl, disp, MPI_INT, &t), MPI_SUCCESS);
+    /* Two elements, extent 20 bytes = 5 ints: {3,4,0} then {8,9,5}. */
+    shim_dtype_pack(src, 2, dt(t), packed);
+    int want[6] = {3, 4, 0, 8, 9, 5};
+    assert_memory_equal(packed, want, sizeof(want));
+    free_type(&t);
+}
+
+struct rec {
+    int i;
+    double d;
+};
+
+static void test_struct_pack_skips_padding(void **state)
+{
+    MPI_Datatype t;
+    int bl[2] = {1, 1};
+    MPI_Aint disp[2] = {offsetof(struct rec, i), offsetof(struct rec, d)};
+    MPI_Datatype types[2] = {MPI_INT, MPI_DOUBLE};
+    struct rec src[2] = {{7, 1.5}, {-3, 2.25}}, back[2];
+    unsigned char packed[24], want[24];
+    (void)state;
+    assert_int_equal(MPI_Type_create_struct(2, bl, disp, types, &t), MPI_SUCCESS);
+    assert_int_equal(dt(t)->size, 12);
+    shim_dtype_pack(src, 2, dt(t), packed);
+    memcpy(want, &src[0].i, 4);
+    memcpy(want + 4, &src[0].d, 8);
+    memcpy(want + 12, &src[1].i, 4);
+    memcpy(want + 16, &src[1].d, 8);
+    assert_memory_equal(packed, want, 24);
+    memset(back, 0, sizeof(back));
+    shim_dtype_unpack(packed, 2, dt(t), back);
+    assert_int_equal(back[1].i, -3);
+    assert_true(back[1].d == 2.25);
+    free_type(&t);
+}
+
+static void test_subarray_pack_takes_the_submatrix(void **state)
+{
+    MPI_Datatype t;
+    int m[4][5], packed[6], sizes[2] = {4, 5}, sub[2] = {2, 3}, starts[2] = {1, 2};
+    (void)state;
+    for (int i = 0; i < 4; i++) {
+        for (int j = 0; j < 5; j++) {
+            m[i][j] = 10 * i + j;
+        }
+    }
+    assert_int_equal(MPI_Type_create_subarray(2, sizes, sub, starts, MPI_ORDER_C, MPI_INT, &t),
+                     MPI_SUCCESS);
+    shim_dtype_pack(m, 1, dt(t), packed);
+    int want[6] = {12, 13, 14, 22, 23, 24};
+    assert_memory_equal(packed, want, sizeof(want));
+    free_type(&t);
+}
+
+static void test_partial_pack_resumes_mid_block(void **state)
+{
+    MPI_Datatype t;
+    int src[10], packed[6] = {0};
+    (void)state;
+    for (int i = 0; i < 10; i++) {
+        src[i] = i;
+    }
+    /* vector(2, 2, 3): element 0 packs ints {0,1,3,4}, element 1 (20 bytes on) {5,6,8,9}.
+     * Packed bytes 6..26 are the last 2 bytes of int 1, ints 3, 4, 5, 6 and 2 bytes of 8. */
+    assert_int_equal(MPI_Type_vector(2, 2, 3, MPI_INT, &t), MPI_SUCCESS);
+    size_t n = shim_dtype_pack_partial(src, 2, dt(t), 6, packed, 20);
+    assert_int_equal(n, 20);
+    int got[4];
+    memcpy(got, (char *)packed + 2, sizeof(got));
+    int want[4] = {3, 4, 5, 6};
+    assert_memory_equal(got, want, sizeof(want));
+    /* Past the end nothing is copied. */
+    assert_int_equal(shim_dtype_pack_partial(src, 2, dt(t), 32, packed, 8), 0);
+    free_type(&t);
+}
+
+static void test_mpi_pack_advances_position_and_detects_overflow(void **state)
+{
+    int a[3] = {1, 2, 3}, b[3] = {0};
+    char buf[16];
+    int pos = 0;
+    (void)state;
+    assert_int_equal(MPI_Pack(a, 3, MPI_INT, buf, sizeof(buf), &pos, MPI_COMM_WORLD),
+                     MPI_SUCCESS);
+    assert_int_equal(pos, 12);
+    assert_int_equal(MPI_Pack(a, 2, MPI_INT, buf, sizeof(buf), &pos, MPI_COMM_WORLD),
+                     MPI_ERR_TRUNCATE);
+    assert_int_equal(pos, 12);
+    pos = 0;
+    assert_int_equal(MPI_Unpack(buf, 12, &pos, b, 3, MPI_INT, MPI_COMM_WORLD), MPI_SUCCESS);
+    assert_memory_equal(a, b, sizeof(a));
+    assert_int_equal(MPI_Unpack(buf, 12, &pos, b, 1, MPI_INT, MPI_COMM_WORLD), MPI_ERR_TRUNCATE);
+    int size = 0;
+    assert_int_equal(MPI_Pack_size(5, MPI_DOUBLE, MPI_COMM_WORLD, &size), MPI_SUCCESS);
+    assert_int_equal(size, 40);
+}
+
+/* ---- Handles, lifetime, commit. ---- */
+
+static void test_freed_type_gives_err_type(void **state)
+{
+    MPI_Datatype t, old;
+    int size;
+    struct shim_dtype *p;
+    (void)state;
+    assert_int_equal(MPI_Type_contiguous(2, MPI_INT, &t), MPI_SUCCESS);
+    old = t;
+    free_type(&t);
+    assert_int_equal(MPI_Type_size(old, &size), MPI_ERR_TYPE);
+    assert_int_equal(shim_dtype_lookup(old, &p), MPI_ERR_TYPE);
+    assert_int_equal(MPI_Type_free(&t), MPI_ERR_TYPE);
+    /* The next type may reuse the slot, but not the handle value. */
+    assert_int_equal(MPI_Type_contiguous(2, MPI_INT, &t), MPI_SUCCESS);
+    assert_int_not_equal(t, old);
+    assert_int_equal(MPI_Type_size(old, &size), MPI_ERR_TYPE);
+    free_type(&t);
+}
+
+static void test_handles_differ_from_builtins_and_null(void **state)
+{
+    MPI_Datatype t;
+    (void)state;
+    assert_int_equal(MPI_Type_contiguous(1, MPI_INT, &t), MPI_SUCCESS);
+    assert_int_not_equal(t, MPI_DATATYPE_NULL);
+    assert_null(shim_dtype_builtin_name(t));
+    assert_int_equal(MPISHIM_HANDLE_OBJ(t), MPISHIM_OBJ_DATATYPE);
+    free_type(&t);
+    assert_int_equal(MPI_Type_free(&(MPI_Datatype){MPI_INT}), MPI_ERR_TYPE);
+}
+
+static void test_uncommitted_type_rejected_for_communication(void **state)
+{
+    MPI_Datatype t;
+    struct shim_dtype *p = NULL;
+    (void)state;
+    assert_int_equal(MPI_Type_vector(2, 1, 2, MPI_INT, &t), MPI_SUCCESS);
+    assert_int_equal(shim_dtype_check_comm(t, &p), MPI_ERR_TYPE);
+    assert_int_equal(MPI_Type_commit(&t), MPI_SUCCESS);
+    assert_int_equal(shim_dtype_check_comm(t, &p), MPI_SUCCESS);
+    assert_ptr_equal(p, dt(t));
+    assert_int_equal(shim_dtype_check_comm(MPI_DOUBLE, &p), MPI_SUCCESS);
+    assert_int_equal(shim_dtype_check_comm(MPI_DATATYPE_NULL, &p), MPI_ERR_TYPE);
+    assert_int_equal(shim_dtype_check_comm(MPI_UB, &p), MPI_ERR_TYPE);
+    free_type(&t);
+}
+
+static void test_type_used_by_a_pending_operation_survives_free(void **state)
+{
+    MPI_Datatype t;
+    int src[4] = {1, 2, 3, 4}, out[2];
+    (void)state;
+    assert_int_equal(MPI_Type_vector(2, 1, 2, MPI_INT, &t), MPI_SUCCESS);
+    struct shim_dtype *p = dt(t);
+    shim_dtype_retain(p);
+    free_type(&t);
+    shim_dtype_pack(src, 1, p, out);
+    assert_int_equal(out[1], 3);
+    shim_dtype_release(p);
+}
+
+static void test_get_contents_returns_a_live_handle_for_a_freed_old_type(void **state)
+{
+    MPI_Datatype v, c, got;
+    int ni, na, nd, comb, ints[1];
+    MPI_Aint aints[1];
+    (void)state;
+    assert_int_equal(MPI_Type_vector(3, 2, 4, MPI_INT, &v), MPI_SUCCESS);
+    assert_int_equal(MPI_Type_contiguous(2, v, &c), MPI_SUCCESS);
+    free_type(&v);
+    assert_int_equal(MPI_Type_get_envelope(c, &ni, &na, &nd, &comb), MPI_SUCCESS);
+    assert_int_equal(comb, MPI_COMBINER_CONTIGUOUS);
+    assert_int_equal(ni, 1);
+    assert_int_equal(na, 0);
+    assert_int_equal(nd, 1);
+    assert_int_equal(MPI_Type_get_contents(c, 1, 1, 1, ints, aints, &got), MPI_SUCCESS);
+    assert_int_equal(ints[0], 2);
+    assert_shape(got, 0, 40, 0, 40, 24);
+    free_type(&got);
+    free_type(&c);
+}
+
+static void test_envelope_of_vector_and_struct(void **state)
+{
+    MPI_Datatype v, s, types[2] = {MPI_INT, MPI_DOUBLE}, got[2];
+    int ni, na, nd, comb, ints[3], bl[2] = {1, 2};
+    MPI_Aint disp[2] = {0, 8}, aints[2];
+    (void)state;
+    assert_int_equal(MPI_Type_vector(3, 2, 4, MPI_INT, &v), MPI_SUCCESS);
+    assert_int_equal(MPI_Type_get_envelope(v, &ni, &na, &nd, &comb), MPI_SUCCESS);
+    assert_int_equal(comb, MPI_COMBINER_VECTOR);
+    assert_int_equal(ni, 3);
+    assert_int_equal(MPI_Type_get_contents(v, 3, 0, 1, ints, aints, got), MPI_SUCCESS);
+    assert_int_equal(ints[0], 3);
+    assert_int_equal(ints[1], 2);
+    assert_int_equal(ints[2], 4);
+    assert_int_equal(got[0], MPI_INT);
+    assert_int_equal(MPI_Type_create_struct(2, bl, disp, types, &s), MPI_SUCCESS);
+    assert_int_equal(MPI_Type_get_envelope(s, &ni, &na, &nd, &comb), MPI_SUCCESS);
+    assert_int_equal(comb, MPI_COMBINER_STRUCT);
+    assert_int_equal(ni, 3);
+    assert_int_equal(na, 2);
+    assert_int_equal(nd, 2);
+    assert_int_equal(MPI_Type_get_contents(s, 3, 2, 2, ints, aints, got), MPI_SUCCESS);
+    assert_int_equal(ints[2], 2);
+    assert_int_equal(aints[1], 8);
+    assert_int_equal(got[1], MPI_DOUBLE);
+    assert_int_equal(MPI_Type_get_envelope(MPI_INT, &ni, &na, &nd, &comb), MPI_SUCCESS);
+    assert_int_equal(comb, MPI_COMBINER_NAMED);
+    assert_int_equal(MPI_Type_get_contents(MPI_INT, 0, 0, 0, ints, aints, got), MPI_ERR_TYPE);
+    free_type(&v);
+    free_type(&s);
+}
+
+static void test_dup_keeps_typemap_and_commit_state(void **state)
+{
+    MPI_Datatype v, d;
+    int ni, na, nd, comb;
+    (void)state;
+    assert_int_equal(MPI_Type_vector(2, 1, -3, MPI_INT, &v), MPI_SUCCESS);
+    assert_int_equal(MPI_Type_commit(&v), MPI_SUCCESS);
+    assert_int_equal(MPI_Type_dup(v, &d), MPI_SUCCESS);
+    assert_shape(d, -12, 16, -12, 16, 8);
+    assert_true(dt(d)->committed);
+    assert_int_equal(MPI_Type_get_envelope(d, &ni, &na, &nd, &comb), MPI_SUCCESS);
+    assert_int_equal(comb, MPI_COMBINER_DUP);
+    free_type(&v);
+    free_type(&d);
+}
+
+static void test_names_of_predefined_and_derived_types(void **state)
+{
+    char name[MPI_MAX_OBJECT_NAME];
+    int len;
+    MPI_Datatype t;
+    (void)state;
+    assert_int_equal(MPI_Type_get_name(MPI_CHAR, name, &len), MPI_SUCCESS);
+    assert_string_equal(name, "MPI_CHAR");
+    assert_int_equal(len, 8);
+    assert_int_equal(MPI_Type_get_name(MPI_LONG_DOUBLE_INT, name, &len), MPI_SUCCESS);
+    assert_string_equal(name, "MPI_LONG_DOUBLE_INT");
+    assert_int_equal(MPI_Type_contiguous(2, MPI_INT, &t), MPI_SUCCESS);
+    assert_int_equal(MPI_Type_get_name(t, name, &len), MPI_SUCCESS);
+    assert_int_equal(len, 0);
+    assert_int_equal(MPI_Type_set_name(t, "pair"), MPI_SUCCESS);
+    assert_int_equal(MPI_Type_get_name(t, name, &len), MPI_SUCCESS);
+    assert_string_equal(name, "pair");
+    free_type(&t);
+}
+
+static void test_builtin_mapping_to_pg_types(void **state)
+{
+    (void)state;
+    assert_int_equal(dt(MPI_CHAR)->base, PG_INT8);
+    assert_int_equal(dt(MPI_BYTE)->base, PG_BYTE);
+    assert_int_equal(dt(MPI_PACKED)->base, PG_BYTE);
+    assert_int_equal(dt(MPI_LONG)->base, PG_INT64);
+    assert_int_equal(dt(MPI_WCHAR)->base, PG_INT32);
+    assert_int_equal(dt(MPI_COUNT)->base, PG_INT64);
+    assert_int_equal(dt(MPI_C_BOOL)->base, PG_BOOL);
+    assert_int_equal(dt(MPI_UINT16_T)->base, PG_UINT16);
+    assert_int_equal(dt(MPI_C_DOUBLE_COMPLEX)->base, PG_C_DOUBLE_COMPLEX);
+    assert_int_equal(dt(MPI_2INT)->base, PG_2INT);
+    assert_int_equal(dt(MPI_LONG_DOUBLE)->size, 16);
+    assert_int_equal(dt(MPI_C_LONG_DOUBLE_COMPLEX)->size, 32);
+    assert_int_equal(shim_dtype_lookup(MPI_DATATYPE_NULL, &(struct shim_dtype *){NULL}),
+                     MPI_ERR_TYPE);
+    assert_int_equal(shim_dtype_lookup(0x4c0004ff, &(struct shim_dtype *){NULL}), MPI_ERR_TYPE);
+}
+
+static void test_constructor_argument_errors(void **state)
+{
+    MPI_Datatype t;
+    int bl[1] = {-1}, disp[1] = {0};
+    (void)state;
+    assert_int_equal(MPI_Type_contiguous(-1, MPI_INT, &t), MPI_ERR_COUNT);
+    assert_int_equal(MPI_Type_contiguous(1, MPI_DATATYPE_NULL, &t), MPI_ERR_TYPE);
+    assert_int_equal(MPI_Type_vector(1, -2, 1, MPI_INT, &t), MPI_ERR_ARG);
+    assert_int_equal(MPI_Type_indexed(1, bl, disp, MPI_INT, &t), MPI_ERR_ARG);
+    int sizes[1] = {4}, sub[1] = {5}, starts[1] = {0};
+    assert_int_equal(MPI_Type_create_subarray(1, sizes, sub, starts, MPI_ORDER_C, MPI_INT, &t),
+                     MPI_ERR_ARG);
+    assert_int_equal(MPI_Type_create_darray(1, 0, 1, sizes, sizes, sizes, sizes, MPI_ORDER_C,
+                                            MPI_INT, &t),
+                     MPI_ERR_UNSUPPORTED_OPERATION);
+}
+
+static void test_elements_counts_basic_elements(void **state)
+{
+    MPI_Datatype t;
+    (void)state;
+    assert_int_equal(shim_dtype_elements(dt(MPI_INT), 20), 5);
+    assert_int_equal(MPI_Type_contiguous(2, MPI_INT, &t), MPI_SUCCESS);
+    assert_int_equal(shim_dtype_elements(dt(t), 12), 3); /* one whole pair and one int */
+    assert_int_equal(shim_dtype_elements(dt(t), 6), MPI_UNDEFINED);
+    /* A pair type counts its value and its index: 2 per element. */
+    assert_int_equal(shim_dtype_elements(dt(MPI_DOUBLE_INT), 32), 4);
+    free_type(&t);
+}
+
+static void test_address_arithmetic_and_match_size(void **state)
+{
+    double a[4] = {0};
+    MPI_Aint p0, p2;
+    MPI_Datatype t;
+    (void)state;
+    assert_int_equal(MPI_Get_address(&a[0], &p0), MPI_SUCCESS);
+    assert_int_equal(MPI_Get_address(&a[2], &p2), MPI_SUCCESS);
+    assert_int_equal(MPI_Aint_diff(p2, p0), 16);
+    assert_int_equal(MPI_Aint_add(p0, 16), p2);
+    assert_int_equal(MPI_Type_match_size(MPI_TYPECLASS_REAL, 8, &t), MPI_SUCCESS);
+    assert_int_equal(t, MPI_DOUBLE);
+    assert_int_equal(MPI_Type_match_size(MPI_TYPECLASS_INTEGER, 2, &t), MPI_SUCCESS);
+    assert_int_equal(t, MPI_INT16_T);
+    assert_int_equal(MPI_Type_match_size(MPI_TYPECLASS_INTEGER, 3, &t), MPI_ERR_ARG);
+}
+
+/* ---- Info. ---- */
+
+static void test_info_set_get_nkeys_nthkey(void **state)
+{
+    MPI_Info info;
+    char val[MPI_MAX_INFO_VAL + 1], key[MPI_MAX_INFO_KEY + 1];
+    int flag, n, len;
+    (void)state;
+    assert_int_equal(MPI_Info_create(&info), MPI_SUCCESS);
+    assert_int_equal(MPI_Info_set(info, "alpha", "1"), MPI_SUCCESS);
+    assert_int_equal(MPI_Info_set(info, "beta", "two"), MPI_SUCCESS);
+    assert_int_equal(MPI_Info_set(info, "alpha", "uno"), MPI_SUCCESS);
+    assert_int_equal(MPI_Info_get_nkeys(info, &n), MPI_SUCCESS);
+    assert_int_equal(n, 2);
+    assert_int_equal(MPI_Info_get_nthkey(info, 1, key), MPI_SUCCESS);
+    assert_string_equal(key, "beta");
+    assert_int_equal(MPI_Info_get(info, "alpha", MPI_MAX_INFO_VAL, val, &flag), MPI_SUCCESS);
+    assert_true(flag);
+    assert_string_equal(val, "uno");
+    assert_int_equal(MPI_Info_get(info, "beta", 2, val, &flag), MPI_SUCCESS);
+    assert_string_equal(val, "tw");
+    assert_int_equal(MPI_Info_get_valuelen(info, "beta", &len, &flag), MPI_SUCCESS);
+    assert_int_equal(len, 3);
+    assert_int_equal(MPI_Info_get(info, "gamma", MPI_MAX_INFO_VAL, val, &flag), MPI_SUCCESS);
+    assert_false(flag);
+    assert_int_equal(MPI_Info_get_nthkey(info, 2, key), MPI_ERR_ARG);
+    assert_int_equal(MPI_Info_free(&info), MPI_SUCCESS);
+    assert_int_equal(info, MPI_INFO_NULL);
+}
+
+static void test_info_delete_and_dup(void **state)
+{
+    MPI_Info a, b;
+    char val[16];
+    int flag, n;
+    (void)state;
+    assert_int_equal(MPI_Info_create(&a), MPI_SUCCESS);
+    assert_int_equal(MPI_Info_set(a, "k1", "v1"), MPI_SUCCESS);
+    assert_int_equal(MPI_Info_set(a, "k2", "v2"), MPI_SUCCESS);
+    assert_int_equal(MPI_Info_dup(a, &b), MPI_SUCCESS);
+    assert_int_equal(MPI_Info_delete(a, "k1"), MPI_SUCCESS);
+    assert_int_equal(MPI_Info_delete(a, "k1"), MPI_ERR_INFO_NOKEY);
+    assert_int_equal(MPI_Info_get_nkeys(a, &n), MPI_SUCCESS);
+    assert_int_equal(n, 1);
+    assert_int_equal(MPI_Info_get_nkeys(b, &n), MPI_SUCCESS);
+    assert_int_equal(n, 2);
+    assert_int_equal(MPI_Info_get(b, "k1", 15, val, &flag), MPI_SUCCESS);
+    assert_true(flag);
+    assert_string_equal(val, "v1");
+    assert_int_equal(shim_info_get_value(b, "k2", val, sizeof(val)), 1);
+    assert_string_equal(val, "v2");
+    assert_int_equal(MPI_Info_free(&a), MPI_SUCCESS);
+    assert_int_equal(MPI_Info_free(&b), MPI_SUCCESS);
+}
+
+static void test_info_errors(void **state)
+{
+    MPI_Info info, freed;
+    char longkey[MPI_MAX_INFO_KEY + 2];
+    int n;
+    (void)state;
+    memset(longkey, 'k', sizeof(longkey) - 1);
+    longkey[sizeof(longkey) - 1] = '\0';
+    assert_int_equal(MPI_Info_create(&info), MPI_SUCCESS);
+    assert_int_equal(MPI_Info_set(info, longkey, "v"), MPI_ERR_INFO_KEY);
+    assert_int_equal(MPI_Info_set(info, "", "v"), MPI_ERR_INFO_KEY);
+    freed = info;
+    assert_int_equal(MPI_Info_free(&info), MPI_SUCCESS);
+    assert_int_equal(MPI_Info_get_nkeys(freed, &n), MPI_ERR_INFO);
+    assert_int_equal(MPI_Info_get_nkeys(MPI_INFO_NULL, &n), MPI_ERR_INFO);
+    assert_int_equal(MPI_Info_get_nkeys(MPI_INFO_ENV, &n), MPI_SUCCESS);
+    assert_int_equal(n, 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_contiguous_of_three_ints_is_12_dense_bytes),
+        cmocka_unit_test(test_vector_has_gaps_between_blocks),
+        cmocka_unit_test(test_vector_with_negative_stride_has_negative_lb),
+        cmocka_unit_test(test_hvector_stride_is_in_bytes),
+        cmocka_unit_test(test_indexed_keeps_typemap_order),
+        cmocka_unit_test(test_hindexed_and_block_variants),
+        cmocka_unit_test(test_struct_extent_is_padded_to_alignment),
+        cmocka_unit_test(test_struct_of_mixed_types_has_no_base_type),
+        cmocka_unit_test(test_subarray_in_c_order),
+        cmocka_unit_test(test_subarray_in_fortran_order),
+        cmocka_unit_test(test_resized_changes_extent_not_size),
+        cmocka_unit_test(test_lb_and_ub_markers_set_bounds_in_type_struct),
+        cmocka_unit_test(test_pair_type_packs_with_its_padding),
+        cmocka_unit_test(test_nested_and_pair_shapes_match_mpich),
+        cmocka_unit_test(test_zero_count_gives_an_empty_type),
+        cmocka_unit_test(test_vector_pack_unpack_round_trip),
+        cmocka_unit_test(test_indexed_packs_in_typemap_order),
+        cmocka_unit_test(test_struct_pack_skips_padding),
+        cmocka_unit_test(test_subarray_pack_takes_the_submatrix),
+        cmocka_unit_test(test_partial_pack_resumes_mid_block),
+        cmocka_unit_test(test_mpi_pack_advances_position_and_detects_overflow),
+        cmocka_unit_test(test_freed_type_gives_err_type),
+        cmocka_unit_test(test_handles_differ_from_builtins_and_null),
+        cmocka_unit_test(test_uncommitted_type_rejected_for_communication),
+        cmocka_unit_test(test_type_used_by_a_pending_operation_survives_free),
+        cmocka_unit_test(test_get_contents_returns_a_live_handle_for_a_freed_old_type),
+        cmocka_unit_test(test_envelope_of_vector_and_struct),
+        cmocka_unit_test(test_dup_keeps_typemap_and_commit_state),
+        cmocka_unit_test(test_names_of_predefined_and_derived_types),
+        cmocka_unit_test(test_builtin_mapping_to_pg_types),
+        cmocka_unit_test(test_constructor_argument_errors),
+        cmocka_unit_test(test_elements_counts_basic_elements),
+        cmocka_unit_test(test_address_arithmetic_and_match_size),
+        cmocka_unit_test(test_info_set_get_nkeys_nthkey),
+        cmocka_unit_test(test_info_delete_and_dup),
+        cmocka_unit_test(test_info_errors),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

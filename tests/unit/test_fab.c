@@ -1,0 +1,534 @@
+/*
+ * test_fab.c - the libfabric transport between real processes.
+ *
+ * Each test forks 2 or 3 children that open the transport, hand their address blobs to
+ * the parent over pipes, get every blob back, connect and run one scenario. A child
+ * checks its own results and reports through its exit status (0 = all checks held; a
+ * failed check prints its line); the parent asserts every child exited 0. The parent
+ * also serves as a barrier before the children close their endpoints.
+ */
+#include "config.h"
+
+#include "fab.h"
+#include "mps_config.h"
+#include "mps_util.h"
+#include "pgc_status.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#define MAX_RANKS 3
+#define NODE_STRIDE 8
+#define TIMEOUT_S 4.0
+#define BIG (4u << 20)
+#define TAG (FAB_TAG_RNDV | 42)
+
+/* ---- child side ---- */
+
+#define CHECK(cond)                                                                                \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            fprintf(stderr, "rank %d: check failed at %s:%d: %s\n", g_rank, __FILE__, __LINE__,    \
+                    #cond);                                                                        \
+            _exit(1);                                                                              \
+        }                                                                                          \
+    } while (0)
+
+static int g_rank;
+
+/* What the AM handler saw. Every test AM is [u32 seq][u32 n] + n pattern bytes. */
+static struct {
+    int count[MAX_RANKS];    /* AMs from each peer */
+    uint32_t next[MAX_RANKS]; /* the seq expected next from each peer (checks the order) */
+    int bad;                 /* AMs with a wrong length, order or payload */
+    size_t last_len;
+} g_am;
+
+static uint8_t pattern(uint32_t seq, size_t i)
+{
+    return (uint8_t)(seq * 31 + i * 7 + 1);
+}
+
+static void am_handler(void *arg, int peer, const void *buf, size_t len)
+{
+    uint32_t hdr[2];
+    const uint8_t *p = (const uint8_t *)buf + sizeof(hdr);
+    (void)arg;
+    g_am.last_len = len;
+    if (peer < 0 || peer >= MAX_RANKS || len < sizeof(hdr)) {
+        g_am.bad++;
+        return;
+    }
+    memcpy(hdr, buf, sizeof(hdr));
+    int ok = hdr[0] == g_am.next[peer] && hdr[1] == len - sizeof(hdr);
+    for (size_t i = 0; ok && i < hdr[1]; i++) {
+        ok = p[i] == pattern(hdr[0], i);
+    }
+    g_am.bad += !ok;
+    g_am.next[peer] = hdr[0] + 1;
+    g_am.count[peer]++;
+}
+
+/* Sends AM number seq with n pattern bytes; the (seq, n) header goes as the hdr part. */
+static int send_am(struct fab *f, int peer, uint32_t seq, size_t n)
+{
+    static uint8_t payload[1 << 18];
+    uint32_t hdr[2] = {seq, (uint32_t)n};
+    for (size_t i = 0; i < n; i++) {
+        payload[i] = pattern(seq, i);
+    }
+    return fab_am_send(f, peer, hdr, sizeof(hdr), payload, n);
+}
+
+static void wait_ams(struct fab *f, int peer, int count)
+{
+    double deadline = mps_now() + TIMEOUT_S;
+    while (g_am.count[peer] < count && mps_now() < deadline) {
+        CHECK(fab_progress(f) >= 0);
+    }
+    CHECK(g_am.count[peer] == count);
+    CHECK(g_am.bad == 0);
+}
+
+struct test_req {
+    struct fab_req base;
+    int done, status;
+    size_t len;
+};
+
+static void req_done(struct fab_req *req, int status, size_t len)
+{
+    struct test_req *r = container_of(req, struct test_req, base);
+    r->done++;
+    r->status = status;
+    r->len = len;
+}
+
+static void wait_req(struct fab *f, struct test_req *r)
+{
+    double deadline = mps_now() + TIMEOUT_S;
+    while (!r->done && mps_now() < deadline) {
+        CHECK(fab_progress(f) >= 0);
+    }
+    CHECK(r->done == 1);
+}
+
+/* ---- scenarios (run in every child; rank tells the role) ---- */
+
+typedef void (*scenario_fn)(struct fab *f, int rank, int size);
+
+static void ping_pong(struct fab *f, int rank, int size)
+{
+    (void)size;
+    int peer = 1 - rank;
+    for (uint32_t i = 0; i < 10; i++) {
+        if (rank == 0) {
+            CHECK(send_am(f, peer, i, 100 + i) == PGC_OK);
+            wait_ams(f, peer, (int)i + 1);
+        } else {
+            wait_ams(f, peer, (int)i + 1);
+            CHECK(g_am.last_len == 8 + 100 + i);
+            CHECK(send_am(f, peer, i, 100 + i) == PGC_OK);
+        }
+    }
+}
+
+/* Sizes cycle through inject-sized, bounce-buffered and empty payloads. */
+static void burst(struct fab *f, int rank, int size)
+{
+    (void)size;
+    static const size_t sizes[] = {8, 3000, 0, 9000, 120, 16000};
+    if (rank == 0) {
+        for (uint32_t i = 0; i < 1000; i++) {
+            CHECK(send_am(f, 1, i, sizes[i % 6]) == PGC_OK);
+        }
+        wait_ams(f, 1, 1);
+    } else {
+        wait_ams(f, 0, 1000);
+        CHECK(send_am(f, 0, 0, 0) == PGC_OK);
+    }
+}
+
+static void exact_am_max(struct fab *f, int rank, int size)
+{
+    (void)size;
+    size_t n = fab_am_max(f) - 8; /* 8 bytes of (seq, n) header */
+    if (rank == 0) {
+        CHECK(send_am(f, 1, 0, n + 1) == PGC_ERR_INVALID_COUNT);
+        CHECK(send_am(f, 1, 0, n) == PGC_OK);
+        wait_ams(f, 1, 1);
+    } else {
+        wait_ams(f, 0, 1);
+        CHECK(g_am.last_len == fab_am_max(f));
+        CHECK(send_am(f, 0, 0, 0) == PGC_OK);
+    }
+}
+
+static uint8_t *big_buffer(int fill)
+{
+    uint8_t *b = malloc(BIG);
+    CHECK(b != NULL);
+    for (size_t i = 0; i < BIG; i++) {
+        b[i] = fill ? pattern(7, i) : 0;
+    }
+    return b;
+}
+
+static void check_big(const uint8_t *b)
+{
+    for (size_t i = 0; i < BIG; i++) {
+        if (b[i] != pattern(7, i)) {
+            fprintf(stderr, "rank %d: byte %zu is %u\n", g_rank, i, b[i]);
+            CHECK(0);
+        }
+    }
+}
+
+/* Rank 1 posts the receive first and tells rank 0, which sends only then. */
+static void tagged_recv_first(struct fab *f, int rank, int size)
+{
+    (void)size;
+    struct test_req r = {.base.complete = req_done};
+    uint8_t *b = big_buffer(rank == 0);
+    if (rank == 0) {
+        wait_ams(f, 1, 1);
+        CHECK(fab_tsend(f, 1, b, BIG, TAG, &r.base) == PGC_OK);
+        wait_req(f, &r);
+        CHECK(r.status == PGC_OK);
+    } else {
+        CHECK(fab_trecv(f, 0, b, BIG, TAG, &r.base) == PGC_OK);
+        CHECK(send_am(f, 0, 0, 0) == PGC_OK);
+        wait_req(f, &r);
+        CHECK(r.status == PGC_OK && r.len == BIG);
+        check_big(b);
+    }
+    free(b);
+}
+
+/* Rank 0 sends first and says so; rank 1 lets the send arrive unexpected, then receives. */
+static void tagged_send_first(struct fab *f, int rank, int size)
+{
+    (void)size;
+    struct test_req r = {.base.complete = req_done};
+    uint8_t *b = big_buffer(rank == 0);
+    if (rank == 0) {
+        CHECK(fab_tsend(f, 1, b, BIG, TAG, &r.base) == PGC_OK);
+        CHECK(send_am(f, 1, 0, 0) == PGC_OK);
+        wait_req(f, &r);
+        CHECK(r.status == PGC_OK);
+    } else {
+        wait_ams(f, 0, 1);
+        for (double t = mps_now(); mps_now() < t + 0.05;) {
+            CHECK(fab_progress(f) >= 0);
+        }
+        CHECK(fab_trecv(f, 0, b, BIG, TAG, &r.base) == PGC_OK);
+        wait_req(f, &r);
+        CHECK(r.status == PGC_OK && r.len == BIG);
+        check_big(b);
+    }
+    free(b);
+}
+
+static void tagged_truncate(struct fab *f, int rank, int size)
+{
+    (void)size;
+    struct test_req r = {.base.complete = req_done};
+    uint8_t *b = big_buffer(rank == 0);
+    if (rank == 0) {
+        wait_ams(f, 1, 1);
+        CHECK(fab_tsend(f, 1, b, BIG, TAG, &r.base) == PGC_OK);
+        wait_req(f, &r); /* either status: the receiver's buffer was too small */
+    } else {
+        CHECK(fab_trecv(f, 0, b, 1000, TAG, &r.base) == PGC_OK);
+        CHECK(send_am(f, 0, 0, 0) == PGC_OK);
+        wait_req(f, &r);
+        CHECK(r.status == PGC_ERR_TRUNCATE);
+        CHECK(r.len == 1000);
+        for (size_t i = 0; i < 1000; i++) {
+            CHECK(b[i] == pattern(7, i));
+        }
+        CHECK(b[1000] == 0);
+    }
+    free(b);
+}
+
+/* Rank 1 stops progressing: rank 0's AMs fill the shm queues until fab_am_send gives up
+ * after MPISHIM_TIMEOUT (0.5 s here) instead of hanging. */
+static void am_send_times_out(struct fab *f, int rank, int size)
+{
+    (void)size;
+    if (rank == 0) {
+        int rc = PGC_OK;
+        double t0 = mps_now();
+        for (uint32_t i = 0; i < 100000 && rc == PGC_OK; i++) {
+            rc = send_am(f, 1, i, 8);
+        }
+        CHECK(rc == PGC_ERR_TIMEOUT);
+        CHECK(mps_now() - t0 < 3.0);
+    } else {
+        usleep(1500 * 1000);
+    }
+}
+
+static void bad_arguments(struct fab *f, int rank, int size)
+{
+    struct test_req r = {.base.complete = req_done};
+    char b[8] = {0};
+    CHECK(fab_am_send(f, size, b, 1, NULL, 0) == PGC_ERR_INVALID_RANK);
+    CHECK(fab_am_send(f, -1, b, 1, NULL, 0) == PGC_ERR_INVALID_RANK);
+    CHECK(fab_tsend(f, 1 - rank, b, sizeof(b), 42, &r.base) == PGC_ERR_INVALID_TAG);
+    CHECK(fab_trecv(f, 1 - rank, b, sizeof(b), 42, &r.base) == PGC_ERR_INVALID_TAG);
+    for (int i = 0; i < 100; i++) {
+        CHECK(fab_progress(f) >= 0);
+    }
+    CHECK(r.done == 0); /* a call that failed never completes its request */
+}
+
+/* Nodes {a, a, b}: rank 0 reaches rank 1 over shm and rank 2 over the network; every rank
+ * sends one AM to every rank (itself included) and receives one from each. */
+static void mixed_nodes(struct fab *f, int rank, int size)
+{
+    static const char *const expect[3][3] = {{"shm", "shm", "tcp;ofi_rxm"},
+                                             {"shm", "shm", "tcp;ofi_rxm"},
+                                             {"tcp;ofi_rxm", "tcp;ofi_rxm", "tcp;ofi_rxm"}};
+    for (int p = 0; p < size; p++) {
+        CHECK(strcmp(fab_peer_provider(f, p), expect[rank][p]) == 0);
+    }
+    for (int p = 0; p < size; p++) {
+        CHECK(send_am(f, p, 0, 5000) == PGC_OK);
+    }
+    for (int p = 0; p < size; p++) {
+        wait_ams(f, p, 1);
+    }
+}
+
+/* ---- parent side: fork, exchange blobs, barrier, collect exit codes ---- */
+
+static int xfer(int fd, void *buf, size_t len, int writing)
+{
+    for (size_t done = 0; done < len;) {
+        ssize_t n = writing ? write(fd, (char *)buf + done, len - done)
+                            : read(fd, (char *)buf + done, len - done);
+        if (n <= 0) {
+            return -1;
+        }
+        done += (size_t)n;
+    }
+    return 0;
+}
+
+static void child(int rank, int size, const char *nodes, int up, int down, scenario_fn fn)
+{
+    struct fab *f = NULL;
+    static char blobs[MAX_RANKS * FAB_ADDR_MAX];
+    char blob[FAB_ADDR_MAX], byte = 0;
+    struct fab_opts o = {.rank = rank, .size = size, .nodes = nodes, .node_stride = NODE_STRIDE,
+                         .am_handler = am_handler, .am_max = 16384 + 64};
+    g_rank = rank;
+    memset(&g_am, 0, sizeof(g_am)); /* the parent may have used it (single-rank test) */
+    alarm(10); /* a hung child must not hang the test run */
+    mps_config_reset();
+    CHECK(fab_open(&o, &f) == PGC_OK);
+    CHECK(fab_get_addr(f, blob) == PGC_OK);
+    CHECK(xfer(up, blob, sizeof(blob), 1) == 0);
+    CHECK(xfer(down, blobs, (size_t)size * FAB_ADDR_MAX, 0) == 0);
+    CHECK(fab_connect(f, blobs) == PGC_OK);
+    fn(f, rank, size);
+    CHECK(xfer(up, &byte, 1, 1) == 0); /* barrier: nobody closes while a peer still sends */
+    CHECK(xfer(down, &byte, 1, 0) == 0);
+    CHECK(fab_close(f) == PGC_OK);
+    _exit(0);
+}
+
+static void run_ranks(int size, const char *nodes, scenario_fn fn)
+{
+    int up[MAX_RANKS][2], down[MAX_RANKS][2], status;
+    pid_t pid[MAX_RANKS];
+    static char blobs[MAX_RANKS * FAB_ADDR_MAX];
+    char byte = 0;
+    for (int r = 0; r < size; r++) {
+        assert_int_equal(pipe(up[r]), 0);
+        assert_int_equal(pipe(down[r]), 0);
+        pid[r] = fork();
+        assert_true(pid[r] >= 0);
+        if (pid[r] == 0) {
+            child(r, size, nodes, up[r][1], down[r][0], fn);
+        }
+        close(up[r][1]);
+        close(down[r][0]);
+    }
+    int ok = 1, failed = -1, fstatus = 0;
+    for (int r = 0; r < size && ok; r++) {
+        ok = xfer(up[r][0], blobs + r * FAB_ADDR_MAX, FAB_ADDR_MAX, 0) == 0;
+    }
+    for (int r = 0; r < size && ok; r++) {
+        ok = xfer(down[r][1], blobs, (size_t)size * FAB_ADDR_MAX, 1) == 0;
+    }
+    for (int r = 0; r < size && ok; r++) {
+        ok = xfer(up[r][0], &byte, 1, 0) == 0;
+    }
+    for (int r = 0; r < size && ok; r++) {
+        ok = xfer(down[r][1], &byte, 1, 1) == 0;
+    }
+    for (int r = 0; r < size; r++) {
+        if (!ok) {
+            kill(pid[r], SIGKILL); /* one child failed: the others would only wait for it */
+        }
+        close(up[r][0]);
+        close(down[r][1]);
+    }
+    for (int r = 0; r < size; r++) {
+        assert_int_equal(waitpid(pid[r], &status, 0), pid[r]);
+        if ((!WIFEXITED(status) || WEXITSTATUS(status) != 0) && failed < 0) {
+            failed = r;
+            fstatus = status;
+        }
+    }
+    if (failed >= 0) {
+        fail_msg("rank %d ended with status 0x%x", failed, fstatus);
+    }
+    assert_true(ok);
+}
+
+static void run_two(void **state, scenario_fn fn)
+{
+    /* The state names the forced provider ("" for the per-peer choice). */
+    const char *prov = *state;
+    setenv("MPISHIM_FABRIC_PROVIDER", prov, 1);
+    run_ranks(2, "node0\0\0\0node0\0\0\0", fn);
+    unsetenv("MPISHIM_FABRIC_PROVIDER");
+}
+
+static void test_am_ping_pong_delivers_exact_payloads(void **state)
+{
+    run_two(state, ping_pong);
+}
+
+static void test_am_burst_of_1000_arrives_complete_and_in_order(void **state)
+{
+    run_two(state, burst);
+}
+
+static void test_am_of_exactly_am_max_bytes_arrives_and_one_more_is_refused(void **state)
+{
+    run_two(state, exact_am_max);
+}
+
+static void test_tagged_4mib_arrives_when_recv_is_posted_first(void **state)
+{
+    run_two(state, tagged_recv_first);
+}
+
+static void test_tagged_4mib_arrives_when_send_comes_first(void **state)
+{
+    run_two(state, tagged_send_first);
+}
+
+static void test_tagged_recv_into_small_buffer_reports_truncate(void **state)
+{
+    run_two(state, tagged_truncate);
+}
+
+static void test_am_send_gives_up_after_the_timeout_when_the_peer_never_receives(void **state)
+{
+    (void)state;
+    setenv("MPISHIM_TIMEOUT", "0.5", 1);
+    run_ranks(2, "node0\0\0\0node0\0\0\0", am_send_times_out);
+    unsetenv("MPISHIM_TIMEOUT");
+}
+
+static void test_invalid_peer_or_tag_is_refused_and_never_completes(void **state)
+{
+    run_two(state, bad_arguments);
+}
+
+/* One rank alone: AMs and tagged data to itself (over shm, the endpoint a lone rank opens). */
+static void test_single_rank_sends_to_itself(void **state)
+{
+    struct fab *f = NULL;
+    char blob[FAB_ADDR_MAX];
+    struct test_req s = {.base.complete = req_done}, r = {.base.complete = req_done};
+    struct fab_opts o = {.rank = 0, .size = 1, .nodes = "solo", .node_stride = 5,
+                         .am_handler = am_handler};
+    (void)state;
+    memset(&g_am, 0, sizeof(g_am));
+    assert_int_equal(fab_open(&o, &f), PGC_OK);
+    assert_int_equal(fab_get_addr(f, blob), PGC_OK);
+    assert_int_equal(fab_connect(f, blob), PGC_OK);
+    assert_string_equal(fab_peer_provider(f, 0), "shm");
+    assert_int_equal(send_am(f, 0, 0, 3000), PGC_OK);
+    uint8_t *src = big_buffer(1), *dst = big_buffer(0);
+    assert_int_equal(fab_trecv(f, 0, dst, BIG, TAG, &r.base), PGC_OK);
+    assert_int_equal(fab_tsend(f, 0, src, BIG, TAG, &s.base), PGC_OK);
+    for (double t = mps_now(); (!r.done || !s.done || !g_am.count[0]) && mps_now() < t + 3;) {
+        assert_true(fab_progress(f) >= 0);
+    }
+    assert_int_equal(g_am.count[0], 1);
+    assert_int_equal(g_am.bad, 0);
+    assert_int_equal(r.status, PGC_OK);
+    assert_int_equal(r.len, BIG);
+    assert_int_equal(s.status, PGC_OK);
+    assert_memory_equal(src, dst, BIG);
+    free(src);
+    free(dst);
+    assert_int_equal(fab_close(f), PGC_OK);
+}
+
+static void test_peers_on_same_node_use_shm_and_others_the_network(void **state)
+{
+    (void)state;
+    setenv("MPISHIM_FABRIC_NET_PROVIDER", "tcp;ofi_rxm", 1);
+    run_ranks(3, "a\0\0\0\0\0\0\0a\0\0\0\0\0\0\0b\0\0\0\0\0\0\0", mixed_nodes);
+    unsetenv("MPISHIM_FABRIC_NET_PROVIDER");
+}
+
+static void test_list_providers_names_shm_and_tcp(void **state)
+{
+    char buf[512];
+    (void)state;
+    assert_int_equal(fab_list_providers(buf, sizeof(buf)), PGC_OK);
+    assert_non_null(strstr(buf, "shm"));
+    assert_non_null(strstr(buf, "tcp;ofi_rxm"));
+}
+
+static void test_open_rejects_a_rank_outside_the_job(void **state)
+{
+    struct fab *f = NULL;
+    struct fab_opts o = {.rank = 2, .size = 2, .nodes = "a\0b\0", .node_stride = 2,
+                         .am_handler = am_handler};
+    (void)state;
+    assert_int_equal(fab_open(&o, &f), PGC_ERR_INVALID_ARG);
+    assert_null(f);
+}
+
+/* Each two-rank scenario runs on the per-peer choice (shm here) and forced over tcp;ofi_rxm. */
+#define BOTH(fn)                                                                                   \
+    {#fn, fn, NULL, NULL, ""}, { #fn "_over_tcp_rxm", fn, NULL, NULL, "tcp;ofi_rxm" }
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        BOTH(test_am_ping_pong_delivers_exact_payloads),
+        BOTH(test_am_burst_of_1000_arrives_complete_and_in_order),
+        BOTH(test_am_of_exactly_am_max_bytes_arrives_and_one_more_is_refused),
+        BOTH(test_tagged_4mib_arrives_when_recv_is_posted_first),
+        BOTH(test_tagged_4mib_arrives_when_send_comes_first),
+        BOTH(test_tagged_recv_into_small_buffer_reports_truncate),
+        BOTH(test_invalid_peer_or_tag_is_refused_and_never_completes),
+        cmocka_unit_test(test_am_send_gives_up_after_the_timeout_when_the_peer_never_receives),
+        cmocka_unit_test(test_single_rank_sends_to_itself),
+        cmocka_unit_test(test_peers_on_same_node_use_shm_and_others_the_network),
+        cmocka_unit_test(test_list_providers_names_shm_and_tcp),
+        cmocka_unit_test(test_open_rejects_a_rank_outside_the_job),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
