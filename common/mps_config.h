@@ -41,7 +41,9 @@
     X(COLL_ALLGATHER, "MPISHIM_COLL_ALLGATHER", STRING, "auto",                                    \
       "allgather algorithm: auto, recursive_doubling, bruck, ring")                                \
     X(COLL_ALLTOALL, "MPISHIM_COLL_ALLTOALL", STRING, "auto",                                      \
-      "alltoall algorithm: auto, pairwise, bruck")
+      "alltoall algorithm: auto, pairwise, bruck")                                                 \
+    X(PGC_DEBUG, "MPISHIM_PGC_DEBUG", STRING, "off",                                               \
+      "pgc_ API checks: off, info, detail (detail: ranks compare collective arguments first)")
 
 enum mps_config_id {
 #define MPS_CONFIG_ENUM(id, name, type, def, doc) MPS_CFG_##id,

@@ -6,7 +6,9 @@
 #include <stdint.h>
 #include <time.h>
 
+#ifndef container_of /* libfabric's headers define the same macro */
 #define container_of(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
+#endif
 #define MPS_MIN(a, b) ((a) < (b) ? (a) : (b))
 #define MPS_MAX(a, b) ((a) > (b) ? (a) : (b))
 #define mps_likely(x) __builtin_expect(!!(x), 1)

@@ -15,7 +15,11 @@
  *  - tagged data transfers of any size to/from one named peer (the rendezvous data of
  *    large messages): the provider's single-copy path (CMA for shm, its own rendezvous
  *    for rxm). A receive names the peer and the exact tag; FAB_TAG_RNDV must be set in
- *    the tag (AM traffic uses tags without it).
+ *    the tag (AM traffic uses tags without it). Caveat (libfabric 1.17 shm without CMA,
+ *    e.g. FI_SHM_DISABLE_CMA=1 or ptrace refused): its SAR fallback answers -FI_EAGAIN to
+ *    every send to a peer while a large send to that peer waits for its receive, so an AM
+ *    sent after fab_tsend to the same peer stalls until the receiver posts fab_trecv
+ *    (fab_am_send then times out). fab_open enables CMA under Yama (PR_SET_PTRACER).
  *
  * Completions are reported by calling req->complete from inside fab_progress (which
  * fab_am_send, fab_tsend and fab_trecv also call while the provider answers -FI_EAGAIN).
@@ -38,8 +42,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define FAB_ADDR_MAX 256              /* bytes of one rank's published address blob */
-#define FAB_TAG_RNDV (1ULL << 63)     /* set in every tag passed to fab_tsend/fab_trecv */
+#define FAB_ADDR_MAX 256          /* bytes of one rank's published address blob */
+#define FAB_TAG_RNDV (1ULL << 63) /* set in every tag passed to fab_tsend/fab_trecv */
 
 struct fab;
 struct fab_req;
@@ -52,16 +56,16 @@ typedef void (*fab_am_fn)(void *arg, int peer, const void *buf, size_t len);
 struct fab_req {
     struct fi_context2 ctx; /* must stay first: libfabric hands it back */
     fab_complete_fn complete;
-    size_t fab_len;         /* private to fabric (the posted receive length) */
+    size_t fab_len; /* private to fabric (the posted receive length) */
 };
 
 struct fab_opts {
     int rank, size;
-    const char *nodes;  /* size * node_stride bytes: node name of every rank */
+    const char *nodes; /* size * node_stride bytes: node name of every rank */
     size_t node_stride;
     fab_am_fn am_handler;
     void *am_arg;
-    size_t am_max;      /* requested AM payload size (MPISHIM_EAGER_MAX + header) */
+    size_t am_max; /* requested AM payload size (MPISHIM_EAGER_MAX + header) */
 };
 
 /* Opens the endpoints this process may need (both when the node names are mixed). */

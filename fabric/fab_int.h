@@ -18,7 +18,7 @@
 #define FAB_RBUF_COUNT 64     /* AM receive buffers pre-posted per endpoint */
 #define FAB_SBUF_COUNT 64     /* AM send bounce buffers (shared by the endpoints) */
 #define FAB_CQ_BATCH 16       /* completions read per fi_cq_read */
-#define FAB_INJECT_STACK 2048 /* largest AM sent with fi_tinject from a stack copy */
+#define FAB_INJECT_STACK 4096 /* largest AM sent with fi_tinject from a stack copy */
 #define FAB_AM_TAG 0ULL       /* AM traffic: no FAB_TAG_RNDV bit */
 
 /* The header in front of every AM payload: the sender's rank, since FI_SOURCE is not used.
@@ -32,9 +32,9 @@ struct fab_am_hdr {
 struct fab_buf {
     struct fab_req req; /* first: its fi_context2 is what libfabric hands back */
     struct fab *fab;
-    struct fab_ep *ep;     /* receive buffers: the endpoint it is posted on */
-    struct fab_buf *next;  /* free list (send) or repost list (receive) */
-    char *mem;             /* sizeof(struct fab_am_hdr) + am_max bytes */
+    struct fab_ep *ep;    /* receive buffers: the endpoint it is posted on */
+    struct fab_buf *next; /* free list (send) or repost list (receive) */
+    char *mem;            /* sizeof(struct fab_am_hdr) + am_max bytes */
 };
 
 struct fab_ep {
@@ -47,7 +47,7 @@ struct fab_ep {
     size_t inject_size; /* 0 when the provider has no inject (never fi_tinject then) */
     size_t max_msg_size;
     char prov[FAB_PROV_MAX];
-    int sink;           /* receives get the discard sink as a second iov (shm, see fab_xfer.c) */
+    int sink;              /* receives get the discard sink as a second iov (shm, see fab_xfer.c) */
     struct fab_buf *rbufs; /* FAB_RBUF_COUNT receive buffers */
     char *rmem;
 };
@@ -71,12 +71,12 @@ struct fab {
     size_t buf_len; /* bytes of one AM buffer: header + am_max */
     struct fab_buf *sbufs, *sfree;
     char *smem;
-    int sbusy;               /* bounce buffers in flight */
-    struct fab_buf *repost;  /* receive buffers whose repost hit -FI_EAGAIN */
+    int sbusy;              /* bounce buffers in flight */
+    struct fab_buf *repost; /* receive buffers whose repost hit -FI_EAGAIN */
     void *sink; /* discard area for the tail of truncated shm receives (virtual, NORESERVE) */
     size_t sink_len;
-    double timeout;          /* MPISHIM_TIMEOUT in seconds */
-    long spin;               /* MPISHIM_SPIN_COUNT */
+    double timeout; /* MPISHIM_TIMEOUT in seconds */
+    long spin;      /* MPISHIM_SPIN_COUNT */
 };
 
 /* Converts a -FI_E* code to PGC_ERR_* and records the cause naming the call; the

@@ -50,7 +50,7 @@ static struct fi_info *make_hints(const char *prov)
     hints->rx_attr->msg_order = FI_ORDER_SAS;
     hints->domain_attr->threading = FI_THREAD_DOMAIN;
     hints->domain_attr->av_type = FI_AV_TABLE;
-    hints->domain_attr->mr_mode = FI_MR_LOCAL ^ FI_MR_LOCAL; /* we register nothing */
+    hints->domain_attr->mr_mode = 0; /* we register nothing: the provider handles local MRs */
     if (prov) {
         hints->fabric_attr->prov_name = strdup(prov);
     }
@@ -70,8 +70,7 @@ static struct fi_info *get_info(const char *prov, int *rc)
         *rc = -FI_ENOMEM;
         return NULL;
     }
-    *rc = fi_getinfo(FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION), NULL, NULL, 0, hints,
-                     &info);
+    *rc = fi_getinfo(FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION), NULL, NULL, 0, hints, &info);
     fi_freeinfo(hints);
     if (*rc == 0 && info && info->next) {
         /* Keep the first offer only: fi_freeinfo frees the whole chain otherwise later. */
@@ -340,6 +339,7 @@ int fab_get_addr(struct fab *f, void *blob_out)
             return fab_fi_error(rc, "fi_getname", -1);
         }
         b.len[s] = (uint16_t)len;
+        MPS_DEBUG("fab_get_addr: %s address of %zu B", slots[s]->prov, len);
         b.present |= (uint8_t)(1u << s);
     }
     memset(blob_out, 0, FAB_ADDR_MAX);
@@ -436,8 +436,8 @@ int fab_list_providers(char *buf, size_t len)
     if (!hints) {
         return mps_error(PGC_ERR_NOMEM, "fab_list_providers: no memory");
     }
-    int rc = fi_getinfo(FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION), NULL, NULL, 0, hints,
-                        &info);
+    int rc =
+        fi_getinfo(FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION), NULL, NULL, 0, hints, &info);
     fi_freeinfo(hints);
     size_t used = 0;
     for (struct fi_info *i = info; rc == 0 && i; i = i->next) {

@@ -79,8 +79,7 @@ int fab_fi_error(int fi_rc, const char *call, int peer)
         MPS_WARN("libfabric %s failed: %s (-%d)", call, fi_strerror(code), code);
     }
     if (peer >= 0) {
-        return mps_error(map_fi_code(code), "%s (peer rank %d): %s", call, peer,
-                         fi_strerror(code));
+        return mps_error(map_fi_code(code), "%s (peer rank %d): %s", call, peer, fi_strerror(code));
     }
     return mps_error(map_fi_code(code), "%s: %s", call, fi_strerror(code));
 }
@@ -105,8 +104,8 @@ static int wait_step(struct fab *f, struct fab_wait *w, int peer, const char *ca
 
 static void repost(struct fab *f, struct fab_buf *b)
 {
-    ssize_t rc = fi_trecv(b->ep->ep, b->mem, f->buf_len, NULL, FI_ADDR_UNSPEC, FAB_AM_TAG, 0,
-                          &b->req.ctx);
+    ssize_t rc =
+        fi_trecv(b->ep->ep, b->mem, f->buf_len, NULL, FI_ADDR_UNSPEC, FAB_AM_TAG, 0, &b->req.ctx);
     if (rc) {
         /* Retried at the next fab_progress; a buffer is never lost. */
         if (rc != -FI_EAGAIN) {
@@ -149,8 +148,8 @@ int fab_post_rbufs(struct fab *f, struct fab_ep *e)
         b->mem = e->rmem + (size_t)i * f->buf_len;
         b->req.complete = am_recv_done;
         b->req.fab_len = f->buf_len;
-        ssize_t rc = fi_trecv(e->ep, b->mem, f->buf_len, NULL, FI_ADDR_UNSPEC, FAB_AM_TAG, 0,
-                              &b->req.ctx);
+        ssize_t rc =
+            fi_trecv(e->ep, b->mem, f->buf_len, NULL, FI_ADDR_UNSPEC, FAB_AM_TAG, 0, &b->req.ctx);
         if (rc) {
             return fab_fi_error((int)rc, "fi_trecv(AM buffer)", -1);
         }
@@ -267,8 +266,10 @@ int fab_am_send(struct fab *f, int peer, const void *hdr, size_t hlen, const voi
         return rc;
     }
     if (mps_unlikely(hlen + plen > f->am_max)) {
-        return mps_error(PGC_ERR_INVALID_COUNT, "fab_am_send: %zu B to rank %d exceed the AM "
-                         "limit of %zu B", hlen + plen, peer, f->am_max);
+        return mps_error(PGC_ERR_INVALID_COUNT,
+                         "fab_am_send: %zu B to rank %d exceed the AM "
+                         "limit of %zu B",
+                         hlen + plen, peer, f->am_max);
     }
     size_t total = sizeof(struct fab_am_hdr) + hlen + plen;
     if (total <= f->peers[peer].ep->inject_size && total <= FAB_INJECT_STACK) {
@@ -294,8 +295,8 @@ static int check_tagged(const struct fab *f, int peer, size_t len, uint64_t tag,
         return mps_error(PGC_ERR_REQUEST, "%s: request without a complete function", call);
     }
     if (mps_unlikely(len > f->peers[peer].ep->max_msg_size)) {
-        return mps_error(PGC_ERR_INVALID_COUNT, "%s: %zu B exceed the %s limit of %zu B", call,
-                         len, f->peers[peer].ep->prov, f->peers[peer].ep->max_msg_size);
+        return mps_error(PGC_ERR_INVALID_COUNT, "%s: %zu B exceed the %s limit of %zu B", call, len,
+                         f->peers[peer].ep->prov, f->peers[peer].ep->max_msg_size);
     }
     return PGC_OK;
 }

@@ -97,20 +97,25 @@ int shim_coll_out(struct shim_req *r, void *buf, int count, struct shim_dtype *t
     return MPI_SUCCESS;
 }
 
-#pragma weak MPI_Ibarrier = PMPI_Ibarrier
-int PMPI_Ibarrier(MPI_Comm comm, MPI_Request *request)
+static int ibarrier_impl(MPI_Comm comm, MPI_Request *request, const char *fn)
 {
     struct shim_comm *c;
     struct shim_req *r;
-    int rc = shim_coll_check(SHIM_FN, comm, 0, MPI_DATATYPE_NULL, &c, NULL);
+    int rc = shim_coll_check(fn, comm, 0, MPI_DATATYPE_NULL, &c, NULL);
 
     if (rc == MPI_SUCCESS) {
-        rc = shim_coll_req(SHIM_FN, comm, &r);
+        rc = shim_coll_req(fn, comm, &r);
     }
     if (rc != MPI_SUCCESS) {
         return rc;
     }
-    return shim_coll_started(SHIM_FN, pg_ibarrier(c->g, &r->pr), r, request);
+    return shim_coll_started(fn, pg_ibarrier(c->g, &r->pr), r, request);
+}
+
+#pragma weak MPI_Ibarrier = PMPI_Ibarrier
+int PMPI_Ibarrier(MPI_Comm comm, MPI_Request *request)
+{
+    return ibarrier_impl(comm, request, SHIM_FN);
 }
 
 #pragma weak MPI_Barrier = PMPI_Barrier
@@ -118,24 +123,23 @@ int PMPI_Barrier(MPI_Comm comm)
 {
     MPI_Request req;
 
-    return shim_coll_wait(SHIM_FN, PMPI_Ibarrier(comm, &req), &req);
+    return shim_coll_wait(SHIM_FN, ibarrier_impl(comm, &req, SHIM_FN), &req);
 }
 
-#pragma weak MPI_Ibcast = PMPI_Ibcast
-int PMPI_Ibcast(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm,
-                MPI_Request *request)
+static int ibcast_impl(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm,
+                       MPI_Request *request, const char *fn)
 {
     struct shim_comm *c;
     struct shim_dtype *t;
     struct shim_req *r;
     void *ptr;
-    int rc = shim_coll_check(SHIM_FN, comm, count, dt, &c, &t);
+    int rc = shim_coll_check(fn, comm, count, dt, &c, &t);
 
     if (rc == MPI_SUCCESS) {
-        rc = shim_coll_check_root(SHIM_FN, comm, c, root);
+        rc = shim_coll_check_root(fn, comm, c, root);
     }
     if (rc == MPI_SUCCESS) {
-        rc = shim_coll_req(SHIM_FN, comm, &r);
+        rc = shim_coll_req(fn, comm, &r);
     }
     if (rc != MPI_SUCCESS) {
         return rc;
@@ -150,8 +154,15 @@ int PMPI_Ibcast(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm,
         shim_req_free(r);
         return rc;
     }
-    return shim_coll_started(SHIM_FN, pg_ibcast(c->g, ptr, (size_t)count * t->size, root, &r->pr),
+    return shim_coll_started(fn, pg_ibcast(c->g, ptr, (size_t)count * t->size, root, &r->pr),
                              r, request);
+}
+
+#pragma weak MPI_Ibcast = PMPI_Ibcast
+int PMPI_Ibcast(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm,
+                       MPI_Request *request)
+{
+    return ibcast_impl(buf, count, dt, root, comm, request, SHIM_FN);
 }
 
 #pragma weak MPI_Bcast = PMPI_Bcast
@@ -159,7 +170,7 @@ int PMPI_Bcast(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm)
 {
     MPI_Request req;
 
-    return shim_coll_wait(SHIM_FN, PMPI_Ibcast(buf, count, dt, root, comm, &req), &req);
+    return shim_coll_wait(SHIM_FN, ibcast_impl(buf, count, dt, root, comm, &req, SHIM_FN), &req);
 }
 
 /* Checks, op and buffers shared by reduce and allreduce; root < 0 means allreduce. */
@@ -202,9 +213,8 @@ static int reduce_prepare(const char *fn, const void *sendbuf, void *recvbuf, in
     return rc;
 }
 
-#pragma weak MPI_Ireduce = PMPI_Ireduce
-int PMPI_Ireduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, MPI_Op op,
-                 int root, MPI_Comm comm, MPI_Request *request)
+static int ireduce_impl(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, MPI_Op op,
+                        int root, MPI_Comm comm, MPI_Request *request, const char *fn)
 {
     struct shim_comm *c;
     struct shim_req *r;
@@ -212,14 +222,21 @@ int PMPI_Ireduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt,
     const void *in;
     void *out;
     size_t n;
-    int rc = reduce_prepare(SHIM_FN, sendbuf, recvbuf, count, dt, op, root, false, comm, &c,
+    int rc = reduce_prepare(fn, sendbuf, recvbuf, count, dt, op, root, false, comm, &c,
                             &r, &spec, &n, &in, &out);
 
     if (rc != MPI_SUCCESS) {
         return rc;
     }
-    return shim_coll_started(SHIM_FN, pg_ireduce(c->g, in, out, n, &spec, root, &r->pr), r,
+    return shim_coll_started(fn, pg_ireduce(c->g, in, out, n, &spec, root, &r->pr), r,
                              request);
+}
+
+#pragma weak MPI_Ireduce = PMPI_Ireduce
+int PMPI_Ireduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, MPI_Op op,
+                        int root, MPI_Comm comm, MPI_Request *request)
+{
+    return ireduce_impl(sendbuf, recvbuf, count, dt, op, root, comm, request, SHIM_FN);
 }
 
 #pragma weak MPI_Reduce = PMPI_Reduce
@@ -228,13 +245,12 @@ int PMPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, 
 {
     MPI_Request req;
 
-    return shim_coll_wait(SHIM_FN, PMPI_Ireduce(sendbuf, recvbuf, count, dt, op, root, comm, &req),
+    return shim_coll_wait(SHIM_FN, ireduce_impl(sendbuf, recvbuf, count, dt, op, root, comm, &req, SHIM_FN),
                           &req);
 }
 
-#pragma weak MPI_Iallreduce = PMPI_Iallreduce
-int PMPI_Iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, MPI_Op op,
-                    MPI_Comm comm, MPI_Request *request)
+static int iallreduce_impl(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, MPI_Op op,
+                           MPI_Comm comm, MPI_Request *request, const char *fn)
 {
     struct shim_comm *c;
     struct shim_req *r;
@@ -242,13 +258,20 @@ int PMPI_Iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype 
     const void *in;
     void *out;
     size_t n;
-    int rc = reduce_prepare(SHIM_FN, sendbuf, recvbuf, count, dt, op, 0, true, comm, &c, &r, &spec,
+    int rc = reduce_prepare(fn, sendbuf, recvbuf, count, dt, op, 0, true, comm, &c, &r, &spec,
                             &n, &in, &out);
 
     if (rc != MPI_SUCCESS) {
         return rc;
     }
-    return shim_coll_started(SHIM_FN, pg_iallreduce(c->g, in, out, n, &spec, &r->pr), r, request);
+    return shim_coll_started(fn, pg_iallreduce(c->g, in, out, n, &spec, &r->pr), r, request);
+}
+
+#pragma weak MPI_Iallreduce = PMPI_Iallreduce
+int PMPI_Iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, MPI_Op op,
+                           MPI_Comm comm, MPI_Request *request)
+{
+    return iallreduce_impl(sendbuf, recvbuf, count, dt, op, comm, request, SHIM_FN);
 }
 
 #pragma weak MPI_Allreduce = PMPI_Allreduce
@@ -257,6 +280,6 @@ int PMPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype d
 {
     MPI_Request req;
 
-    return shim_coll_wait(SHIM_FN, PMPI_Iallreduce(sendbuf, recvbuf, count, dt, op, comm, &req),
+    return shim_coll_wait(SHIM_FN, iallreduce_impl(sendbuf, recvbuf, count, dt, op, comm, &req, SHIM_FN),
                           &req);
 }

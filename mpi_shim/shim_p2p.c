@@ -167,23 +167,22 @@ int PMPI_Irsend(const void *buf, int count, MPI_Datatype dt, int dest, int tag, 
     return isend_common(buf, count, dt, dest, tag, comm, false, request, SHIM_FN);
 }
 
-#pragma weak MPI_Irecv = PMPI_Irecv
-int PMPI_Irecv(void *buf, int count, MPI_Datatype dt, int source, int tag, MPI_Comm comm,
-               MPI_Request *request)
+static int irecv_impl(void *buf, int count, MPI_Datatype dt, int source, int tag, MPI_Comm comm,
+                       MPI_Request *request, const char *fn)
 {
     struct shim_comm *c;
     struct shim_dtype *t;
     struct shim_req *r;
-    int rc = p2p_check(SHIM_FN, comm, count, dt, source, tag, true, &c, &t);
+    int rc = p2p_check(fn, comm, count, dt, source, tag, true, &c, &t);
 
     if (rc != MPI_SUCCESS) {
         return rc;
     }
     r = shim_req_new(SHIM_REQ_RECV, comm);
     if (!r) {
-        return shim_error(comm, SHIM_FN, MPI_ERR_NO_MEM, "no memory for a request");
+        return shim_error(comm, fn, MPI_ERR_NO_MEM, "no memory for a request");
     }
-    rc = start_recv(r, c, buf, count, t, source, tag, SHIM_FN);
+    rc = start_recv(r, c, buf, count, t, source, tag, fn);
     if (rc != MPI_SUCCESS) {
         shim_req_free(r);
         return rc;
@@ -192,14 +191,21 @@ int PMPI_Irecv(void *buf, int count, MPI_Datatype dt, int source, int tag, MPI_C
     return MPI_SUCCESS;
 }
 
+#pragma weak MPI_Irecv = PMPI_Irecv
+int PMPI_Irecv(void *buf, int count, MPI_Datatype dt, int source, int tag, MPI_Comm comm,
+               MPI_Request *request)
+{
+    return irecv_impl(buf, count, dt, source, tag, comm, request, SHIM_FN);
+}
+
 #pragma weak MPI_Recv = PMPI_Recv
 int PMPI_Recv(void *buf, int count, MPI_Datatype dt, int source, int tag, MPI_Comm comm,
               MPI_Status *status)
 {
     MPI_Request req;
-    int rc = PMPI_Irecv(buf, count, dt, source, tag, comm, &req);
+    int rc = irecv_impl(buf, count, dt, source, tag, comm, &req, SHIM_FN);
 
-    return rc == MPI_SUCCESS ? PMPI_Wait(&req, status) : rc;
+    return rc == MPI_SUCCESS ? shim_wait_named(&req, status, SHIM_FN) : rc;
 }
 
 #pragma weak MPI_Sendrecv = PMPI_Sendrecv
@@ -209,22 +215,24 @@ int PMPI_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int
 {
     MPI_Request reqs[2];
     MPI_Status sts[2];
-    int rc = PMPI_Irecv(recvbuf, recvcount, recvtype, source, recvtag, comm, &reqs[0]);
+    int rc2;
+    int rc = irecv_impl(recvbuf, recvcount, recvtype, source, recvtag, comm, &reqs[0], SHIM_FN);
 
     if (rc != MPI_SUCCESS) {
         return rc;
     }
-    rc = PMPI_Isend(sendbuf, sendcount, sendtype, dest, sendtag, comm, &reqs[1]);
+    rc = isend_common(sendbuf, sendcount, sendtype, dest, sendtag, comm, false, &reqs[1], SHIM_FN);
     if (rc != MPI_SUCCESS) {
         PMPI_Cancel(&reqs[0]);
         PMPI_Request_free(&reqs[0]);
         return rc;
     }
-    rc = PMPI_Waitall(2, reqs, sts);
+    rc = shim_wait_named(&reqs[0], &sts[0], SHIM_FN);
+    rc2 = shim_wait_named(&reqs[1], &sts[1], SHIM_FN);
     if (status != MPI_STATUS_IGNORE) {
         *status = sts[0];
     }
-    return rc == MPI_ERR_IN_STATUS ? (sts[0].MPI_ERROR ? sts[0].MPI_ERROR : sts[1].MPI_ERROR) : rc;
+    return rc != MPI_SUCCESS ? rc : rc2;
 }
 
 #pragma weak MPI_Sendrecv_replace = PMPI_Sendrecv_replace
@@ -434,7 +442,7 @@ int PMPI_Mrecv(void *buf, int count, MPI_Datatype dt, MPI_Message *message, MPI_
     MPI_Request req;
     int rc = PMPI_Imrecv(buf, count, dt, message, &req);
 
-    return rc == MPI_SUCCESS ? PMPI_Wait(&req, status) : rc;
+    return rc == MPI_SUCCESS ? shim_wait_named(&req, status, SHIM_FN) : rc;
 }
 
 /* ---- Persistent requests ---- */

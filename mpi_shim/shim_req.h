@@ -77,6 +77,9 @@ void shim_status_empty(MPI_Status *st);
  * Returns the MPI error class of the operation. */
 int shim_req_complete(MPI_Request *h, MPI_Status *st);
 
+/* MPI_Wait that raises errors in the name of fn (a blocking call built on its I-form). */
+int shim_wait_named(MPI_Request *request, MPI_Status *status, const char *fn);
+
 /* The error class for a failed pg call, with the cause raised on comm for fn. */
 int shim_req_raise(struct shim_req *r, const char *fn);
 

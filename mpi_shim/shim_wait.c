@@ -59,6 +59,11 @@ static int wait_one(MPI_Request *h, MPI_Status *st, const char *fn)
     return finish_one(h, r, st, fn);
 }
 
+int shim_wait_named(MPI_Request *request, MPI_Status *status, const char *fn)
+{
+    return wait_one(request, status, fn);
+}
+
 #pragma weak MPI_Wait = PMPI_Wait
 int PMPI_Wait(MPI_Request *request, MPI_Status *status)
 {

@@ -53,5 +53,13 @@ expect "mpicc -c then mpicc to link works" "timed out" "$out"
 "$MPICXX" -o "$tmp/tx" "$tmp/t.cc" && out=$("$tmp/tx") || out="build or run failed"
 expect "mpicxx builds a C++ program" "timed out" "$out"
 
+# The classic MPI hello world, compiled with mpicc and run with the build tree's mpiexec.
+top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/../.." && pwd)}
+"$MPICC" -o "$tmp/hello" "$top_srcdir/examples/hello.c" &&
+    out=$(timeout 60 "$top_builddir/tools/mpiexec" -n 2 "$tmp/hello" | sed 's/ on .*//' | sort) ||
+    out="build or run failed"
+expect "mpicc builds examples/hello.c and it runs on 2 ranks" \
+    "$(printf 'Hello from rank 0 of 2\nHello from rank 1 of 2')" "$out"
+
 echo "$failures failed"
 [ $failures = 0 ]

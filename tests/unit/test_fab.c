@@ -15,12 +15,12 @@
 #include "pgc_status.h"
 
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -34,11 +34,14 @@
 
 /* ---- child side ---- */
 
+/* A failed check ends the child with SIGTERM: libfabric's shm provider catches it to unlink
+ * its /dev/shm region before the process dies (an _exit would leak 16 MiB there). */
 #define CHECK(cond)                                                                                \
     do {                                                                                           \
         if (!(cond)) {                                                                             \
             fprintf(stderr, "rank %d: check failed at %s:%d: %s\n", g_rank, __FILE__, __LINE__,    \
                     #cond);                                                                        \
+            raise(SIGTERM);                                                                        \
             _exit(1);                                                                              \
         }                                                                                          \
     } while (0)
@@ -47,9 +50,9 @@ static int g_rank;
 
 /* What the AM handler saw. Every test AM is [u32 seq][u32 n] + n pattern bytes. */
 static struct {
-    int count[MAX_RANKS];    /* AMs from each peer */
+    int count[MAX_RANKS];     /* AMs from each peer */
     uint32_t next[MAX_RANKS]; /* the seq expected next from each peer (checks the order) */
-    int bad;                 /* AMs with a wrong length, order or payload */
+    int bad;                  /* AMs with a wrong length, order or payload */
     size_t last_len;
 } g_am;
 
@@ -331,11 +334,15 @@ static void child(int rank, int size, const char *nodes, int up, int down, scena
     struct fab *f = NULL;
     static char blobs[MAX_RANKS * FAB_ADDR_MAX];
     char blob[FAB_ADDR_MAX], byte = 0;
-    struct fab_opts o = {.rank = rank, .size = size, .nodes = nodes, .node_stride = NODE_STRIDE,
-                         .am_handler = am_handler, .am_max = 16384 + 64};
+    struct fab_opts o = {.rank = rank,
+                         .size = size,
+                         .nodes = nodes,
+                         .node_stride = NODE_STRIDE,
+                         .am_handler = am_handler,
+                         .am_max = 16384 + 64};
     g_rank = rank;
     memset(&g_am, 0, sizeof(g_am)); /* the parent may have used it (single-rank test) */
-    alarm(10); /* a hung child must not hang the test run */
+    alarm(10);                      /* a hung child must not hang the test run */
     mps_config_reset();
     CHECK(fab_open(&o, &f) == PGC_OK);
     CHECK(fab_get_addr(f, blob) == PGC_OK);
@@ -381,7 +388,7 @@ static void run_ranks(int size, const char *nodes, scenario_fn fn)
     }
     for (int r = 0; r < size; r++) {
         if (!ok) {
-            kill(pid[r], SIGKILL); /* one child failed: the others would only wait for it */
+            kill(pid[r], SIGTERM); /* one child failed: the others would only wait for it */
         }
         close(up[r][0]);
         close(down[r][1]);
@@ -440,10 +447,17 @@ static void test_tagged_recv_into_small_buffer_reports_truncate(void **state)
 
 static void test_am_send_gives_up_after_the_timeout_when_the_peer_never_receives(void **state)
 {
+    const char *old = getenv("MPISHIM_TIMEOUT");
+    char saved[64];
     (void)state;
+    snprintf(saved, sizeof(saved), "%s", old ? old : "");
     setenv("MPISHIM_TIMEOUT", "0.5", 1);
     run_ranks(2, "node0\0\0\0node0\0\0\0", am_send_times_out);
-    unsetenv("MPISHIM_TIMEOUT");
+    if (old) {
+        setenv("MPISHIM_TIMEOUT", saved, 1);
+    } else {
+        unsetenv("MPISHIM_TIMEOUT");
+    }
 }
 
 static void test_invalid_peer_or_tag_is_refused_and_never_completes(void **state)
@@ -457,8 +471,8 @@ static void test_single_rank_sends_to_itself(void **state)
     struct fab *f = NULL;
     char blob[FAB_ADDR_MAX];
     struct test_req s = {.base.complete = req_done}, r = {.base.complete = req_done};
-    struct fab_opts o = {.rank = 0, .size = 1, .nodes = "solo", .node_stride = 5,
-                         .am_handler = am_handler};
+    struct fab_opts o = {
+        .rank = 0, .size = 1, .nodes = "solo", .node_stride = 5, .am_handler = am_handler};
     (void)state;
     memset(&g_am, 0, sizeof(g_am));
     assert_int_equal(fab_open(&o, &f), PGC_OK);
@@ -503,8 +517,8 @@ static void test_list_providers_names_shm_and_tcp(void **state)
 static void test_open_rejects_a_rank_outside_the_job(void **state)
 {
     struct fab *f = NULL;
-    struct fab_opts o = {.rank = 2, .size = 2, .nodes = "a\0b\0", .node_stride = 2,
-                         .am_handler = am_handler};
+    struct fab_opts o = {
+        .rank = 2, .size = 2, .nodes = "a\0b\0", .node_stride = 2, .am_handler = am_handler};
     (void)state;
     assert_int_equal(fab_open(&o, &f), PGC_ERR_INVALID_ARG);
     assert_null(f);
@@ -512,7 +526,10 @@ static void test_open_rejects_a_rank_outside_the_job(void **state)
 
 /* Each two-rank scenario runs on the per-peer choice (shm here) and forced over tcp;ofi_rxm. */
 #define BOTH(fn)                                                                                   \
-    {#fn, fn, NULL, NULL, ""}, { #fn "_over_tcp_rxm", fn, NULL, NULL, "tcp;ofi_rxm" }
+    {#fn, fn, NULL, NULL, ""},                                                                     \
+    {                                                                                              \
+#fn "_over_tcp_rxm", fn, NULL, NULL, "tcp;ofi_rxm"                                         \
+    }
 
 int main(void)
 {

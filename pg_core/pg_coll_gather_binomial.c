@@ -1,0 +1,57 @@
+/*
+ * Gather: binomial tree rooted at root (the mirror of the binomial broadcast).
+ * With ranks numbered relative to the root, a rank collects the blocks of its subtree (the
+ * ranks vr .. vr + lowbit(vr) - 1) in relative order, then sends them to its parent in one
+ * message; the root finally rotates the relative order back into rank order.
+ * Cost: ceil(log2 n) alpha + (n-1)/n m beta (m: the bytes the root gathers). With n <= 2 the
+ * tree has one level, so it is the linear gather.
+ */
+#include "config.h"
+
+#include "pg_coll2.h"
+
+/* The size of the block of relative ranks a rank heads: its lowest set bit, or for the
+ * root a power of two >= n. */
+static int span_of(int vr, int n)
+{
+    int span = 1;
+
+    if (vr != 0) {
+        return vr & -vr;
+    }
+    while (span < n) {
+        span <<= 1;
+    }
+    return span;
+}
+
+void pg_gather_binomial(struct pg_sched *s, const void *in, void *out, size_t bytes, int root)
+{
+    int n = s->g->size, vr = (s->g->rank - root + n) % n;
+    int span = span_of(vr, n);
+    int sub = span < n - vr ? span : n - vr;
+    char *acc;
+
+    if (sub == 1 && vr != 0) {
+        pg_sched_send(s, in, bytes, (vr - span + root) % n);
+        return;
+    }
+    /* The root of rank 0 collects straight into the output: no rotation is needed. */
+    acc = vr == 0 && root == 0 ? out : pg_sched_alloc(s, (size_t)sub * bytes);
+    if (!acc) {
+        return;
+    }
+    pg_sched_copy(s, acc, in, bytes);
+    for (int mask = 1; mask < span && vr + mask < n; mask <<= 1) {
+        int child = vr + mask, csub = mask < n - child ? mask : n - child;
+        pg_sched_recv(s, acc + (size_t)mask * bytes, (size_t)csub * bytes, (child + root) % n);
+    }
+    pg_sched_fence(s);
+    if (vr != 0) {
+        pg_sched_send(s, acc, (size_t)sub * bytes, (vr - span + root) % n);
+    } else if (root != 0) {
+        /* Relative block j is rank (j + root) % n. */
+        pg_sched_copy(s, (char *)out + (size_t)root * bytes, acc, (size_t)(n - root) * bytes);
+        pg_sched_copy(s, out, acc + (size_t)(n - root) * bytes, (size_t)root * bytes);
+    }
+}

@@ -1,0 +1,104 @@
+/*
+ * pg_group_sub.c - creating a group by a collective over its members only (what
+ * MPI_Comm_create_group needs).
+ *
+ * pg_group_create agrees a context id with one allreduce over the whole parent (see
+ * pg_group.c). Here only the members take part, so they first need a group of their own to
+ * run that allreduce on. Its id cannot be agreed (that is the problem being solved), so each
+ * member derives it from what all members know alike: the parent's id, the tag and the
+ * member list, hashed into the ids with bit 62 set. Real ids are small counters and never
+ * reach that bit; ids are shifted left by one on the wire, so bit 63 stays free.
+ */
+#include "config.h"
+
+#include "pg_group_sub.h"
+#include "pg_internal.h"
+#include "mps_log.h"
+#include "pgc_status.h"
+
+#include <stdlib.h>
+
+#define SUB_CTX_BIT (UINT64_C(1) << 62)
+
+static uint64_t fnv_mix(uint64_t h, uint64_t v)
+{
+    for (int i = 0; i < 8; i++) {
+        h ^= (v >> (8 * i)) & 0xff;
+        h *= UINT64_C(0x100000001b3);
+    }
+    return h;
+}
+
+/* The temporary id: the same on every member, distinct from every real id. */
+static uint64_t temp_ctx(const struct pg_group *parent, int tag, const int *world, int n)
+{
+    uint64_t h = UINT64_C(0xcbf29ce484222325);
+
+    h = fnv_mix(h, parent->ctx);
+    h = fnv_mix(h, (uint64_t)(uint32_t)tag);
+    for (int i = 0; i < n; i++) {
+        h = fnv_mix(h, (uint64_t)(uint32_t)world[i]);
+    }
+    return SUB_CTX_BIT | (h & (SUB_CTX_BIT - 1));
+}
+
+/* World ranks of the members and my position; checks the list. */
+static int member_list(struct pg_group *parent, const int *parent_ranks, int n, int *world,
+                       int *me)
+{
+    *me = -1;
+    for (int i = 0; i < n; i++) {
+        int r = parent_ranks[i];
+        if (r < 0 || r >= parent->size) {
+            return mps_error(PGC_ERR_INVALID_RANK,
+                             "pg_group_create_sub: rank %d outside the parent group of %d", r,
+                             parent->size);
+        }
+        for (int j = 0; j < i; j++) {
+            if (parent_ranks[j] == r) {
+                return mps_error(PGC_ERR_INVALID_ARG,
+                                 "pg_group_create_sub: rank %d is listed twice", r);
+            }
+        }
+        world[i] = parent->ranks[r];
+        if (r == parent->rank) {
+            *me = i;
+        }
+    }
+    if (*me < 0) {
+        return mps_error(PGC_ERR_INVALID_ARG,
+                         "pg_group_create_sub: the caller (rank %d) is not in the list of %d",
+                         parent->rank, n);
+    }
+    return PGC_OK;
+}
+
+int pg_group_create_sub(struct pg_group *parent, const int *parent_ranks, int n, int tag,
+                        struct pg_group **out)
+{
+    struct pg_op_spec max = {.dt = PG_UINT64, .op = PG_OP_MAX, .elem_size = 8,
+                             .commutative = true};
+    struct pg_group *tmp = NULL;
+    int *world = malloc(sizeof(int) * (size_t)(n > 0 ? n : 1));
+    uint64_t mine = pg_w.next_ctx, ctx = 0;
+    int me, rc;
+
+    *out = NULL;
+    if (!world) {
+        return mps_error(PGC_ERR_NOMEM, "pg_group_create_sub: no memory for %d ranks", n);
+    }
+    rc = member_list(parent, parent_ranks, n, world, &me);
+    if (rc == PGC_OK) {
+        rc = pg_group_new(temp_ctx(parent, tag, world, n), me, n, world, &tmp);
+    }
+    if (rc == PGC_OK) {
+        rc = pg_allreduce(tmp, &mine, &ctx, 1, &max);
+    }
+    if (rc == PGC_OK) {
+        pg_w.next_ctx = ctx + 1;
+        rc = pg_group_new(ctx, me, n, world, out);
+    }
+    pg_group_release(tmp);
+    free(world);
+    return rc;
+}

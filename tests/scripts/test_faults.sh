@@ -1,0 +1,56 @@
+#!/bin/bash
+# test_faults.sh - faults end the job with a message that names the call, the rank and the
+# cause, within MPISHIM_TIMEOUT; never a hang and never a silent success.
+# Runs tests/mr/mr_fatal in each mode under the build tree's mpiexec.
+set -uo pipefail
+
+top_builddir=${top_builddir:-$PWD}
+prog=$top_builddir/tests/mr/mr_fatal
+mpiexec=$top_builddir/tools/mpiexec
+pass=0 fail=0
+out=$(mktemp)
+trap 'rm -f "$out"' EXIT
+
+# expect NAME SECONDS PATTERN command...: the command must fail within SECONDS and print a
+# line matching PATTERN (an extended regex).
+expect() {
+    local name=$1 limit=$2 pattern=$3
+    shift 3
+    local start=$SECONDS rc
+    timeout $((limit + 30)) "$@" >"$out" 2>&1
+    rc=$?
+    if [ $rc -eq 0 ]; then
+        echo "FAIL $name: exited 0"; fail=$((fail + 1))
+    elif [ $rc -eq 124 ]; then
+        echo "FAIL $name: hung (killed after $((limit + 30)) s)"; fail=$((fail + 1))
+    elif [ $((SECONDS - start)) -gt "$limit" ]; then
+        echo "FAIL $name: took $((SECONDS - start)) s (limit $limit)"; fail=$((fail + 1))
+    elif ! grep -Eq "$pattern" "$out"; then
+        echo "FAIL $name: no line matching '$pattern' in:"; sed 's/^/    /' "$out"
+        fail=$((fail + 1))
+    else
+        echo "PASS $name (exit $rc, $((SECONDS - start)) s)"; pass=$((pass + 1))
+    fi
+}
+
+export MPISHIM_TIMEOUT=5
+expect preinit 10 'MPI_Send \(rank 0\): called before MPI_Init' "$prog" preinit
+expect postfinalize 10 'MPI_Barrier \(rank 0\): called after MPI_Finalize' "$prog" postfinalize
+expect badrank 20 'MPI_Send \(rank [0-9]\): rank [0-9]+ is not in the communicator \(size 2\)' \
+    "$mpiexec" -n 2 "$prog" badrank
+expect truncate 20 'MPI_Recv \(rank 1\): message from rank 0 with tag 0 is longer' \
+    "$mpiexec" -n 2 "$prog" truncate
+expect killed 20 'rank 1 .*(signal 9|SIGKILL|killed)' "$mpiexec" -n 2 "$prog" killed
+# A peer that never sends: the receive gives up after MPISHIM_TIMEOUT (5 s) on its own.
+expect hang 25 'MPI_Recv \(rank 0\): no message from source 1 with tag 0 arrived within 5 s' \
+    "$mpiexec" -n 2 "$prog" hang
+# A rendezvous that nobody serves: env:// pointing at a closed port.
+expect unreachable 25 '(unreachable|could not connect|connect).*127\.0\.0\.1' \
+    env RANK=1 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=1 MPISHIM_BOOT_STORE_EXTERNAL=1 \
+    "$prog" none
+# PMIx variables without a PMIx server: an error, not a silent singleton.
+expect nopmix 25 '[Pp][Mm][Ii]x' env PMIX_NAMESPACE=ghost PMIX_RANK=0 \
+    "PMIX_SERVER_URI41=pmix-server.1234;tcp4://127.0.0.1:1" "$prog" none
+
+echo "$pass passed, $fail failed"
+[ $fail -eq 0 ]
