@@ -247,10 +247,11 @@ static int remote_send(uint64_t ctx, struct pg_group *g, const void *buf, size_t
     w.kind = PG_WIRE_RTS;
     w.rndv_tag = FAB_TAG_RNDV | ((uint64_t)(uint32_t)pg_w.rank << 32) | ++pg_w.rndv_seq;
     req->freq.complete = rndv_send_done;
-    /* Post the data first: the provider holds it until the receiver's matching receive. */
-    rc = fab_tsend(pg_w.fab, dst_world, buf, len, w.rndv_tag, &req->freq);
+    /* The envelope goes first: libfabric's shm without CMA refuses further sends to a peer
+     * while a large one waits for its receive, so data first could starve the RTS. */
+    rc = fab_am_send(pg_w.fab, dst_world, &w, sizeof(w), NULL, 0);
     if (rc == PGC_OK) {
-        rc = fab_am_send(pg_w.fab, dst_world, &w, sizeof(w), NULL, 0);
+        rc = fab_tsend(pg_w.fab, dst_world, buf, len, w.rndv_tag, &req->freq);
     }
     return rc;
 }

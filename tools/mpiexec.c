@@ -37,6 +37,7 @@
 #include <unistd.h>
 
 #include "boot_store.h"
+#include "mps_log.h"
 #include "pgc_status.h"
 
 #define KILL_GRACE_S 2.0     /* seconds between SIGTERM and SIGKILL when ending the job */
@@ -747,7 +748,8 @@ int main(int argc, char **argv)
     }
     int rc = boot_store_server_start("127.0.0.1", 0, &srv);
     if (rc != PGC_OK) {
-        fprintf(stderr, "mpiexec: cannot start the rendezvous store: %s\n", pgc_strerror(rc));
+        fprintf(stderr, "mpiexec: cannot start the rendezvous store: %s (%s)\n", pgc_strerror(rc),
+                mps_last_error());
         return 1;
     }
     int port = boot_store_server_port(srv);

@@ -1,0 +1,332 @@
+/*
+ * shim_comm2.c - the communicator calls beyond dup/split/free: creation from a group
+ * (collective over the parent, or over the group's members only), splitting by node,
+ * comparison, the non-blocking dup, info hints, and the intercommunicator queries (this
+ * library has no intercommunicators: every communicator is an intracommunicator).
+ */
+#include "config.h"
+
+#include "shim_comm.h"
+#include "shim_group.h"
+#include "shim_req.h"
+#include "shim_topo.h"
+#include "pg_group_sub.h"
+#include "mps_log.h"
+#include "pgc_status.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Initialized and a valid comm (raised as fn). */
+static int comm_arg(const char *fn, MPI_Comm comm, struct shim_comm **c)
+{
+    int rc = shim_check_init(fn);
+
+    if (rc == MPI_SUCCESS && shim_comm_get(comm, c) != MPI_SUCCESS) {
+        rc = shim_error(comm, fn, MPI_ERR_COMM, "invalid communicator 0x%x", (unsigned)comm);
+    }
+    return rc;
+}
+
+/* Wraps g (NULL: not a member) in a handle that inherits the parent's error handler. */
+static int wrap(const char *fn, struct shim_comm *parent, MPI_Comm comm, struct pg_group *g,
+                MPI_Comm *out)
+{
+    *out = MPI_COMM_NULL;
+    if (!g) {
+        return MPI_SUCCESS;
+    }
+    *out = shim_comm_add(g, parent->errh);
+    if (*out == MPI_COMM_NULL) {
+        pg_group_release(g);
+        return shim_error(comm, fn, MPI_ERR_NO_MEM, "no memory for a communicator");
+    }
+    return MPI_SUCCESS;
+}
+
+/* The parent ranks of a group's members (caller frees); MPI_ERR_GROUP raised when one is
+ * not in the parent. */
+static int parent_ranks(const char *fn, MPI_Comm comm, struct shim_comm *c, MPI_Group group,
+                        int **ranks, int *n)
+{
+    struct shim_group *grp;
+
+    *ranks = NULL;
+    if (shim_group_get(group, &grp) != MPI_SUCCESS) {
+        return shim_error(comm, fn, MPI_ERR_GROUP, "invalid group 0x%x", (unsigned)group);
+    }
+    *ranks = malloc(sizeof(int) * (size_t)(grp->size > 0 ? grp->size : 1));
+    if (!*ranks) {
+        return shim_error(comm, fn, MPI_ERR_NO_MEM, "no memory for %d ranks", grp->size);
+    }
+    for (int i = 0; i < grp->size; i++) {
+        (*ranks)[i] = pg_group_rank_of(c->g, grp->ranks[i]);
+        if ((*ranks)[i] < 0) {
+            free(*ranks);
+            *ranks = NULL;
+            return shim_error(comm, fn, MPI_ERR_GROUP,
+                              "group member %d (world rank %d) is not in the communicator", i,
+                              grp->ranks[i]);
+        }
+    }
+    *n = grp->size;
+    return MPI_SUCCESS;
+}
+
+static bool contains(const int *list, int n, int x)
+{
+    for (int i = 0; i < n; i++) {
+        if (list[i] == x) {
+            return true;
+        }
+    }
+    return false;
+}
+
+#pragma weak MPI_Comm_create = PMPI_Comm_create
+int PMPI_Comm_create(MPI_Comm comm, MPI_Group group, MPI_Comm *newcomm)
+{
+    struct shim_comm *c;
+    struct pg_group *g = NULL;
+    int *ranks = NULL;
+    int n = 0, rc = comm_arg(SHIM_FN, comm, &c);
+
+    if (rc == MPI_SUCCESS) {
+        rc = parent_ranks(SHIM_FN, comm, c, group, &ranks, &n);
+    }
+    if (rc != MPI_SUCCESS) {
+        return rc;
+    }
+    rc = pg_group_create(c->g, ranks, n, &g);
+    free(ranks);
+    if (rc != PGC_OK) {
+        return shim_error_pg(comm, SHIM_FN, rc);
+    }
+    return wrap(SHIM_FN, c, comm, g, newcomm);
+}
+
+#pragma weak MPI_Comm_create_group = PMPI_Comm_create_group
+int PMPI_Comm_create_group(MPI_Comm comm, MPI_Group group, int tag, MPI_Comm *newcomm)
+{
+    struct shim_comm *c;
+    struct pg_group *g = NULL;
+    int *ranks = NULL;
+    int n = 0, rc = comm_arg(SHIM_FN, comm, &c);
+
+    if (rc == MPI_SUCCESS && tag < 0) {
+        rc = shim_error(comm, SHIM_FN, MPI_ERR_TAG, "tag %d is negative", tag);
+    }
+    if (rc == MPI_SUCCESS) {
+        rc = parent_ranks(SHIM_FN, comm, c, group, &ranks, &n);
+    }
+    if (rc != MPI_SUCCESS) {
+        return rc;
+    }
+    if (!contains(ranks, n, c->g->rank)) {
+        /* Only members call; a caller outside the group gets no communicator. */
+        free(ranks);
+        *newcomm = MPI_COMM_NULL;
+        return MPI_SUCCESS;
+    }
+    rc = pg_group_create_sub(c->g, ranks, n, tag, &g);
+    free(ranks);
+    if (rc != PGC_OK) {
+        return shim_error_pg(comm, SHIM_FN, rc);
+    }
+    return wrap(SHIM_FN, c, comm, g, newcomm);
+}
+
+/* The color of each rank for a split by node: the first rank on the same node. */
+static int node_color(struct pg_group *g, int *color)
+{
+    char mine[MPI_MAX_PROCESSOR_NAME];
+    char *all = malloc((size_t)MPI_MAX_PROCESSOR_NAME * (size_t)g->size);
+    int rc;
+
+    if (!all) {
+        return mps_error(PGC_ERR_NOMEM, "no memory for %d node names", g->size);
+    }
+    memset(mine, 0, sizeof(mine));
+    strncpy(mine, pg_node_name(), sizeof(mine) - 1);
+    rc = pg_allgather(g, mine, all, sizeof(mine));
+    for (int r = 0; rc == PGC_OK && r <= g->rank; r++) {
+        if (strcmp(all + (size_t)r * MPI_MAX_PROCESSOR_NAME, mine) == 0) {
+            *color = r;
+            break;
+        }
+    }
+    free(all);
+    return rc;
+}
+
+#pragma weak MPI_Comm_split_type = PMPI_Comm_split_type
+int PMPI_Comm_split_type(MPI_Comm comm, int split_type, int key, MPI_Info info,
+                         MPI_Comm *newcomm)
+{
+    struct shim_comm *c;
+    struct pg_group *g = NULL;
+    int color = -1, rc = comm_arg(SHIM_FN, comm, &c);
+
+    (void)info;
+    if (rc == MPI_SUCCESS && split_type != MPI_COMM_TYPE_SHARED && split_type != MPI_UNDEFINED) {
+        rc = shim_error(comm, SHIM_FN, MPI_ERR_ARG,
+                        "split_type %d is neither MPI_COMM_TYPE_SHARED nor MPI_UNDEFINED",
+                        split_type);
+    }
+    if (rc != MPI_SUCCESS) {
+        return rc;
+    }
+    /* Every rank takes part in the name exchange, MPI_UNDEFINED ones too. */
+    rc = node_color(c->g, &color);
+    if (rc == PGC_OK) {
+        rc = pg_group_split(c->g, split_type == MPI_UNDEFINED ? -1 : color, key, &g);
+    }
+    if (rc != PGC_OK) {
+        return shim_error_pg(comm, SHIM_FN, rc);
+    }
+    return wrap(SHIM_FN, c, comm, g, newcomm);
+}
+
+#pragma weak MPI_Comm_compare = PMPI_Comm_compare
+int PMPI_Comm_compare(MPI_Comm comm1, MPI_Comm comm2, int *result)
+{
+    struct shim_comm *c1, *c2;
+    int rc = comm_arg(SHIM_FN, comm1, &c1);
+
+    if (rc == MPI_SUCCESS) {
+        rc = comm_arg(SHIM_FN, comm2, &c2);
+    }
+    if (rc != MPI_SUCCESS) {
+        return rc;
+    }
+    if (comm1 == comm2) {
+        *result = MPI_IDENT;
+        return MPI_SUCCESS;
+    }
+    *result = shim_group_compare_lists(c1->g->ranks, c1->g->size, c2->g->ranks, c2->g->size);
+    if (*result == MPI_IDENT) {
+        *result = MPI_CONGRUENT;
+    }
+    return MPI_SUCCESS;
+}
+
+/* The dup is done at once (it is one small allreduce); the request is complete already. */
+#pragma weak MPI_Comm_idup = PMPI_Comm_idup
+int PMPI_Comm_idup(MPI_Comm comm, MPI_Comm *newcomm, MPI_Request *request)
+{
+    struct shim_req *r;
+    int rc = PMPI_Comm_dup(comm, newcomm);
+
+    if (rc != MPI_SUCCESS) {
+        return rc;
+    }
+    if (shim_topo_copy(comm, *newcomm) != MPI_SUCCESS) {
+        return shim_error(comm, SHIM_FN, MPI_ERR_NO_MEM, "no memory to copy the topology");
+    }
+    r = shim_req_new(SHIM_REQ_COLL, comm);
+    if (!r) {
+        return shim_error(comm, SHIM_FN, MPI_ERR_NO_MEM, "no memory for a request");
+    }
+    pg_req_init(&r->pr, PG_REQ_COLL);
+    pg_req_complete(&r->pr, PGC_OK);
+    *request = r->handle;
+    return MPI_SUCCESS;
+}
+
+/* Hints are accepted and ignored: no communicator behaviour depends on one. */
+#pragma weak MPI_Comm_dup_with_info = PMPI_Comm_dup_with_info
+int PMPI_Comm_dup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm *newcomm)
+{
+    int rc = PMPI_Comm_dup(comm, newcomm);
+
+    (void)info;
+    if (rc == MPI_SUCCESS && shim_topo_copy(comm, *newcomm) != MPI_SUCCESS) {
+        rc = shim_error(comm, SHIM_FN, MPI_ERR_NO_MEM, "no memory to copy the topology");
+    }
+    return rc;
+}
+
+#pragma weak MPI_Comm_set_info = PMPI_Comm_set_info
+int PMPI_Comm_set_info(MPI_Comm comm, MPI_Info info)
+{
+    struct shim_comm *c;
+    int rc = comm_arg(SHIM_FN, comm, &c);
+
+    if (rc == MPI_SUCCESS && info != MPI_INFO_NULL && !shim_info_valid(info)) {
+        rc = shim_error(comm, SHIM_FN, MPI_ERR_INFO, "invalid info object 0x%x", (unsigned)info);
+    }
+    return rc;
+}
+
+/* No hint is used, so the info in use is always empty (a new object the caller frees). */
+#pragma weak MPI_Comm_get_info = PMPI_Comm_get_info
+int PMPI_Comm_get_info(MPI_Comm comm, MPI_Info *info_used)
+{
+    struct shim_comm *c;
+    int rc = comm_arg(SHIM_FN, comm, &c);
+
+    return rc == MPI_SUCCESS ? PMPI_Info_create(info_used) : rc;
+}
+
+#pragma weak MPI_Comm_test_inter = PMPI_Comm_test_inter
+int PMPI_Comm_test_inter(MPI_Comm comm, int *flag)
+{
+    struct shim_comm *c;
+    int rc = comm_arg(SHIM_FN, comm, &c);
+
+    if (rc == MPI_SUCCESS) {
+        *flag = 0;
+    }
+    return rc;
+}
+
+#pragma weak MPI_Comm_remote_size = PMPI_Comm_remote_size
+int PMPI_Comm_remote_size(MPI_Comm comm, int *size)
+{
+    struct shim_comm *c;
+    int rc = comm_arg(SHIM_FN, comm, &c);
+
+    (void)size;
+    return rc == MPI_SUCCESS ? shim_error(comm, SHIM_FN, MPI_ERR_COMM,
+                                          "not an intercommunicator (none are supported)")
+                             : rc;
+}
+
+#pragma weak MPI_Comm_remote_group = PMPI_Comm_remote_group
+int PMPI_Comm_remote_group(MPI_Comm comm, MPI_Group *group)
+{
+    struct shim_comm *c;
+    int rc = comm_arg(SHIM_FN, comm, &c);
+
+    (void)group;
+    return rc == MPI_SUCCESS ? shim_error(comm, SHIM_FN, MPI_ERR_COMM,
+                                          "not an intercommunicator (none are supported)")
+                             : rc;
+}
+
+#pragma weak MPI_Intercomm_create = PMPI_Intercomm_create
+int PMPI_Intercomm_create(MPI_Comm local_comm, int local_leader, MPI_Comm peer_comm,
+                          int remote_leader, int tag, MPI_Comm *newintercomm)
+{
+    struct shim_comm *c;
+    int rc = comm_arg(SHIM_FN, local_comm, &c);
+
+    (void)local_leader, (void)peer_comm, (void)remote_leader, (void)tag;
+    *newintercomm = MPI_COMM_NULL;
+    return rc == MPI_SUCCESS ? shim_error(local_comm, SHIM_FN, MPI_ERR_UNSUPPORTED_OPERATION,
+                                          "intercommunicators are not supported")
+                             : rc;
+}
+
+#pragma weak MPI_Intercomm_merge = PMPI_Intercomm_merge
+int PMPI_Intercomm_merge(MPI_Comm intercomm, int high, MPI_Comm *newintracomm)
+{
+    struct shim_comm *c;
+    int rc = comm_arg(SHIM_FN, intercomm, &c);
+
+    (void)high;
+    *newintracomm = MPI_COMM_NULL;
+    return rc == MPI_SUCCESS ? shim_error(intercomm, SHIM_FN, MPI_ERR_COMM,
+                                          "not an intercommunicator (none are supported)")
+                             : rc;
+}

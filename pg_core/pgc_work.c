@@ -1,0 +1,290 @@
+/*
+ * pgc_work.c - work handles: the state of one pgc operation from start to finish.
+ *
+ * A work wraps one or more pg requests. It is finished when every request completed and,
+ * if they all succeeded, its finish function ran (float16 conversion back, AVG division,
+ * a copy out): so a work never reports completion while its output is still incomplete.
+ * Errors from the layer below are turned into messages naming the call and the group here,
+ * once, and kept in the work (pgc_work_error) as well as recorded for the thread.
+ */
+#include "config.h"
+
+#include "pgc_internal.h"
+#include "pg_internal.h"
+#include "mps_config.h"
+#include "mps_log.h"
+#include "pgc_status.h"
+
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void pgc_work_init(struct pgc_work *w, const char *call, struct pg_group *g)
+{
+    memset(w, 0, sizeof(*w));
+    w->reqs = &w->req;
+    w->nreqs = 1;
+    w->call = call;
+    w->g = g;
+    w->status = PGC_ERR_PENDING;
+    w->source = -1;
+    if (g) {
+        pg_group_retain(g);
+    }
+}
+
+struct pgc_work *pgc_work_new(const char *call, struct pg_group *g)
+{
+    struct pgc_work *w = malloc(sizeof(*w));
+
+    if (!w) {
+        mps_error(PGC_ERR_NOMEM, "%s: no memory for a work handle", call);
+        return NULL;
+    }
+    pgc_work_init(w, call, g);
+    w->heap = true;
+    return w;
+}
+
+/* Releases what the work owns except the work itself. */
+static void work_release(struct pgc_work *w)
+{
+    free(w->tmp);
+    w->tmp = NULL;
+    if (w->reqs != &w->req) {
+        free(w->reqs);
+        w->reqs = &w->req;
+        w->nreqs = 1;
+    }
+    if (w->g) {
+        pg_group_release(w->g);
+        w->g = NULL;
+    }
+}
+
+void pgc_work_discard(struct pgc_work *w)
+{
+    work_release(w);
+    if (w->heap) {
+        free(w);
+    }
+}
+
+/* The message of a failed request, naming the call and the group. */
+static void describe_failure(struct pgc_work *w, int status)
+{
+    char gd[96] = "no group";
+    const char *cause = pgc_strerror(status);
+
+    if (w->g) {
+        pgc_group_desc(w->g, gd, sizeof(gd));
+    }
+    if (status == PGC_ERR_MISMATCH) {
+        cause = "a peer sent more data than this rank's tensor holds: the ranks passed "
+                "tensors of different sizes";
+    } else if (status == PGC_ERR_TIMEOUT) {
+        cause = "did not complete within the timeout: a peer may have died or not called it";
+    }
+    snprintf(w->err, sizeof(w->err), "%s on %s: %s", w->call, gd, cause);
+}
+
+/* The status of the requests once all are done: the first error, truncation reported as a
+ * size mismatch between ranks, and a p2p receive's length checked. */
+static int reqs_status(struct pgc_work *w)
+{
+    for (int i = 0; i < w->nreqs; i++) {
+        int st = w->reqs[i].status;
+        if (st == PGC_ERR_TRUNCATE) {
+            return PGC_ERR_MISMATCH;
+        }
+        if (st != PGC_OK) {
+            return st;
+        }
+    }
+    if (w->check_len && !w->req.cancelled && w->req.len != w->expect_len) {
+        return PGC_ERR_MISMATCH;
+    }
+    return PGC_OK;
+}
+
+/* All requests are done: compute the final status, run finish, release. */
+static void work_complete(struct pgc_work *w)
+{
+    int st = reqs_status(w);
+
+    if (w->nreqs == 1 && w->req.kind == PG_REQ_RECV) {
+        w->source = w->req.source;
+    }
+    if (st == PGC_OK && w->finish) {
+        st = w->finish(w);
+        if (st != PGC_OK) {
+            snprintf(w->err, sizeof(w->err), "%s", mps_last_error());
+        }
+    } else if (st == PGC_ERR_MISMATCH && w->check_len && w->req.status == PGC_OK) {
+        char gd[96];
+        pgc_group_desc(w->g, gd, sizeof(gd));
+        snprintf(w->err, sizeof(w->err),
+                 "%s on %s: received %zu bytes from rank %d but the tensor holds %zu: the "
+                 "ranks passed tensors of different sizes",
+                 w->call, gd, w->req.len, w->req.source, w->expect_len);
+    } else if (st != PGC_OK) {
+        describe_failure(w, st);
+    }
+    w->status = st;
+    work_release(w);
+}
+
+static bool reqs_done(const struct pgc_work *w)
+{
+    for (int i = 0; i < w->nreqs; i++) {
+        if (!w->reqs[i].done) {
+            return false;
+        }
+    }
+    return true;
+}
+
+bool pgc_work_poll(struct pgc_work *w)
+{
+    if (w->status != PGC_ERR_PENDING) {
+        return true;
+    }
+    if (!reqs_done(w)) {
+        pg_progress();
+        if (!reqs_done(w)) {
+            return false;
+        }
+    }
+    work_complete(w);
+    return true;
+}
+
+/* Waits like pg_wait (which, on a timeout, detaches a collective and unposts a receive so
+ * that nothing writes into the request afterwards). For blocking calls on stack works. */
+static int work_wait_final(struct pgc_work *w, double timeout)
+{
+    for (int i = 0; i < w->nreqs; i++) {
+        int rc = pg_wait(&w->reqs[i], timeout);
+        if (rc == PGC_ERR_TIMEOUT && !w->reqs[i].done) {
+            describe_failure(w, PGC_ERR_TIMEOUT);
+            w->status = PGC_ERR_TIMEOUT;
+            return PGC_ERR_TIMEOUT;
+        }
+    }
+    work_complete(w);
+    return w->status;
+}
+
+int pgc_work_launch(struct pgc_work *w, int async_op, pgc_work **out)
+{
+    int rc;
+
+    if (async_op) {
+        *out = (pgc_work *)w;
+        return PGC_OK;
+    }
+    if (out) {
+        *out = NULL;
+    }
+    rc = work_wait_final(w, -1);
+    if (rc != PGC_OK) {
+        mps_error(rc, "%s", w->err);
+    }
+    if (rc == PGC_ERR_TIMEOUT) {
+        /* Release everything except what a send still in the transport may touch. */
+        if (w->req.kind == PG_REQ_SEND && !w->req.done) {
+            return rc;
+        }
+        work_release(w);
+        if (w->heap) {
+            free(w);
+        }
+        return rc;
+    }
+    pgc_work_discard(w);
+    return rc;
+}
+
+int pgc_work_is_completed(pgc_work *work)
+{
+    return work && pgc_work_poll((struct pgc_work *)work);
+}
+
+int pgc_work_wait(pgc_work *work, double timeout)
+{
+    struct pgc_work *w = (struct pgc_work *)work;
+    int spin_max = (int)mps_config_int(MPS_CFG_SPIN_COUNT);
+    double deadline;
+    int spins = 0;
+
+    if (!w) {
+        return mps_error(PGC_ERR_REQUEST, "pgc_work_wait: NULL work handle");
+    }
+    deadline = mps_now() + (timeout > 0 ? timeout : pg_timeout());
+    for (unsigned iter = 0; !pgc_work_poll(w); iter++) {
+        /* Yield once the spinning budget is spent: the peer may need this core. */
+        if (++spins >= spin_max) {
+            sched_yield();
+        }
+        if ((iter & 63) == 63 && mps_now() > deadline) {
+            char gd[96] = "no group";
+            if (w->g) {
+                pgc_group_desc(w->g, gd, sizeof(gd));
+            }
+            return mps_error(PGC_ERR_TIMEOUT,
+                             "pgc_work_wait: %s on %s still running after %.1f s (the work "
+                             "stays pending)",
+                             w->call, gd, timeout > 0 ? timeout : pg_timeout());
+        }
+    }
+    if (w->status != PGC_OK) {
+        mps_error(w->status, "%s", w->err);
+    }
+    return w->status;
+}
+
+int pgc_work_status(pgc_work *work)
+{
+    struct pgc_work *w = (struct pgc_work *)work;
+
+    if (!w) {
+        return mps_error(PGC_ERR_REQUEST, "pgc_work_status: NULL work handle");
+    }
+    pgc_work_poll(w);
+    return w->status;
+}
+
+const char *pgc_work_error(pgc_work *work)
+{
+    struct pgc_work *w = (struct pgc_work *)work;
+
+    return w && w->status != PGC_ERR_PENDING ? w->err : "";
+}
+
+int pgc_work_source(pgc_work *work)
+{
+    struct pgc_work *w = (struct pgc_work *)work;
+
+    return w && w->status != PGC_ERR_PENDING ? w->source : -1;
+}
+
+void pgc_work_free(pgc_work *work)
+{
+    struct pgc_work *w = (struct pgc_work *)work;
+
+    if (!w) {
+        return;
+    }
+    if (w->status == PGC_ERR_PENDING && work_wait_final(w, -1) == PGC_ERR_TIMEOUT) {
+        for (int i = 0; i < w->nreqs; i++) {
+            if (w->reqs[i].kind == PG_REQ_SEND && !w->reqs[i].done) {
+                MPS_WARN("pgc_work_free: %s still sending after the timeout; its handle is "
+                         "leaked so that the transport cannot write into freed memory",
+                         w->call);
+                return;
+            }
+        }
+    }
+    pgc_work_discard(w);
+}
