@@ -22,6 +22,9 @@
       "provider for peers on other nodes; empty takes the first of verbs, efa, tcp;ofi_rxm")       \
     X(FABRIC_IFACE, "MPISHIM_FABRIC_IFACE", STRING, "",                                            \
       "network interface the network provider binds to (FI_TCP_IFACE if unset)")                  \
+    X(SHM_RING, "MPISHIM_SHM_RING", INT, "1",                                                      \
+      "1: ranks of one node exchange messages through shared-memory rings and single-copy "      \
+      "reads (CMA); 0: through libfabric's shm provider")                                        \
     X(EAGER_MAX, "MPISHIM_EAGER_MAX", INT, "16384",                                                \
       "largest message (bytes) sent eagerly; larger ones use the rendezvous path")                 \
     X(BOOT_METHOD, "MPISHIM_BOOT_METHOD", STRING, "auto",                                          \

@@ -74,6 +74,9 @@ int fab_open(const struct fab_opts *opts, struct fab **out);
 int fab_get_addr(struct fab *f, void *blob);
 /* Inserts every rank's blob (size * FAB_ADDR_MAX bytes, rank order) in the AVs. */
 int fab_connect(struct fab *f, const void *blobs);
+/* Every rank's fab_connect has returned (the caller ran a barrier): names that were only
+ * needed to connect are removed, so a crash leaves nothing behind in /dev/shm. */
+void fab_connect_done(struct fab *f);
 int fab_close(struct fab *f);
 
 size_t fab_am_max(const struct fab *f);

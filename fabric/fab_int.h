@@ -57,8 +57,18 @@ struct fab_peer {
     fi_addr_t addr;
 };
 
+struct fab_shm;
+
+/* -FI_EAGAIN (or full ring) retry state: progress, then yield after MPISHIM_SPIN_COUNT
+ * polls, then time out after MPISHIM_TIMEOUT. */
+struct fab_wait {
+    long polls;
+    double deadline;
+};
+
 struct fab {
     int rank, size;
+    struct fab_shm *ring; /* the intra-node fast path (fab_shm.c), or NULL */
     int neps;
     struct fab_ep eps[FAB_EP_MAX];
     struct fab_ep *shm, *net; /* the same endpoint when a provider is forced */
@@ -87,6 +97,8 @@ int fab_post_rbufs(struct fab *f, struct fab_ep *ep);
 /* Maps the discard sink (once); without it truncated shm receives are not caught. */
 void fab_sink_open(struct fab *f);
 void fab_sink_close(struct fab *f);
+/* One step of a retry loop: progress, maybe yield; PGC_ERR_TIMEOUT past the deadline. */
+int fab_wait_step(struct fab *f, struct fab_wait *w, int peer, const char *call);
 /* Progresses until every bounce buffer has completed or limit seconds passed. */
 int fab_drain(struct fab *f, double limit);
 

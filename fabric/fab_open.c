@@ -10,6 +10,7 @@
 #include "config.h"
 
 #include "fab_int.h"
+#include "fab_shm.h"
 #include "mps_config.h"
 #include "mps_log.h"
 #include "pgc_status.h"
@@ -21,7 +22,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 
-#define FAB_BLOB_VERSION 1
+#define FAB_BLOB_VERSION 2
 #define FAB_SLOT_SHM 0
 #define FAB_SLOT_NET 1
 
@@ -30,6 +31,7 @@ struct fab_blob {
     uint8_t version;
     uint8_t present; /* bit i set: slot i holds a name */
     uint16_t len[2];
+    uint32_t shm_pid, shm_nonce; /* the intra-node ring segment (fab_shm.c), 0 if none */
     char name[2][FAB_NAME_MAX];
 };
 _Static_assert(sizeof(struct fab_blob) <= FAB_ADDR_MAX, "address blob too large");
@@ -255,6 +257,10 @@ static int open_endpoints(struct fab *f)
     int need_shm, need_net, rc = PGC_OK;
     needed_eps(f, &need_shm, &need_net);
     if (need_shm) {
+        rc = fab_shm_open(f);
+    }
+    /* With the rings and CMA, no local traffic is left for libfabric's shm provider. */
+    if (rc == PGC_OK && need_shm && !fab_shm_cma(f)) {
         rc = open_with(f, "shm", &f->shm);
     }
     if (rc == PGC_OK && f->shm) {
@@ -342,6 +348,7 @@ int fab_get_addr(struct fab *f, void *blob_out)
         MPS_DEBUG("fab_get_addr: %s address of %zu B", slots[s]->prov, len);
         b.present |= (uint8_t)(1u << s);
     }
+    fab_shm_addr(f, &b.shm_pid, &b.shm_nonce);
     memset(blob_out, 0, FAB_ADDR_MAX);
     memcpy(blob_out, &b, sizeof(b));
     return PGC_OK;
@@ -349,6 +356,15 @@ int fab_get_addr(struct fab *f, void *blob_out)
 
 static int connect_peer(struct fab *f, int r, const struct fab_blob *b)
 {
+    if (f->ring && same_node(f, r, f->rank)) {
+        int rc = b->shm_pid || r == f->rank
+                     ? fab_shm_connect(f, r, b->shm_pid, b->shm_nonce)
+                     : mps_error(PGC_ERR_MISMATCH, "fab_connect: rank %d on this node published "
+                                 "no ring segment; do all ranks agree on MPISHIM_SHM_RING?", r);
+        if (rc != PGC_OK || !f->shm) {
+            return rc; /* the rings (and CMA) carry everything to this peer */
+        }
+    }
     int use_shm = f->shm && (f->shm == f->net || same_node(f, r, f->rank));
     struct fab_ep *e = use_shm ? f->shm : f->net;
     int slot = use_shm ? FAB_SLOT_SHM : FAB_SLOT_NET;
@@ -389,6 +405,7 @@ int fab_close(struct fab *f)
     }
     /* A bounce buffer may still be read by the peer (shm CMA): let it finish, briefly. */
     fab_drain(f, 2.0);
+    fab_shm_close(f);
     for (int i = 0; i < f->neps; i++) {
         close_ep(&f->eps[i]);
     }
@@ -406,8 +423,16 @@ size_t fab_am_max(const struct fab *f)
     return f->am_max;
 }
 
+void fab_connect_done(struct fab *f)
+{
+    fab_shm_unlink(f);
+}
+
 const char *fab_peer_provider(const struct fab *f, int peer)
 {
+    if (f && peer >= 0 && peer < f->size && fab_shm_am_peer(f, peer)) {
+        return fab_shm_cma(f) ? "shm-ring+cma" : "shm-ring";
+    }
     if (!f || peer < 0 || peer >= f->size || !f->peers[peer].ep) {
         return "none";
     }

@@ -10,6 +10,7 @@
 #include "config.h"
 
 #include "fab_int.h"
+#include "fab_shm.h"
 #include "mps_log.h"
 #include "mps_util.h"
 #include "pgc_status.h"
@@ -21,12 +22,6 @@
 #include <sys/mman.h>
 #include <sys/uio.h>
 
-/* -FI_EAGAIN retry state: progress, then yield after MPISHIM_SPIN_COUNT polls, then time
- * out after MPISHIM_TIMEOUT. */
-struct fab_wait {
-    long polls;
-    double deadline;
-};
 
 /* ---- error conversion ---- */
 
@@ -84,7 +79,7 @@ int fab_fi_error(int fi_rc, const char *call, int peer)
     return mps_error(map_fi_code(code), "%s: %s", call, fi_strerror(code));
 }
 
-static int wait_step(struct fab *f, struct fab_wait *w, int peer, const char *call)
+int fab_wait_step(struct fab *f, struct fab_wait *w, int peer, const char *call)
 {
     if (w->polls++ == 0) {
         w->deadline = mps_now() + f->timeout;
@@ -206,7 +201,7 @@ static int am_inject(struct fab *f, int peer, const void *hdr, size_t hlen, cons
     struct fab_wait w = {0};
     ssize_t rc;
     while ((rc = fi_tinject(p->ep->ep, buf, total, p->addr, FAB_AM_TAG)) == -FI_EAGAIN) {
-        int st = wait_step(f, &w, peer, "fab_am_send");
+        int st = fab_wait_step(f, &w, peer, "fab_am_send");
         if (st != PGC_OK) {
             return st;
         }
@@ -221,7 +216,7 @@ static int am_bounce(struct fab *f, int peer, const void *hdr, size_t hlen, cons
     struct fab_wait w = {0};
     ssize_t rc = 0;
     while (!f->sfree) {
-        if ((rc = wait_step(f, &w, peer, "fab_am_send (waiting for a send buffer)"))) {
+        if ((rc = fab_wait_step(f, &w, peer, "fab_am_send (waiting for a send buffer)"))) {
             return (int)rc;
         }
     }
@@ -232,7 +227,7 @@ static int am_bounce(struct fab *f, int peer, const void *hdr, size_t hlen, cons
     size_t total = am_fill(b->mem, f->rank, hdr, hlen, payload, plen);
     while ((rc = fi_tsend(p->ep->ep, b->mem, total, NULL, p->addr, FAB_AM_TAG, &b->req.ctx)) ==
            -FI_EAGAIN) {
-        if ((rc = wait_step(f, &w, peer, "fab_am_send"))) {
+        if ((rc = fab_wait_step(f, &w, peer, "fab_am_send"))) {
             goto fail;
         }
     }
@@ -251,7 +246,8 @@ fail:
 
 static int check_peer(const struct fab *f, int peer, const char *call)
 {
-    if (mps_unlikely(!f || peer < 0 || peer >= f->size || !f->peers[peer].ep)) {
+    if (mps_unlikely(!f || peer < 0 || peer >= f->size ||
+                     (!f->peers[peer].ep && !fab_shm_am_peer(f, peer)))) {
         return mps_error(PGC_ERR_INVALID_RANK, "%s: rank %d is not a connected peer (size %d)",
                          call, peer, f ? f->size : -1);
     }
@@ -270,6 +266,9 @@ int fab_am_send(struct fab *f, int peer, const void *hdr, size_t hlen, const voi
                          "fab_am_send: %zu B to rank %d exceed the AM "
                          "limit of %zu B",
                          hlen + plen, peer, f->am_max);
+    }
+    if (fab_shm_am_peer(f, peer)) {
+        return fab_shm_am_send(f, peer, hdr, hlen, payload, plen);
     }
     size_t total = sizeof(struct fab_am_hdr) + hlen + plen;
     if (total <= f->peers[peer].ep->inject_size && total <= FAB_INJECT_STACK) {
@@ -294,6 +293,9 @@ static int check_tagged(const struct fab *f, int peer, size_t len, uint64_t tag,
     if (mps_unlikely(!req || !req->complete)) {
         return mps_error(PGC_ERR_REQUEST, "%s: request without a complete function", call);
     }
+    if (fab_shm_data_peer(f, peer)) {
+        return PGC_OK; /* CMA has no size limit */
+    }
     if (mps_unlikely(len > f->peers[peer].ep->max_msg_size)) {
         return mps_error(PGC_ERR_INVALID_COUNT, "%s: %zu B exceed the %s limit of %zu B", call, len,
                          f->peers[peer].ep->prov, f->peers[peer].ep->max_msg_size);
@@ -308,11 +310,14 @@ int fab_tsend(struct fab *f, int peer, const void *buf, size_t len, uint64_t tag
     if (rc != PGC_OK) {
         return rc;
     }
+    if (fab_shm_data_peer(f, peer)) {
+        return fab_shm_tsend(f, peer, buf, len, tag, req);
+    }
     struct fab_peer *p = &f->peers[peer];
     struct fab_wait w = {0};
     ssize_t frc;
     while ((frc = fi_tsend(p->ep->ep, buf, len, NULL, p->addr, tag, &req->ctx)) == -FI_EAGAIN) {
-        if ((rc = wait_step(f, &w, peer, "fab_tsend")) != PGC_OK) {
+        if ((rc = fab_wait_step(f, &w, peer, "fab_tsend")) != PGC_OK) {
             return rc;
         }
     }
@@ -367,12 +372,15 @@ int fab_trecv(struct fab *f, int peer, void *buf, size_t len, uint64_t tag, stru
     if (rc != PGC_OK) {
         return rc;
     }
+    if (fab_shm_data_peer(f, peer)) {
+        return fab_shm_trecv(f, peer, buf, len, tag, req);
+    }
     struct fab_peer *p = &f->peers[peer];
     struct fab_wait w = {0};
     ssize_t frc;
     req->fab_len = len;
     while ((frc = post_recv(f, p, buf, len, tag, req)) == -FI_EAGAIN) {
-        if ((rc = wait_step(f, &w, peer, "fab_trecv")) != PGC_OK) {
+        if ((rc = fab_wait_step(f, &w, peer, "fab_trecv")) != PGC_OK) {
             return rc;
         }
     }
@@ -439,7 +447,7 @@ static int poll_cq(struct fab *f, struct fab_ep *e)
 
 int fab_progress(struct fab *f)
 {
-    int total = 0;
+    int total = f->ring ? fab_shm_progress(f) : 0;
     if (mps_unlikely(f->repost != NULL)) {
         retry_reposts(f);
     }

@@ -61,6 +61,13 @@ static int world_open_fabric(void)
     if (rc == PGC_OK) {
         rc = fab_connect(pg_w.fab, all);
     }
+    /* Once everyone is connected, names in /dev/shm are no longer needed. */
+    if (rc == PGC_OK) {
+        rc = boot_barrier(pg_w.boot);
+    }
+    if (rc == PGC_OK) {
+        fab_connect_done(pg_w.fab);
+    }
 fail:
     free(all);
     return rc;

@@ -1,0 +1,606 @@
+/*
+ * fab_shm.c - the intra-node fast path: shared-memory rings for active messages and
+ * receiver-side single copy (CMA) for tagged data. See fab_shm.h for why.
+ *
+ * Layout: each rank owns one segment, /dev/shm/mpishim-<pid>-<nonce>, holding one ring per
+ * rank of its node (indexed by the sender's local index), its own included. A ring is a
+ * single-producer single-consumer byte ring: the sender appends records and publishes
+ * them by storing `tail` (release); the receiver reads up to `tail` (acquire), handles the
+ * records in place and gives the space back by storing `head`. tail and head sit on
+ * separate cache lines so the two sides never write the same line. Records are 64-byte
+ * aligned; a record that would straddle the end is preceded by a WRAP record.
+ *
+ * Tagged data: the sender appends a DATA record (tag, address, length, cookie); the
+ * receiver, once its receive for (peer, tag) is posted, reads the bytes straight from the
+ * sender's memory with process_vm_readv and appends a FIN record (cookie, status) to the
+ * sender's ring, which completes the send. A FIN that finds the ring full waits in a list
+ * and goes out at the next progress, so progress never blocks.
+ */
+#include "config.h"
+
+#include "fab_shm.h"
+#include "mps_config.h"
+#include "mps_log.h"
+#include "pgc_status.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+#define RING_BYTES (256u * 1024u)
+#define REC_ALIGN 64u
+#define SEG_MAGIC 0x6d70697368696d31ULL /* "mpishim1" */
+
+struct ring {
+    _Alignas(64) uint64_t tail; /* written by the producer */
+    _Alignas(64) uint64_t head; /* written by the consumer */
+    _Alignas(64) unsigned char data[RING_BYTES];
+};
+
+struct seg {
+    uint64_t magic;
+    uint32_t nrings;
+    _Alignas(64) struct ring rings[];
+};
+
+enum rec_kind { REC_AM = 1, REC_DATA = 2, REC_FIN = 3, REC_WRAP = 4 };
+
+struct rec_hdr {
+    uint32_t len; /* payload bytes after this header (WRAP: bytes to skip, header included) */
+    uint16_t kind;
+    uint16_t pad;
+    int32_t src; /* the sender's rank */
+    uint32_t pad2;
+};
+
+struct data_rts {
+    uint64_t tag, addr, len, cookie;
+};
+
+struct data_fin {
+    uint64_t cookie;
+    int32_t status;
+    uint32_t pad;
+};
+
+/* A DATA record whose receive is not posted yet. */
+struct pending_data {
+    struct pending_data *next;
+    int peer;
+    struct data_rts d;
+};
+
+/* A FIN that found the sender's ring full. */
+struct pending_fin {
+    struct pending_fin *next;
+    int peer;
+    struct data_fin fin;
+};
+
+struct fab_shm {
+    char name[64];
+    uint32_t nonce;
+    struct seg *mine;
+    size_t seg_bytes;
+    int nlocal, my_local;
+    int *local_of;         /* rank -> local index, -1 off this node */
+    struct seg **peer_seg; /* rank -> mapped segment (mine for myself) */
+    uint64_t *ptail;       /* rank -> my private copy of the tail of my ring in its segment */
+    uint64_t *phead;       /* rank -> last head seen there */
+    uint64_t *chead;       /* local index -> my private head of my ring for that sender */
+    pid_t *pids;
+    bool cma, unlinked;
+    struct fab_req *posted; /* posted receives, linked through ctx.internal[0] */
+    struct pending_data *unexp;
+    struct pending_fin *fins;
+};
+
+/* A posted receive keeps its fields in the fi_context2 scratch space, which libfabric
+ * would own only if the request went to a provider. */
+enum { PR_NEXT, PR_PEER, PR_TAG, PR_BUF };
+
+static size_t rec_size(size_t payload)
+{
+    return (sizeof(struct rec_hdr) + payload + REC_ALIGN - 1) & ~(size_t)(REC_ALIGN - 1);
+}
+
+static size_t seg_bytes(int nlocal)
+{
+    return sizeof(struct seg) + (size_t)nlocal * sizeof(struct ring);
+}
+
+static void seg_name(char *buf, size_t len, uint32_t pid, uint32_t nonce)
+{
+    snprintf(buf, len, "/mpishim-%u-%u", pid, nonce);
+}
+
+static bool same_node(const struct fab *f, int a, int b)
+{
+    return strncmp(f->nodes + (size_t)a * f->node_stride, f->nodes + (size_t)b * f->node_stride,
+                   f->node_stride) == 0;
+}
+
+/* CMA needs the kernel to let us read a sibling's memory: same user, and Yama at most 1
+ * (with PR_SET_PTRACER_ANY, which fab_open sets). */
+static bool probe_cma(void)
+{
+    int scope = 0;
+    FILE *fp = fopen("/proc/sys/kernel/yama/ptrace_scope", "r");
+    uint64_t word = 0x1234, copy = 0;
+    struct iovec l = {&copy, sizeof(copy)}, r = {&word, sizeof(word)};
+
+    if (fp) {
+        if (fscanf(fp, "%d", &scope) != 1) {
+            scope = 0;
+        }
+        fclose(fp);
+    }
+#ifdef PR_SET_PTRACER
+    prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);
+#endif
+    return scope <= 1 && process_vm_readv(getpid(), &l, 1, &r, 1, 0) == sizeof(word) &&
+           copy == word;
+}
+
+static int alloc_tables(struct fab *f, struct fab_shm *s)
+{
+    s->local_of = malloc(sizeof(int) * (size_t)f->size);
+    s->peer_seg = calloc((size_t)f->size, sizeof(*s->peer_seg));
+    s->ptail = calloc((size_t)f->size, sizeof(uint64_t));
+    s->phead = calloc((size_t)f->size, sizeof(uint64_t));
+    s->pids = calloc((size_t)f->size, sizeof(pid_t));
+    if (!s->local_of || !s->peer_seg || !s->ptail || !s->phead || !s->pids) {
+        return mps_error(PGC_ERR_NOMEM, "fab_open: no memory for the shared-memory tables");
+    }
+    s->nlocal = 0;
+    for (int r = 0; r < f->size; r++) {
+        s->local_of[r] = same_node(f, r, f->rank) ? s->nlocal++ : -1;
+    }
+    s->my_local = s->local_of[f->rank];
+    s->chead = calloc((size_t)s->nlocal, sizeof(uint64_t));
+    return s->chead ? PGC_OK : mps_error(PGC_ERR_NOMEM, "fab_open: no memory for ring heads");
+}
+
+static int create_segment(struct fab_shm *s)
+{
+    int fd;
+
+    s->nonce = (uint32_t)getpid() * 2654435761u ^ (uint32_t)time(NULL) ^ (uint32_t)clock();
+    seg_name(s->name, sizeof(s->name), (uint32_t)getpid(), s->nonce);
+    s->seg_bytes = seg_bytes(s->nlocal);
+    fd = shm_open(s->name, O_CREAT | O_EXCL | O_RDWR, 0600);
+    if (fd < 0) {
+        return mps_error(PGC_ERR_FABRIC, "fab_open: shm_open(%s): %s", s->name, strerror(errno));
+    }
+    if (ftruncate(fd, (off_t)s->seg_bytes) != 0) {
+        close(fd);
+        shm_unlink(s->name);
+        return mps_error(PGC_ERR_FABRIC, "fab_open: cannot size %s to %zu B (is /dev/shm full?)",
+                         s->name, s->seg_bytes);
+    }
+    s->mine = mmap(NULL, s->seg_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    if (s->mine == MAP_FAILED) {
+        s->mine = NULL;
+        shm_unlink(s->name);
+        return mps_error(PGC_ERR_FABRIC, "fab_open: mmap of %s: %s", s->name, strerror(errno));
+    }
+    s->mine->nrings = (uint32_t)s->nlocal;
+    s->mine->magic = SEG_MAGIC;
+    return PGC_OK;
+}
+
+int fab_shm_open(struct fab *f)
+{
+    struct fab_shm *s;
+    int rc;
+
+    if (*mps_config_str(MPS_CFG_FABRIC_PROVIDER) || mps_config_int(MPS_CFG_SHM_RING) == 0) {
+        return PGC_OK; /* a forced provider carries everything, as asked */
+    }
+    s = calloc(1, sizeof(*s));
+    if (!s) {
+        return mps_error(PGC_ERR_NOMEM, "fab_open: no memory");
+    }
+    f->ring = s;
+    rc = alloc_tables(f, s);
+    if (rc == PGC_OK) {
+        rc = create_segment(s);
+    }
+    if (rc == PGC_OK) {
+        s->cma = probe_cma();
+        MPS_INFO("intra-node rings for %d local ranks; single copy (CMA) %s", s->nlocal,
+                 s->cma ? "on" : "off: data through libfabric shm");
+    }
+    return rc;
+}
+
+bool fab_shm_cma(const struct fab *f)
+{
+    return f->ring && f->ring->cma;
+}
+
+void fab_shm_addr(const struct fab *f, uint32_t *pid, uint32_t *nonce)
+{
+    *pid = f->ring ? (uint32_t)getpid() : 0;
+    *nonce = f->ring ? f->ring->nonce : 0;
+}
+
+int fab_shm_connect(struct fab *f, int peer, uint32_t pid, uint32_t nonce)
+{
+    struct fab_shm *s = f->ring;
+    char name[64];
+    struct seg *seg;
+    int fd;
+
+    if (peer == f->rank) {
+        s->peer_seg[peer] = s->mine;
+        s->pids[peer] = getpid();
+        return PGC_OK;
+    }
+    seg_name(name, sizeof(name), pid, nonce);
+    fd = shm_open(name, O_RDWR, 0);
+    if (fd < 0) {
+        return mps_error(PGC_ERR_FABRIC, "fab_connect: cannot open rank %d's segment %s: %s",
+                         peer, name, strerror(errno));
+    }
+    seg = mmap(NULL, s->seg_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    if (seg == MAP_FAILED || seg->magic != SEG_MAGIC || (int)seg->nrings != s->nlocal) {
+        if (seg != MAP_FAILED) {
+            munmap(seg, s->seg_bytes);
+        }
+        return mps_error(PGC_ERR_MISMATCH, "fab_connect: rank %d's segment %s does not match "
+                         "(%d local ranks expected)", peer, name, s->nlocal);
+    }
+    s->peer_seg[peer] = seg;
+    s->pids[peer] = (pid_t)pid;
+    return PGC_OK;
+}
+
+void fab_shm_unlink(struct fab *f)
+{
+    if (f->ring && f->ring->mine && !f->ring->unlinked) {
+        shm_unlink(f->ring->name);
+        f->ring->unlinked = true;
+    }
+}
+
+void fab_shm_close(struct fab *f)
+{
+    struct fab_shm *s = f->ring;
+
+    if (!s) {
+        return;
+    }
+    fab_shm_unlink(f);
+    for (int r = 0; s->peer_seg && r < f->size; r++) {
+        if (s->peer_seg[r] && s->peer_seg[r] != s->mine) {
+            munmap(s->peer_seg[r], s->seg_bytes);
+        }
+    }
+    if (s->mine) {
+        munmap(s->mine, s->seg_bytes);
+    }
+    while (s->unexp) {
+        struct pending_data *d = s->unexp;
+        s->unexp = d->next;
+        free(d);
+    }
+    while (s->fins) {
+        struct pending_fin *p = s->fins;
+        s->fins = p->next;
+        free(p);
+    }
+    free(s->local_of);
+    free(s->peer_seg);
+    free(s->ptail);
+    free(s->phead);
+    free(s->pids);
+    free(s->chead);
+    free(s);
+    f->ring = NULL;
+}
+
+bool fab_shm_am_peer(const struct fab *f, int peer)
+{
+    return f->ring && f->ring->peer_seg[peer] != NULL;
+}
+
+bool fab_shm_data_peer(const struct fab *f, int peer)
+{
+    return fab_shm_am_peer(f, peer) && f->ring->cma;
+}
+
+/* ---- producer side ---- */
+
+/* Room for a record of `need` bytes in my ring inside peer's segment, or NULL when full.
+ * *tail gets the tail to publish once the record is written. */
+static unsigned char *ring_claim(struct fab_shm *s, int peer, size_t need, uint64_t *tail)
+{
+    struct ring *r = &s->peer_seg[peer]->rings[s->my_local];
+    uint64_t t = s->ptail[peer];
+    size_t off = t % RING_BYTES;
+    size_t waste = off + need > RING_BYTES ? RING_BYTES - off : 0;
+
+    if (t + waste + need - s->phead[peer] > RING_BYTES) {
+        s->phead[peer] = __atomic_load_n(&r->head, __ATOMIC_ACQUIRE);
+        if (t + waste + need - s->phead[peer] > RING_BYTES) {
+            return NULL;
+        }
+    }
+    if (waste) {
+        struct rec_hdr *w = (struct rec_hdr *)(r->data + off);
+        w->kind = REC_WRAP;
+        w->len = (uint32_t)waste;
+        t += waste;
+        off = 0;
+    }
+    *tail = t + need;
+    return r->data + off;
+}
+
+static void ring_publish(struct fab_shm *s, int peer, uint64_t tail)
+{
+    struct ring *r = &s->peer_seg[peer]->rings[s->my_local];
+
+    s->ptail[peer] = tail;
+    __atomic_store_n(&r->tail, tail, __ATOMIC_RELEASE);
+}
+
+/* Appends one record (two payload pieces) if there is room; false when the ring is full. */
+static bool try_append(struct fab *f, int peer, enum rec_kind kind, const void *a, size_t alen,
+                       const void *b, size_t blen)
+{
+    struct fab_shm *s = f->ring;
+    uint64_t tail;
+    unsigned char *dst = ring_claim(s, peer, rec_size(alen + blen), &tail);
+    struct rec_hdr h = {.len = (uint32_t)(alen + blen), .kind = (uint16_t)kind, .src = f->rank};
+
+    if (!dst) {
+        return false;
+    }
+    memcpy(dst, &h, sizeof(h));
+    if (alen) {
+        memcpy(dst + sizeof(h), a, alen);
+    }
+    if (blen) {
+        memcpy(dst + sizeof(h) + alen, b, blen);
+    }
+    ring_publish(s, peer, tail);
+    return true;
+}
+
+/* Appends a record, progressing (which drains our own rings, so two ranks that fill each
+ * other's rings cannot deadlock) until there is room or the timeout passes. */
+static int append(struct fab *f, int peer, enum rec_kind kind, const void *a, size_t alen,
+                  const void *b, size_t blen, const char *call)
+{
+    struct fab_wait w = {0};
+    int rc;
+
+    while (!try_append(f, peer, kind, a, alen, b, blen)) {
+        if ((rc = fab_wait_step(f, &w, peer, call)) != PGC_OK) {
+            return rc;
+        }
+    }
+    return PGC_OK;
+}
+
+int fab_shm_am_send(struct fab *f, int peer, const void *hdr, size_t hlen, const void *payload,
+                    size_t plen)
+{
+    return append(f, peer, REC_AM, hdr, hlen, payload, plen, "fab_am_send");
+}
+
+int fab_shm_tsend(struct fab *f, int peer, const void *buf, size_t len, uint64_t tag,
+                  struct fab_req *req)
+{
+    struct data_rts d = {tag, (uint64_t)(uintptr_t)buf, len, (uint64_t)(uintptr_t)req};
+
+    return append(f, peer, REC_DATA, &d, sizeof(d), NULL, 0, "fab_tsend");
+}
+
+static void send_fin(struct fab *f, int peer, uint64_t cookie, int status)
+{
+    struct data_fin fin = {.cookie = cookie, .status = status};
+    struct pending_fin *p;
+
+    if (!f->ring->fins && try_append(f, peer, REC_FIN, &fin, sizeof(fin), NULL, 0)) {
+        return;
+    }
+    p = malloc(sizeof(*p));
+    if (!p) {
+        MPS_ERR("fab_progress: no memory to queue a completion for rank %d", peer);
+        return;
+    }
+    p->peer = peer;
+    p->fin = fin;
+    p->next = NULL;
+    /* Keep FINs in order behind the ones already waiting. */
+    struct pending_fin **pp = &f->ring->fins;
+    while (*pp) {
+        pp = &(*pp)->next;
+    }
+    *pp = p;
+}
+
+static void flush_fins(struct fab *f)
+{
+    struct fab_shm *s = f->ring;
+
+    while (s->fins &&
+           try_append(f, s->fins->peer, REC_FIN, &s->fins->fin, sizeof(s->fins->fin), NULL, 0)) {
+        struct pending_fin *p = s->fins;
+        s->fins = p->next;
+        free(p);
+    }
+}
+
+/* ---- consumer side ---- */
+
+static int cma_read(struct fab_shm *s, int peer, void *buf, uint64_t addr, size_t len)
+{
+    size_t done = 0;
+
+    while (done < len) {
+        struct iovec l = {(char *)buf + done, len - done};
+        struct iovec r = {(void *)(uintptr_t)(addr + done), len - done};
+        ssize_t n = process_vm_readv(s->pids[peer], &l, 1, &r, 1, 0);
+        if (n <= 0) {
+            return mps_error(PGC_ERR_FABRIC,
+                             "process_vm_readv of %zu B from rank %d failed: %s (set "
+                             "MPISHIM_SHM_RING=0 to use libfabric's shm)",
+                             len, peer, n < 0 ? strerror(errno) : "no progress");
+        }
+        done += (size_t)n;
+    }
+    return PGC_OK;
+}
+
+/* Copies a DATA record's bytes into a posted receive, acks the sender, completes. */
+static void data_complete(struct fab *f, int peer, const struct data_rts *d, struct fab_req *req)
+{
+    size_t cap = req->fab_len;
+    size_t n = d->len < cap ? d->len : cap;
+    int rc = cma_read(f->ring, peer, req->ctx.internal[PR_BUF], d->addr, n);
+
+    send_fin(f, peer, d->cookie, rc);
+    if (rc == PGC_OK && d->len > cap) {
+        rc = PGC_ERR_TRUNCATE;
+    }
+    req->complete(req, rc, n);
+}
+
+static struct fab_req *take_posted(struct fab_shm *s, int peer, uint64_t tag)
+{
+    struct fab_req **pp = &s->posted;
+
+    while (*pp) {
+        struct fab_req *r = *pp;
+        if ((int)(intptr_t)r->ctx.internal[PR_PEER] == peer &&
+            (uint64_t)(uintptr_t)r->ctx.internal[PR_TAG] == tag) {
+            *pp = r->ctx.internal[PR_NEXT];
+            return r;
+        }
+        pp = (struct fab_req **)&r->ctx.internal[PR_NEXT];
+    }
+    return NULL;
+}
+
+static void on_data(struct fab *f, int peer, const struct data_rts *d)
+{
+    struct fab_req *req = take_posted(f->ring, peer, d->tag);
+    struct pending_data *p;
+
+    if (req) {
+        data_complete(f, peer, d, req);
+        return;
+    }
+    p = malloc(sizeof(*p));
+    if (!p) {
+        MPS_ERR("fab_progress: no memory for a transfer announced by rank %d", peer);
+        send_fin(f, peer, d->cookie, PGC_ERR_NOMEM);
+        return;
+    }
+    p->peer = peer;
+    p->d = *d;
+    p->next = f->ring->unexp;
+    f->ring->unexp = p;
+}
+
+static void on_fin(const struct data_fin *fin)
+{
+    struct fab_req *req = (struct fab_req *)(uintptr_t)fin->cookie;
+
+    req->complete(req, fin->status, 0);
+}
+
+static void dispatch(struct fab *f, const struct rec_hdr *h)
+{
+    const void *payload = h + 1;
+
+    if (h->kind == REC_AM) {
+        f->am_handler(f->am_arg, h->src, payload, h->len);
+    } else if (h->kind == REC_DATA) {
+        on_data(f, h->src, payload);
+    } else if (h->kind == REC_FIN) {
+        on_fin(payload);
+    } else {
+        MPS_ERR("fab_progress: unknown record kind %u from rank %d", h->kind, h->src);
+    }
+}
+
+/* Handles every record published in the ring of one local sender. */
+static int drain(struct fab *f, int li)
+{
+    struct fab_shm *s = f->ring;
+    struct ring *r = &s->mine->rings[li];
+    uint64_t head = s->chead[li];
+    uint64_t tail = __atomic_load_n(&r->tail, __ATOMIC_ACQUIRE);
+    int n = 0;
+
+    if (head == tail) {
+        return 0;
+    }
+    while (head != tail) {
+        const struct rec_hdr *h = (const struct rec_hdr *)(r->data + head % RING_BYTES);
+        if (h->kind == REC_WRAP) {
+            head += h->len;
+            continue;
+        }
+        dispatch(f, h);
+        head += rec_size(h->len);
+        n++;
+    }
+    s->chead[li] = head;
+    __atomic_store_n(&r->head, head, __ATOMIC_RELEASE);
+    return n;
+}
+
+int fab_shm_progress(struct fab *f)
+{
+    struct fab_shm *s = f->ring;
+    int n = 0;
+
+    if (mps_unlikely(s->fins != NULL)) {
+        flush_fins(f);
+    }
+    for (int li = 0; li < s->nlocal; li++) {
+        n += drain(f, li);
+    }
+    return n;
+}
+
+int fab_shm_trecv(struct fab *f, int peer, void *buf, size_t len, uint64_t tag,
+                  struct fab_req *req)
+{
+    struct fab_shm *s = f->ring;
+    struct pending_data **pp = &s->unexp;
+
+    req->fab_len = len;
+    req->ctx.internal[PR_BUF] = buf;
+    while (*pp) {
+        struct pending_data *p = *pp;
+        if (p->peer == peer && p->d.tag == tag) {
+            *pp = p->next;
+            data_complete(f, peer, &p->d, req);
+            free(p);
+            return PGC_OK;
+        }
+        pp = &p->next;
+    }
+    req->ctx.internal[PR_PEER] = (void *)(intptr_t)peer;
+    req->ctx.internal[PR_TAG] = (void *)(uintptr_t)tag;
+    req->ctx.internal[PR_NEXT] = s->posted;
+    s->posted = req;
+    return PGC_OK;
+}

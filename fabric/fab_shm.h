@@ -1,0 +1,43 @@
+/*
+ * fab_shm.h - the intra-node fast path (private to fabric/).
+ *
+ * Between ranks of one node, active messages go through single-producer single-consumer
+ * byte rings in shared memory (one ring per sender in each receiver's segment), and tagged
+ * data is copied once, by the receiver, with process_vm_readv (CMA) from the sender's
+ * buffer. This is what Open MPI's vader and MPICH's shm do; it costs one cache-line
+ * transfer for a small message instead of the libfabric shm provider's command queues.
+ * libfabric still carries everything between nodes, and local data when CMA is refused.
+ */
+#ifndef FAB_SHM_H
+#define FAB_SHM_H
+
+#include "fab_int.h"
+
+#include <stdbool.h>
+
+/* Creates this rank's segment when the fast path applies (intra-node peers, no forced
+ * provider, MPISHIM_SHM_RING=1). f->ring stays NULL when it does not. */
+int fab_shm_open(struct fab *f);
+/* Whether CMA works here (tagged data can bypass libfabric). */
+bool fab_shm_cma(const struct fab *f);
+/* What a peer needs to map our segment: our pid and a nonce, part of the address blob. */
+void fab_shm_addr(const struct fab *f, uint32_t *pid, uint32_t *nonce);
+/* Maps the segment of a peer on this node. */
+int fab_shm_connect(struct fab *f, int peer, uint32_t pid, uint32_t nonce);
+/* Removes our segment's name (every peer has mapped it). */
+void fab_shm_unlink(struct fab *f);
+void fab_shm_close(struct fab *f);
+
+/* Whether peer's AMs (and, with CMA, its data) go through the fast path. */
+bool fab_shm_am_peer(const struct fab *f, int peer);
+bool fab_shm_data_peer(const struct fab *f, int peer);
+int fab_shm_am_send(struct fab *f, int peer, const void *hdr, size_t hlen, const void *payload,
+                    size_t plen);
+int fab_shm_tsend(struct fab *f, int peer, const void *buf, size_t len, uint64_t tag,
+                  struct fab_req *req);
+int fab_shm_trecv(struct fab *f, int peer, void *buf, size_t len, uint64_t tag,
+                  struct fab_req *req);
+/* Drains the inbound rings; returns the number of records handled. */
+int fab_shm_progress(struct fab *f);
+
+#endif
