@@ -5,6 +5,7 @@
 #include "config.h"
 
 #include "shim_comm.h"
+#include "shim_topo.h"
 #include "mps_log.h"
 #include "pgc_status.h"
 
@@ -157,6 +158,9 @@ int PMPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm)
         return shim_error_pg(comm, SHIM_FN, rc);
     }
     rc = comm_wrap(c, comm, SHIM_FN, g, newcomm);
+    if (rc == MPI_SUCCESS) {
+        rc = shim_topo_copy(comm, *newcomm);
+    }
     if (rc == MPI_SUCCESS) {
         rc = shim_attr_copy_all(comm, *newcomm);
     }

@@ -6,13 +6,13 @@
  */
 #include "config.h"
 
+#include "mps_log.h"
+#include "pg_group_sub.h"
+#include "pgc_status.h"
 #include "shim_comm.h"
 #include "shim_group.h"
 #include "shim_req.h"
 #include "shim_topo.h"
-#include "pg_group_sub.h"
-#include "mps_log.h"
-#include "pgc_status.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -160,8 +160,7 @@ static int node_color(struct pg_group *g, int *color)
 }
 
 #pragma weak MPI_Comm_split_type = PMPI_Comm_split_type
-int PMPI_Comm_split_type(MPI_Comm comm, int split_type, int key, MPI_Info info,
-                         MPI_Comm *newcomm)
+int PMPI_Comm_split_type(MPI_Comm comm, int split_type, int key, MPI_Info info, MPI_Comm *newcomm)
 {
     struct shim_comm *c;
     struct pg_group *g = NULL;

@@ -7,10 +7,10 @@
  */
 #include "config.h"
 
-#include "shim_group.h"
-#include "shim_comm.h"
 #include "mps_log.h"
 #include "pgc_status.h"
+#include "shim_comm.h"
+#include "shim_group.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -114,8 +114,7 @@ int PMPI_Comm_group(MPI_Comm comm, MPI_Group *group)
         return rc;
     }
     if (shim_comm_get(comm, &c) != MPI_SUCCESS) {
-        return shim_error(comm, SHIM_FN, MPI_ERR_COMM, "invalid communicator 0x%x",
-                          (unsigned)comm);
+        return shim_error(comm, SHIM_FN, MPI_ERR_COMM, "invalid communicator 0x%x", (unsigned)comm);
     }
     return group_out(SHIM_FN, c->g->ranks, c->g->size, group);
 }
@@ -203,8 +202,7 @@ static int incl_excl(const char *fn, MPI_Group group, int n, const int *ranks, b
     seen = calloc((size_t)g->size + 1, 1);
     world = int_array(g->size);
     if (!seen || !world) {
-        rc = shim_error(MPI_COMM_WORLD, fn, MPI_ERR_NO_MEM, "no memory for a group of %d",
-                        g->size);
+        rc = shim_error(MPI_COMM_WORLD, fn, MPI_ERR_NO_MEM, "no memory for a group of %d", g->size);
         goto out;
     }
     rc = check_rank_list(fn, g, n, ranks, seen);
@@ -249,8 +247,8 @@ static int expand_ranges(const char *fn, const struct shim_group *g, int n, int 
         if (stride == 0 || first < 0 || first >= g->size || last < 0 || last >= g->size ||
             (stride > 0 && first > last) || (stride < 0 && first < last)) {
             return shim_error(MPI_COMM_WORLD, fn, MPI_ERR_ARG,
-                              "range %d (%d, %d, %d) is invalid for a group of %d", i, first,
-                              last, stride, g->size);
+                              "range %d (%d, %d, %d) is invalid for a group of %d", i, first, last,
+                              stride, g->size);
         }
         total += (last - first) / stride + 1;
     }
@@ -309,8 +307,7 @@ int PMPI_Group_range_excl(MPI_Group group, int n, int ranges[][3], MPI_Group *ne
 enum set_op { SET_UNION, SET_INTERSECTION, SET_DIFFERENCE };
 
 /* The set operations keep group1's order first, then (union) group2's new members. */
-static int set_op(const char *fn, MPI_Group h1, MPI_Group h2, enum set_op op,
-                  MPI_Group *newgroup)
+static int set_op(const char *fn, MPI_Group h1, MPI_Group h2, enum set_op op, MPI_Group *newgroup)
 {
     struct shim_group *g1, *g2;
     int *in2 = NULL, *world = NULL;

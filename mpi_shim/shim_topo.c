@@ -6,9 +6,9 @@
  */
 #include "config.h"
 
-#include "shim_topo.h"
 #include "mps_log.h"
 #include "pgc_status.h"
+#include "shim_topo.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -93,15 +93,16 @@ static int topo_enter(const char *fn, MPI_Comm comm, int kind, struct shim_comm 
     }
     if (kind && (!(*c)->topo || (*c)->topo->kind != kind)) {
         return shim_error(comm, fn, MPI_ERR_TOPOLOGY, "the communicator has no %s topology",
-                          kind == MPI_CART ? "Cartesian"
-                                           : kind == MPI_GRAPH ? "graph" : "distributed graph");
+                          kind == MPI_CART    ? "Cartesian"
+                          : kind == MPI_GRAPH ? "graph"
+                                              : "distributed graph");
     }
     return MPI_SUCCESS;
 }
 
 /* Wraps g (may be NULL: not a member) in a communicator carrying t; t is consumed. */
-static int wrap_topo(const char *fn, struct shim_comm *parent, MPI_Comm comm,
-                     struct pg_group *g, struct shim_topo *t, MPI_Comm *out)
+static int wrap_topo(const char *fn, struct shim_comm *parent, MPI_Comm comm, struct pg_group *g,
+                     struct shim_topo *t, MPI_Comm *out)
 {
     struct shim_comm *nc;
 
@@ -193,8 +194,7 @@ static int cart_check(const char *fn, MPI_Comm comm, const struct shim_comm *c, 
     }
     for (int d = 0; d < ndims; d++) {
         if (dims[d] <= 0) {
-            return shim_error(comm, fn, MPI_ERR_DIMS, "dims[%d] = %d is not positive", d,
-                              dims[d]);
+            return shim_error(comm, fn, MPI_ERR_DIMS, "dims[%d] = %d is not positive", d, dims[d]);
         }
         n *= dims[d];
         if (n > c->g->size) {
@@ -203,8 +203,7 @@ static int cart_check(const char *fn, MPI_Comm comm, const struct shim_comm *c, 
     }
     if (n > c->g->size) {
         return shim_error(comm, fn, MPI_ERR_TOPOLOGY,
-                          "the grid needs more ranks than the communicator has (%d)",
-                          c->g->size);
+                          "the grid needs more ranks than the communicator has (%d)", c->g->size);
     }
     *nnodes = (int)n;
     return MPI_SUCCESS;
@@ -469,15 +468,13 @@ static void dims_search(struct dims_search *s, int pos, int rest, int maxf)
 }
 
 /* Checks the arguments; *rest gets nnodes over the product of the fixed entries. */
-static int dims_check(const char *fn, int nnodes, int ndims, const int *dims, int *nfree,
-                      int *rest)
+static int dims_check(const char *fn, int nnodes, int ndims, const int *dims, int *nfree, int *rest)
 {
     long fixed = 1;
 
     if (nnodes <= 0 || ndims < 0 || ndims > 64) {
         return shim_error(MPI_COMM_WORLD, fn, nnodes <= 0 ? MPI_ERR_ARG : MPI_ERR_DIMS,
-                          "nnodes %d, ndims %d (need nnodes > 0, 0 <= ndims <= 64)", nnodes,
-                          ndims);
+                          "nnodes %d, ndims %d (need nnodes > 0, 0 <= ndims <= 64)", nnodes, ndims);
     }
     *nfree = 0;
     for (int d = 0; d < ndims; d++) {
@@ -528,8 +525,7 @@ static int graph_check(const char *fn, MPI_Comm comm, const struct shim_comm *c,
                        const int *index, const int *edges)
 {
     if (nnodes < 0 || nnodes > c->g->size) {
-        return shim_error(comm, fn, MPI_ERR_ARG, "nnodes %d is outside 0..%d", nnodes,
-                          c->g->size);
+        return shim_error(comm, fn, MPI_ERR_ARG, "nnodes %d is outside 0..%d", nnodes, c->g->size);
     }
     for (int i = 0; i < nnodes; i++) {
         if (index[i] < (i ? index[i - 1] : 0)) {
@@ -706,8 +702,8 @@ static int check_ranks(const char *fn, MPI_Comm comm, int size, int n, const int
     }
     for (int i = 0; i < n; i++) {
         if (ranks[i] < 0 || ranks[i] >= size) {
-            return shim_error(comm, fn, MPI_ERR_RANK, "%s %d is rank %d, outside 0..%d", what,
-                              i, ranks[i], size - 1);
+            return shim_error(comm, fn, MPI_ERR_RANK, "%s %d is rank %d, outside 0..%d", what, i,
+                              ranks[i], size - 1);
         }
     }
     return MPI_SUCCESS;
@@ -753,15 +749,14 @@ int PMPI_Dist_graph_create_adjacent(MPI_Comm comm_old, int indegree, const int s
     if (rc != MPI_SUCCESS) {
         return rc;
     }
-    return dist_finish(SHIM_FN, c, comm_old,
-                       dist_new(indegree, sources,
-                                sourceweights == MPI_WEIGHTS_EMPTY ? NULL : sourceweights,
-                                outdegree, destinations,
-                                destweights == MPI_WEIGHTS_EMPTY || destweights == MPI_UNWEIGHTED
-                                    ? NULL
-                                    : destweights,
-                                weighted),
-                       comm_dist_graph);
+    return dist_finish(
+        SHIM_FN, c, comm_old,
+        dist_new(indegree, sources, sourceweights == MPI_WEIGHTS_EMPTY ? NULL : sourceweights,
+                 outdegree, destinations,
+                 destweights == MPI_WEIGHTS_EMPTY || destweights == MPI_UNWEIGHTED ? NULL
+                                                                                   : destweights,
+                 weighted),
+        comm_dist_graph);
 }
 
 /* An edge as exchanged by MPI_Dist_graph_create. */
@@ -877,8 +872,8 @@ int PMPI_Dist_graph_create(MPI_Comm comm_old, int n, const int sources[], const 
     (void)info;
     (void)reorder;
     if (rc == MPI_SUCCESS) {
-        rc = local_edges(SHIM_FN, comm_old, c->g->size, n, sources, degrees, destinations,
-                         weights, &mine, &m);
+        rc = local_edges(SHIM_FN, comm_old, c->g->size, n, sources, degrees, destinations, weights,
+                         &mine, &m);
     }
     if (rc != MPI_SUCCESS) {
         return rc;

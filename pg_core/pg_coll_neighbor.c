@@ -9,10 +9,10 @@
  */
 #include "config.h"
 
+#include "mps_log.h"
 #include "pg_group_sub.h"
 #include "pg_internal.h"
 #include "pg_sched.h"
-#include "mps_log.h"
 #include "pgc_status.h"
 
 static int check_peers(struct pg_group *g, const struct pg_nbr_xfer *x, int n)

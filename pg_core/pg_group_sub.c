@@ -11,9 +11,9 @@
  */
 #include "config.h"
 
+#include "mps_log.h"
 #include "pg_group_sub.h"
 #include "pg_internal.h"
-#include "mps_log.h"
 #include "pgc_status.h"
 
 #include <stdlib.h>
@@ -43,8 +43,7 @@ static uint64_t temp_ctx(const struct pg_group *parent, int tag, const int *worl
 }
 
 /* World ranks of the members and my position; checks the list. */
-static int member_list(struct pg_group *parent, const int *parent_ranks, int n, int *world,
-                       int *me)
+static int member_list(struct pg_group *parent, const int *parent_ranks, int n, int *world, int *me)
 {
     *me = -1;
     for (int i = 0; i < n; i++) {
@@ -76,8 +75,7 @@ static int member_list(struct pg_group *parent, const int *parent_ranks, int n, 
 int pg_group_create_sub(struct pg_group *parent, const int *parent_ranks, int n, int tag,
                         struct pg_group **out)
 {
-    struct pg_op_spec max = {.dt = PG_UINT64, .op = PG_OP_MAX, .elem_size = 8,
-                             .commutative = true};
+    struct pg_op_spec max = {.dt = PG_UINT64, .op = PG_OP_MAX, .elem_size = 8, .commutative = true};
     struct pg_group *tmp = NULL;
     int *world = malloc(sizeof(int) * (size_t)(n > 0 ? n : 1));
     uint64_t mine = pg_w.next_ctx, ctx = 0;
