@@ -9,10 +9,33 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Finished schedules are kept (with their step arrays) for reuse: a collective then
+ * costs no malloc on the fast path. Guarded by the world lock like everything here. */
+#define SCHED_CACHE 16
+static struct pg_sched *cache[SCHED_CACHE];
+static int ncached;
+
+static struct pg_sched *sched_get(void)
+{
+    struct pg_sched *s;
+
+    if (ncached == 0) {
+        return calloc(1, sizeof(struct pg_sched));
+    }
+    s = cache[--ncached];
+    s->req = NULL;
+    s->status = PGC_OK;
+    s->n = s->next = s->inflight = 0;
+    s->nscratch = 0;
+    s->inline_used = 0;
+    memset(&s->op, 0, sizeof(s->op));
+    return s;
+}
+
 struct pg_sched *pg_sched_new(struct pg_group *g, const struct pg_op_spec *op,
                               struct pg_req *req)
 {
-    struct pg_sched *s = calloc(1, sizeof(*s));
+    struct pg_sched *s = sched_get();
 
     if (!s) {
         mps_error(PGC_ERR_NOMEM, "no memory for a collective schedule");
@@ -93,11 +116,17 @@ void pg_sched_fence(struct pg_sched *s)
 
 void *pg_sched_alloc(struct pg_sched *s, size_t bytes)
 {
+    size_t aligned = (bytes + 15) & ~(size_t)15;
     void **list;
     void *p;
 
     if (s->status != PGC_OK) {
         return NULL;
+    }
+    if (aligned <= PG_SCHED_INLINE - s->inline_used) {
+        p = s->inline_scratch + s->inline_used;
+        s->inline_used += aligned;
+        return p;
     }
     list = realloc(s->scratch, sizeof(void *) * (size_t)(s->nscratch + 1));
     p = malloc(bytes ? bytes : 1);
@@ -119,6 +148,10 @@ void pg_sched_discard(struct pg_sched *s)
 {
     for (int i = 0; i < s->nscratch; i++) {
         free(s->scratch[i]);
+    }
+    if (ncached < SCHED_CACHE) {
+        cache[ncached++] = s; /* keeps its steps and scratch-list arrays */
+        return;
     }
     free(s->scratch);
     free(s->steps);

@@ -21,6 +21,8 @@
 
 enum pg_step_kind { PG_STEP_SEND, PG_STEP_RECV, PG_STEP_REDUCE, PG_STEP_COPY, PG_STEP_FENCE };
 
+#define PG_SCHED_INLINE 1024 /* bytes of scratch kept inside a schedule */
+
 struct pg_sched;
 
 struct pg_step {
@@ -45,6 +47,9 @@ struct pg_sched {
     void **scratch;
     int nscratch;
     struct mps_list link;
+    /* Small scratch comes from here, so a small collective allocates nothing once warm. */
+    size_t inline_used;
+    _Alignas(16) unsigned char inline_scratch[PG_SCHED_INLINE];
 };
 
 /* A schedule on g that will complete req (initialised here). op may be NULL. */
