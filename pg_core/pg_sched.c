@@ -14,15 +14,49 @@
 #define SCHED_CACHE 16
 static struct pg_sched *cache[SCHED_CACHE];
 static int ncached;
+/* Schedules are built outside the world lock, so the cache has a lock of its own. */
+static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static struct pg_sched *cache_pop(void)
+{
+    struct pg_sched *s = NULL;
+
+    if (pg_w.mt) {
+        pthread_mutex_lock(&cache_lock);
+    }
+    if (ncached > 0) {
+        s = cache[--ncached];
+    }
+    if (pg_w.mt) {
+        pthread_mutex_unlock(&cache_lock);
+    }
+    return s;
+}
+
+static bool cache_push(struct pg_sched *s)
+{
+    bool kept = false;
+
+    if (pg_w.mt) {
+        pthread_mutex_lock(&cache_lock);
+    }
+    if (ncached < SCHED_CACHE) {
+        cache[ncached++] = s;
+        kept = true;
+    }
+    if (pg_w.mt) {
+        pthread_mutex_unlock(&cache_lock);
+    }
+    return kept;
+}
 
 static struct pg_sched *sched_get(void)
 {
-    struct pg_sched *s;
+    struct pg_sched *s = cache_pop();
 
-    if (ncached == 0) {
+    if (!s) {
         return calloc(1, sizeof(struct pg_sched));
     }
-    s = cache[--ncached];
     s->req = NULL;
     s->status = PGC_OK;
     s->n = s->next = s->inflight = 0;
@@ -149,9 +183,8 @@ void pg_sched_discard(struct pg_sched *s)
     for (int i = 0; i < s->nscratch; i++) {
         free(s->scratch[i]);
     }
-    if (ncached < SCHED_CACHE) {
-        cache[ncached++] = s; /* keeps its steps and scratch-list arrays */
-        return;
+    if (cache_push(s)) {
+        return; /* kept with its steps and scratch-list arrays */
     }
     free(s->scratch);
     free(s->steps);
