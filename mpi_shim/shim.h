@@ -25,6 +25,11 @@
 /* The PMPI name to MPI name for messages: SHIM_FN is "MPI_Xxx" inside PMPI_Xxx. */
 #define SHIM_FN (__func__ + 1)
 
+/* The blocking call being served when a blocking collective runs its non-blocking form:
+ * errors raised meanwhile carry this name (MPI_Gather, not MPI_Igather). Set with a comma
+ * expression around the I-call; shim_coll_wait clears it. */
+extern __thread const char *shim_outer_fn;
+
 /* True between MPI_Init and MPI_Finalize. */
 bool shim_initialized(void);
 bool shim_finalized(void);

@@ -60,6 +60,7 @@ int shim_coll_wait(const char *fn, int rc, MPI_Request *request)
 {
     struct shim_req *r;
 
+    shim_outer_fn = NULL;
     if (rc != MPI_SUCCESS) {
         return rc;
     }

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 static int state; /* 0 before MPI_Init, 1 running, 2 finalized */
+__thread const char *shim_outer_fn;
 static int thread_level = MPI_THREAD_SINGLE;
 static pthread_t main_thread;
 
@@ -90,6 +91,9 @@ int shim_error(MPI_Comm comm, const char *fn, int errclass, const char *fmt, ...
     va_start(ap, fmt);
     vsnprintf(cause, sizeof(cause), fmt, ap);
     va_end(ap);
+    if (shim_outer_fn) {
+        fn = shim_outer_fn;
+    }
     snprintf(msg, sizeof(msg), "%s (rank %d): %s", fn, state == 1 ? pg_world_rank() : 0, cause);
     if (state == 1 && (shim_comm_get(comm, &c) == MPI_SUCCESS ||
                        shim_comm_get(MPI_COMM_WORLD, &c) == MPI_SUCCESS)) {

@@ -5,9 +5,9 @@
  */
 #include "config.h"
 
+#include "mps_log.h"
 #include "pg_coll2.h"
 #include "pg_internal.h"
-#include "mps_log.h"
 #include "pgc_status.h"
 
 #include <string.h>
@@ -72,16 +72,18 @@ int pg_igather(struct pg_group *g, const void *in, void *out, size_t bytes, int 
     return start_locked(s);
 }
 
-int pg_igatherv(struct pg_group *g, const void *in, size_t inbytes, void *out,
-                const size_t *counts, const size_t *displs, int root, struct pg_req *req)
+int pg_igatherv(struct pg_group *g, const void *in, size_t inbytes, void *out, const size_t *counts,
+                const size_t *displs, int root, struct pg_req *req)
 {
     struct pg_sched *s;
     size_t *cd = NULL;
     int rc = check_root(g, root);
 
     if (rc == PGC_OK && g->rank == root && inbytes > counts[root]) {
-        rc = mps_error(PGC_ERR_TRUNCATE, "gatherv: the root sends %zu bytes to itself but "
-                       "receives %zu", inbytes, counts[root]);
+        rc = mps_error(PGC_ERR_TRUNCATE,
+                       "gatherv: the root sends %zu bytes to itself but "
+                       "receives %zu",
+                       inbytes, counts[root]);
     }
     if (rc != PGC_OK) {
         return rc;
@@ -125,8 +127,10 @@ int pg_iscatterv(struct pg_group *g, const void *in, const size_t *counts, const
 
     if (rc == PGC_OK && g->rank == root && counts[root] > outbytes &&
         out != (const char *)in + displs[root]) {
-        rc = mps_error(PGC_ERR_TRUNCATE, "scatterv: the root sends %zu bytes to itself but "
-                       "receives %zu", counts[root], outbytes);
+        rc = mps_error(PGC_ERR_TRUNCATE,
+                       "scatterv: the root sends %zu bytes to itself but "
+                       "receives %zu",
+                       counts[root], outbytes);
     }
     if (rc != PGC_OK) {
         return rc;
@@ -144,17 +148,18 @@ int pg_iscatterv(struct pg_group *g, const void *in, const size_t *counts, const
     return start_locked(s);
 }
 
-int pg_ialltoallv(struct pg_group *g, const void *in, const size_t *scounts,
-                  const size_t *sdispls, void *out, const size_t *rcounts, const size_t *rdispls,
-                  struct pg_req *req)
+int pg_ialltoallv(struct pg_group *g, const void *in, const size_t *scounts, const size_t *sdispls,
+                  void *out, const size_t *rcounts, const size_t *rdispls, struct pg_req *req)
 {
     struct pg_sched *s;
     size_t *cd;
     int n = g->size;
 
     if (scounts[g->rank] > rcounts[g->rank]) {
-        return mps_error(PGC_ERR_TRUNCATE, "alltoallv: rank %d sends %zu bytes to itself but "
-                         "receives %zu", g->rank, scounts[g->rank], rcounts[g->rank]);
+        return mps_error(PGC_ERR_TRUNCATE,
+                         "alltoallv: rank %d sends %zu bytes to itself but "
+                         "receives %zu",
+                         g->rank, scounts[g->rank], rcounts[g->rank]);
     }
     s = pg_sched_new(g, NULL, req);
     if (!s) {
@@ -176,8 +181,7 @@ static void equal_blocks(size_t *cd, int n, size_t bytes)
     }
 }
 
-int pg_ialltoall(struct pg_group *g, const void *in, void *out, size_t bytes,
-                 struct pg_req *req)
+int pg_ialltoall(struct pg_group *g, const void *in, void *out, size_t bytes, struct pg_req *req)
 {
     struct pg_sched *s = pg_sched_new(g, NULL, req);
     size_t *cd;

@@ -23,8 +23,8 @@ int pg_igather(struct pg_group *g, const void *in, void *out, size_t bytes, int 
 /* Gatherv: the root receives counts[i] bytes from rank i at out + displs[i]; the others
  * send inbytes from in. At the root inbytes must not exceed counts[root]
  * (PGC_ERR_TRUNCATE), and in == out + displs[root] is in place. */
-int pg_igatherv(struct pg_group *g, const void *in, size_t inbytes, void *out,
-                const size_t *counts, const size_t *displs, int root, struct pg_req *req);
+int pg_igatherv(struct pg_group *g, const void *in, size_t inbytes, void *out, const size_t *counts,
+                const size_t *displs, int root, struct pg_req *req);
 /* Scatter: block i of the root's in (bytes at in + i * bytes) goes to rank i's out.
  * At the root out == in + root * bytes is in place. */
 int pg_iscatter(struct pg_group *g, const void *in, void *out, size_t bytes, int root,
@@ -35,13 +35,11 @@ int pg_iscatterv(struct pg_group *g, const void *in, const size_t *counts, const
                  void *out, size_t outbytes, int root, struct pg_req *req);
 /* Alltoall: block j of in (bytes at in + j * bytes) goes to rank j, which stores it as block
  * i of its out. in and out must not overlap (the MPI layer copies for MPI_IN_PLACE). */
-int pg_ialltoall(struct pg_group *g, const void *in, void *out, size_t bytes,
-                 struct pg_req *req);
+int pg_ialltoall(struct pg_group *g, const void *in, void *out, size_t bytes, struct pg_req *req);
 /* Alltoallv: scounts[j] bytes at in + sdispls[j] go to rank j; rcounts[i] bytes from rank
  * i land at out + rdispls[i]. My own block must satisfy scounts[me] <= rcounts[me]. */
-int pg_ialltoallv(struct pg_group *g, const void *in, const size_t *scounts,
-                  const size_t *sdispls, void *out, const size_t *rcounts, const size_t *rdispls,
-                  struct pg_req *req);
+int pg_ialltoallv(struct pg_group *g, const void *in, const size_t *scounts, const size_t *sdispls,
+                  void *out, const size_t *rcounts, const size_t *rdispls, struct pg_req *req);
 /* Reduce_scatter: in holds sum(counts) elements on every rank; rank i gets in out the
  * reduction (in rank order) of the i-th segment of counts[i] elements. in == out is allowed. */
 int pg_ireduce_scatter(struct pg_group *g, const void *in, void *out, const size_t *counts,

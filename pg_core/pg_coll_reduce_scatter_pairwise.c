@@ -14,8 +14,7 @@
 
 #define PG_RS_WINDOW 8
 
-void pg_reduce_scatter_pairwise(struct pg_sched *s, const void *in, void *out,
-                                const size_t *counts)
+void pg_reduce_scatter_pairwise(struct pg_sched *s, const void *in, void *out, const size_t *counts)
 {
     int n = s->g->size, r = s->g->rank;
     size_t es = s->op.elem_size, mine = counts[r] * es, off = 0;

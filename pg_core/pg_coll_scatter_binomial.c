@@ -34,8 +34,7 @@ static const char *root_blocks(struct pg_sched *s, const void *in, size_t bytes,
     }
     rot = pg_sched_alloc(s, (size_t)n * bytes);
     if (rot) {
-        pg_sched_copy(s, rot, (const char *)in + (size_t)root * bytes,
-                      (size_t)(n - root) * bytes);
+        pg_sched_copy(s, rot, (const char *)in + (size_t)root * bytes, (size_t)(n - root) * bytes);
         pg_sched_copy(s, rot + (size_t)(n - root) * bytes, in, (size_t)root * bytes);
     }
     return rot;
