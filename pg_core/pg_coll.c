@@ -78,7 +78,15 @@ int pg_ibcast(struct pg_group *g, void *buf, size_t bytes, int root, struct pg_r
     if (!s) {
         return PGC_ERR_NOMEM;
     }
-    pg_bcast_binomial(s, buf, bytes, root);
+    /* The binomial tree sends the whole buffer log2 n times down a path; scatter+allgather
+     * moves it about twice, which wins for large buffers on more than two ranks. */
+    if (algo_is(MPS_CFG_COLL_BCAST, "scatter_allgather") ||
+        (algo_is(MPS_CFG_COLL_BCAST, "auto") && g->size > 2 && bytes >= 131072 &&
+         bytes >= (size_t)g->size)) {
+        pg_bcast_scatter_allgather(s, buf, bytes, root);
+    } else {
+        pg_bcast_binomial(s, buf, bytes, root);
+    }
     return start_locked(s);
 }
 
@@ -109,18 +117,28 @@ int pg_ireduce(struct pg_group *g, const void *in, void *out, size_t count,
     return start_locked(s);
 }
 
-static bool use_ring(struct pg_group *g, size_t count, const struct pg_op_spec *op)
+/* Allreduce: recursive doubling for small vectors and non-commutative ops (fewest
+ * rounds), Rabenseifner for large ones (half the bytes), the ring for large vectors on
+ * large groups (bandwidth-optimal, but 2(n-1) rounds). Thresholds measured on 2-8 ranks of
+ * one node (bench/); MPISHIM_COLL_ALLREDUCE overrides. */
+static void build_allreduce(struct pg_sched *s, void *acc, size_t count)
 {
-    if (!op->commutative || count < (size_t)g->size) {
-        return false;
+    struct pg_group *g = s->g;
+    size_t bytes = count * s->op.elem_size;
+    bool split_ok = s->op.commutative && count >= (size_t)g->size;
+    bool rd = !split_ok || algo_is(MPS_CFG_COLL_ALLREDUCE, "recursive_doubling");
+
+    if (!rd && algo_is(MPS_CFG_COLL_ALLREDUCE, "ring")) {
+        pg_allreduce_ring(s, acc, count);
+    } else if (!rd && algo_is(MPS_CFG_COLL_ALLREDUCE, "rabenseifner")) {
+        pg_allreduce_rabenseifner(s, acc, count);
+    } else if (rd || bytes < 4096 || g->size == 1) {
+        pg_allreduce_recursive_doubling(s, acc, count);
+    } else if (g->size > 8 && bytes >= (1u << 20)) {
+        pg_allreduce_ring(s, acc, count);
+    } else {
+        pg_allreduce_rabenseifner(s, acc, count);
     }
-    if (algo_is(MPS_CFG_COLL_ALLREDUCE, "ring")) {
-        return true;
-    }
-    if (!algo_is(MPS_CFG_COLL_ALLREDUCE, "auto")) {
-        return false;
-    }
-    return count * op->elem_size >= 65536 && g->size > 2;
 }
 
 int pg_iallreduce(struct pg_group *g, const void *in, void *out, size_t count,
@@ -137,12 +155,26 @@ int pg_iallreduce(struct pg_group *g, const void *in, void *out, size_t count,
         return PGC_ERR_NOMEM;
     }
     pg_sched_copy(s, out, in, count * op->elem_size);
-    if (use_ring(g, count, op)) {
-        pg_allreduce_ring(s, out, count);
-    } else {
-        pg_allreduce_recursive_doubling(s, out, count);
-    }
+    build_allreduce(s, out, count);
     return start_locked(s);
+}
+
+/* Bruck's log-round allgather applies to equal blocks laid out in rank order; the ring
+ * takes over for large totals, where its n-1 rounds cost less than Bruck's extra copies. */
+static bool use_bruck(struct pg_group *g, const size_t *counts, const size_t *displs)
+{
+    size_t total = counts[0] * (size_t)g->size;
+
+    for (int i = 0; i < g->size; i++) {
+        if (counts[i] != counts[0] || displs[i] != (size_t)i * counts[0]) {
+            return false;
+        }
+    }
+    if (algo_is(MPS_CFG_COLL_ALLGATHER, "bruck") ||
+        algo_is(MPS_CFG_COLL_ALLGATHER, "recursive_doubling")) {
+        return true;
+    }
+    return algo_is(MPS_CFG_COLL_ALLGATHER, "auto") && total <= 65536 && g->size > 2;
 }
 
 int pg_iallgatherv(struct pg_group *g, const void *in, size_t inbytes, void *out,
@@ -161,7 +193,11 @@ int pg_iallgatherv(struct pg_group *g, const void *in, size_t inbytes, void *out
         memcpy(cd + g->size, displs, sizeof(size_t) * (size_t)g->size);
         pg_sched_copy(s, (char *)out + displs[g->rank], in, inbytes);
         pg_sched_fence(s);
-        pg_allgatherv_ring(s, out, cd, cd + g->size);
+        if (use_bruck(g, counts, displs)) {
+            pg_allgather_bruck(s, out, counts[0]);
+        } else {
+            pg_allgatherv_ring(s, out, cd, cd + g->size);
+        }
     }
     return start_locked(s);
 }

@@ -17,6 +17,10 @@ void pg_bcast_binomial(struct pg_sched *s, void *buf, size_t bytes, int root);
 void pg_reduce_binomial(struct pg_sched *s, void *acc, size_t count, int root);
 void pg_allreduce_recursive_doubling(struct pg_sched *s, void *acc, size_t count);
 void pg_allreduce_ring(struct pg_sched *s, void *acc, size_t count);
+void pg_allreduce_rabenseifner(struct pg_sched *s, void *acc, size_t count);
+void pg_bcast_scatter_allgather(struct pg_sched *s, void *buf, size_t bytes, int root);
+/* out holds my block at rank * block on entry; every block on return. */
+void pg_allgather_bruck(struct pg_sched *s, void *out, size_t block);
 /* Block i (counts[i] bytes at displs[i] bytes into buf) comes from rank i; mine is in place. */
 void pg_allgatherv_ring(struct pg_sched *s, void *buf, const size_t *counts,
                         const size_t *displs);

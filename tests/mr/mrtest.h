@@ -9,6 +9,7 @@
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 static int mrt_rank = -1;
 static int mrt_checks;
@@ -31,8 +32,15 @@ static int mrt_checks;
         CHECK(rc_ == MPI_SUCCESS, "returned %d", rc_);                                             \
     } while (0)
 
+/* Arguments of the form NAME=VALUE (from tests/mr.list) are set in the environment before
+ * MPI_Init, so one program can be run with e.g. MPISHIM_COLL_ALLREDUCE=ring. */
 static inline void mrt_init(int *argc, char ***argv)
 {
+    for (int i = 1; i < *argc; i++) {
+        if (strchr((*argv)[i], '=')) {
+            putenv((*argv)[i]);
+        }
+    }
     CHECK_MPI(MPI_Init(argc, argv));
     MPI_Comm_rank(MPI_COMM_WORLD, &mrt_rank);
 }
