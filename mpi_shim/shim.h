@@ -30,6 +30,9 @@
  * expression around the I-call; shim_coll_wait clears it. */
 extern __thread const char *shim_outer_fn;
 
+/* True when MPI_THREAD_MULTIPLE was granted: shared tables then take locks. */
+extern bool shim_thread_multiple;
+
 /* True between MPI_Init and MPI_Finalize. */
 bool shim_initialized(void);
 bool shim_finalized(void);

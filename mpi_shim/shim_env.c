@@ -19,6 +19,7 @@
 
 static int state; /* 0 before MPI_Init, 1 running, 2 finalized */
 __thread const char *shim_outer_fn;
+bool shim_thread_multiple;
 static int thread_level = MPI_THREAD_SINGLE;
 static pthread_t main_thread;
 
@@ -126,6 +127,7 @@ static int init_common(int required, int *provided)
         *provided = thread_level;
     }
     main_thread = pthread_self();
+    shim_thread_multiple = thread_level == MPI_THREAD_MULTIPLE;
     rc = pg_init(NULL, -1, -1, 0, thread_level == MPI_THREAD_MULTIPLE);
     if (rc != PGC_OK) {
         return shim_error(MPI_COMM_NULL, "MPI_Init", shim_errclass(rc), "%s", mps_last_error());

@@ -4,11 +4,12 @@
  */
 #include "config.h"
 
-#include "shim_req.h"
-#include "shim_comm.h"
 #include "mps_log.h"
 #include "pgc_status.h"
+#include "shim_req.h"
+#include "shim_comm.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -17,6 +18,37 @@
 static struct shim_req **slots;
 static int *free_stack;
 static int nslots, nfree;
+
+/* Under MPI_THREAD_MULTIPLE several threads take, free and look up requests at once: the
+ * free stack and the slots array (which pool_grow reallocates) are guarded by pool_lock.
+ * The requests themselves never move, so a pointer from shim_req_get stays valid after
+ * the lock is dropped; a request is used by one thread at a time, as MPI requires. */
+static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static bool pool_lock_needed(void)
+{
+    int level = MPI_THREAD_SINGLE;
+
+    PMPI_Query_thread(&level);
+    return level == MPI_THREAD_MULTIPLE;
+}
+
+static bool pool_enter(void)
+{
+    bool locked = pool_lock_needed();
+
+    if (locked) {
+        pthread_mutex_lock(&pool_lock);
+    }
+    return locked;
+}
+
+static void pool_leave(bool locked)
+{
+    if (locked) {
+        pthread_mutex_unlock(&pool_lock);
+    }
+}
 
 static int pool_grow(void)
 {
@@ -43,41 +75,60 @@ static int pool_grow(void)
     return 0;
 }
 
-struct shim_req *shim_req_new(enum shim_req_kind kind, MPI_Comm comm)
+/* A free slot's request (allocated on first use), taken off the free stack; -1 when out
+ * of memory. Called with the pool lock held. */
+static int pool_take(void)
 {
-    struct shim_req *r;
     int i;
 
     if (nfree == 0 && pool_grow() != 0) {
-        return NULL;
+        return -1;
     }
     i = free_stack[nfree - 1];
     if (!slots[i]) {
         slots[i] = malloc(sizeof(struct shim_req));
         if (!slots[i]) {
-            return NULL;
+            return -1;
         }
     }
     nfree--;
-    r = slots[i];
-    memset(r, 0, sizeof(*r));
-    r->kind = kind;
-    r->comm = comm;
-    r->active = true;
-    r->handle = MPISHIM_HANDLE_MAKE(MPISHIM_KIND_INDIRECT, MPISHIM_OBJ_REQUEST, i);
+    return i;
+}
+
+struct shim_req *shim_req_new(enum shim_req_kind kind, MPI_Comm comm)
+{
+    struct shim_req *r;
+    bool locked = pool_enter();
+    int i = pool_take();
+
+    r = i < 0 ? NULL : slots[i];
+    if (r) {
+        memset(r, 0, sizeof(*r));
+        r->kind = kind;
+        r->comm = comm;
+        r->active = true;
+        r->handle = MPISHIM_HANDLE_MAKE(MPISHIM_KIND_INDIRECT, MPISHIM_OBJ_REQUEST, i);
+    }
+    pool_leave(locked);
     return r;
 }
 
 struct shim_req *shim_req_get(MPI_Request h)
 {
     int i = MPISHIM_HANDLE_INDEX(h);
+    struct shim_req *r = NULL;
+    bool locked;
 
     if (MPISHIM_HANDLE_KIND(h) != MPISHIM_KIND_INDIRECT ||
-        MPISHIM_HANDLE_OBJ(h) != MPISHIM_OBJ_REQUEST || i >= nslots || !slots[i] ||
-        slots[i]->handle != h) {
+        MPISHIM_HANDLE_OBJ(h) != MPISHIM_OBJ_REQUEST) {
         return NULL;
     }
-    return slots[i];
+    locked = pool_enter();
+    if (i < nslots && slots[i] && slots[i]->handle == h) {
+        r = slots[i];
+    }
+    pool_leave(locked);
+    return r;
 }
 
 static void release_temporaries(struct shim_req *r)
@@ -95,9 +146,13 @@ void shim_req_free(struct shim_req *r)
 {
     int i = MPISHIM_HANDLE_INDEX(r->handle);
 
+    bool locked;
+
     release_temporaries(r);
+    locked = pool_enter();
     r->handle = 0; /* a stale handle no longer matches its slot */
     free_stack[nfree++] = i;
+    pool_leave(locked);
 }
 
 int shim_msgbuf_send(const void *buf, int count, const struct shim_dtype *t,

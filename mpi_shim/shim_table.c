@@ -3,7 +3,26 @@
 
 #include "shim.h"
 
+#include <pthread.h>
 #include <stdlib.h>
+
+/* One lock for every table, taken only under MPI_THREAD_MULTIPLE: objects are created and
+ * looked up far less often than messages are sent. */
+static pthread_mutex_t table_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void lock(void)
+{
+    if (shim_thread_multiple) {
+        pthread_mutex_lock(&table_lock);
+    }
+}
+
+static void unlock(void)
+{
+    if (shim_thread_multiple) {
+        pthread_mutex_unlock(&table_lock);
+    }
+}
 
 static int table_grow(struct shim_table *t)
 {
@@ -21,7 +40,7 @@ static int table_grow(struct shim_table *t)
     return 0;
 }
 
-int shim_table_add(struct shim_table *t, void *p)
+static int table_add_locked(struct shim_table *t, void *p)
 {
     int i = t->first;
 
@@ -41,7 +60,17 @@ int shim_table_add(struct shim_table *t, void *p)
     return MPISHIM_HANDLE_MAKE(MPISHIM_KIND_INDIRECT, t->obj, i);
 }
 
-void *shim_table_get(const struct shim_table *t, int handle)
+int shim_table_add(struct shim_table *t, void *p)
+{
+    int h;
+
+    lock();
+    h = table_add_locked(t, p);
+    unlock();
+    return h;
+}
+
+static void *table_get_locked(const struct shim_table *t, int handle)
 {
     int i = MPISHIM_HANDLE_INDEX(handle);
 
@@ -52,12 +81,25 @@ void *shim_table_get(const struct shim_table *t, int handle)
     return t->slots[i];
 }
 
+void *shim_table_get(const struct shim_table *t, int handle)
+{
+    void *p;
+
+    lock();
+    p = table_get_locked(t, handle);
+    unlock();
+    return p;
+}
+
 void *shim_table_remove(struct shim_table *t, int handle)
 {
-    void *p = shim_table_get(t, handle);
+    void *p;
 
+    lock();
+    p = table_get_locked(t, handle);
     if (p) {
         t->slots[MPISHIM_HANDLE_INDEX(handle)] = NULL;
     }
+    unlock();
     return p;
 }

@@ -1,0 +1,245 @@
+/*
+ * shim_unsupported.c - the MPI functions that mpi.h declares but mpishim does not provide:
+ * one-sided communication (RMA windows, put/get/accumulate and their synchronization,
+ * window attributes and error handlers), attributes cached on datatypes, and persistent
+ * buffered sends (MPI_Bsend_init). At the end, four small calls that no other file
+ * defines and that are simple enough to do properly here rather than refuse: MPI_Pcontrol
+ * and the status setters.
+ *
+ * They exist as symbols, with their PMPI_ twins, because benchmark and utility code often
+ * references them without calling them, and such a program must still link. Calling one
+ * raises MPI_ERR_UNSUPPORTED_OPERATION on MPI_COMM_WORLD with a message naming the call
+ * (fatal under the default handler; returned under MPI_ERRORS_RETURN), never a silent
+ * no-op. An output handle (a window, a request) is set to its null value first, so a
+ * caller that ignores the error holds nothing that looks valid.
+ *
+ * tools/gen_function_list.sh reads the names in the SHIM_UNSUPPORTED lines below to mark
+ * these functions "unsupported" in doc/mpi-functions.md: keep one function per macro.
+ */
+#include "config.h"
+
+#include "shim.h"
+#include "shim_datatype.h"
+
+#include <stdint.h>
+
+#define SHIM_PRAGMA(x) _Pragma(#x)
+
+/* Defines PMPI_name (MPI_name is its weak alias) raising MPI_ERR_UNSUPPORTED_OPERATION. */
+#define SHIM_UNSUPPORTED(name, params, cause)                                                      \
+    SHIM_PRAGMA(weak MPI_##name = PMPI_##name)                                                     \
+    int PMPI_##name params                                                                         \
+    {                                                                                              \
+        return shim_error(MPI_COMM_WORLD, SHIM_FN, MPI_ERR_UNSUPPORTED_OPERATION, "%s", cause);    \
+    }
+
+/* The same, for a function with an output handle: *out is set to null_value first. */
+#define SHIM_UNSUPPORTED_OUT(name, params, cause, out, null_value)                                 \
+    SHIM_PRAGMA(weak MPI_##name = PMPI_##name)                                                     \
+    int PMPI_##name params                                                                         \
+    {                                                                                              \
+        if (out) {                                                                                 \
+            *(out) = (null_value);                                                                 \
+        }                                                                                          \
+        return shim_error(MPI_COMM_WORLD, SHIM_FN, MPI_ERR_UNSUPPORTED_OPERATION, "%s", cause);    \
+    }
+
+#define RMA_CAUSE "one-sided communication (RMA) is not supported by mpishim"
+#define TYPE_ATTR_CAUSE                                                                            \
+    "attributes on datatypes are not supported by mpishim (communicator attributes are)"
+#define BSEND_INIT_CAUSE                                                                           \
+    "persistent buffered sends are not supported by mpishim; use MPI_Bsend or MPI_Send_init"
+
+SHIM_UNSUPPORTED_OUT(Win_create,
+                     (void *base, MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm,
+                      MPI_Win *win),
+                     RMA_CAUSE, win, MPI_WIN_NULL)
+SHIM_UNSUPPORTED_OUT(Win_allocate,
+                     (MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm, void *baseptr,
+                      MPI_Win *win),
+                     RMA_CAUSE, win, MPI_WIN_NULL)
+SHIM_UNSUPPORTED_OUT(Win_allocate_shared,
+                     (MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm, void *baseptr,
+                      MPI_Win *win),
+                     RMA_CAUSE, win, MPI_WIN_NULL)
+SHIM_UNSUPPORTED_OUT(Win_create_dynamic, (MPI_Info info, MPI_Comm comm, MPI_Win *win), RMA_CAUSE,
+                     win, MPI_WIN_NULL)
+SHIM_UNSUPPORTED(Win_attach, (MPI_Win win, void *base, MPI_Aint size), RMA_CAUSE)
+SHIM_UNSUPPORTED(Win_detach, (MPI_Win win, const void *base), RMA_CAUSE)
+SHIM_UNSUPPORTED(Win_free, (MPI_Win *win), RMA_CAUSE)
+SHIM_UNSUPPORTED(Win_get_group, (MPI_Win win, MPI_Group *group), RMA_CAUSE)
+SHIM_UNSUPPORTED(Win_get_info, (MPI_Win win, MPI_Info *info_used), RMA_CAUSE)
+SHIM_UNSUPPORTED(Win_set_info, (MPI_Win win, MPI_Info info), RMA_CAUSE)
+SHIM_UNSUPPORTED(Win_get_name, (MPI_Win win, char *win_name, int *resultlen), RMA_CAUSE)
+SHIM_UNSUPPORTED(Win_set_name, (MPI_Win win, const char *win_name), RMA_CAUSE)
+SHIM_UNSUPPORTED(Win_shared_query,
+                 (MPI_Win win, int rank, MPI_Aint *size, int *disp_unit, void *baseptr), RMA_CAUSE)
+SHIM_UNSUPPORTED(Put,
+                 (const void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
+                  int target_rank, MPI_Aint target_disp, int target_count,
+                  MPI_Datatype target_datatype, MPI_Win win),
+                 RMA_CAUSE)
+SHIM_UNSUPPORTED(Get,
+                 (void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
+                  int target_rank, MPI_Aint target_disp, int target_count,
+                  MPI_Datatype target_datatype, MPI_Win win),
+                 RMA_CAUSE)
+SHIM_UNSUPPORTED(Accumulate,
+                 (const void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
+                  int target_rank, MPI_Aint target_disp, int target_count,
+                  MPI_Datatype target_datatype, MPI_Op op, MPI_Win win),
+                 RMA_CAUSE)
+SHIM_UNSUPPORTED(Get_accumulate,
+                 (const void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
+                  void *result_addr, int result_count, MPI_Datatype result_datatype,
+                  int target_rank, MPI_Aint target_disp, int target_count,
+                  MPI_Datatype target_datatype, MPI_Op op, MPI_Win win),
+                 RMA_CAUSE)
+SHIM_UNSUPPORTED(Fetch_and_op,
+                 (const void *origin_addr, void *result_addr, MPI_Datatype datatype,
+                  int target_rank, MPI_Aint target_disp, MPI_Op op, MPI_Win win),
+                 RMA_CAUSE)
+SHIM_UNSUPPORTED(Compare_and_swap,
+                 (const void *origin_addr, const void *compare_addr, void *result_addr,
+                  MPI_Datatype datatype, int target_rank, MPI_Aint target_disp, MPI_Win win),
+                 RMA_CAUSE)
+SHIM_UNSUPPORTED_OUT(Rput,
+                     (const void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
+                      int target_rank, MPI_Aint target_disp, int target_count,
+                      MPI_Datatype target_datatype, MPI_Win win, MPI_Request *request),
+                     RMA_CAUSE, request, MPI_REQUEST_NULL)
+SHIM_UNSUPPORTED_OUT(Rget,
+                     (void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
+                      int target_rank, MPI_Aint target_disp, int target_count,
+                      MPI_Datatype target_datatype, MPI_Win win, MPI_Request *request),
+                     RMA_CAUSE, request, MPI_REQUEST_NULL)
+SHIM_UNSUPPORTED_OUT(Raccumulate,
+                     (const void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
+                      int target_rank, MPI_Aint target_disp, int target_count,
+                      MPI_Datatype target_datatype, MPI_Op op, MPI_Win win, MPI_Request *request),
+                     RMA_CAUSE, request, MPI_REQUEST_NULL)
+SHIM_UNSUPPORTED_OUT(Rget_accumulate,
+                     (const void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
+                      void *result_addr, int result_count, MPI_Datatype result_datatype,
+                      int target_rank, MPI_Aint target_disp, int target_count,
+                      MPI_Datatype target_datatype, MPI_Op op, MPI_Win win, MPI_Request *request),
+                     RMA_CAUSE, request, MPI_REQUEST_NULL)
+SHIM_UNSUPPORTED(Win_fence, (int assert, MPI_Win win), RMA_CAUSE)
+SHIM_UNSUPPORTED(Win_start, (MPI_Group group, int assert, MPI_Win win), RMA_CAUSE)
+SHIM_UNSUPPORTED(Win_complete, (MPI_Win win), RMA_CAUSE)
+SHIM_UNSUPPORTED(Win_post, (MPI_Group group, int assert, MPI_Win win), RMA_CAUSE)
+SHIM_UNSUPPORTED(Win_wait, (MPI_Win win), RMA_CAUSE)
+SHIM_UNSUPPORTED(Win_test, (MPI_Win win, int *flag), RMA_CAUSE)
+SHIM_UNSUPPORTED(Win_lock, (int lock_type, int rank, int assert, MPI_Win win), RMA_CAUSE)
+SHIM_UNSUPPORTED(Win_unlock, (int rank, MPI_Win win), RMA_CAUSE)
+SHIM_UNSUPPORTED(Win_lock_all, (int assert, MPI_Win win), RMA_CAUSE)
+SHIM_UNSUPPORTED(Win_unlock_all, (MPI_Win win), RMA_CAUSE)
+SHIM_UNSUPPORTED(Win_flush, (int rank, MPI_Win win), RMA_CAUSE)
+SHIM_UNSUPPORTED(Win_flush_all, (MPI_Win win), RMA_CAUSE)
+SHIM_UNSUPPORTED(Win_flush_local, (int rank, MPI_Win win), RMA_CAUSE)
+SHIM_UNSUPPORTED(Win_flush_local_all, (MPI_Win win), RMA_CAUSE)
+SHIM_UNSUPPORTED(Win_sync, (MPI_Win win), RMA_CAUSE)
+SHIM_UNSUPPORTED(Win_create_keyval,
+                 (MPI_Win_copy_attr_function * win_copy_attr_fn,
+                  MPI_Win_delete_attr_function *win_delete_attr_fn, int *win_keyval,
+                  void *extra_state),
+                 RMA_CAUSE)
+SHIM_UNSUPPORTED(Win_free_keyval, (int *win_keyval), RMA_CAUSE)
+SHIM_UNSUPPORTED(Win_get_attr, (MPI_Win win, int win_keyval, void *attribute_val, int *flag),
+                 RMA_CAUSE)
+SHIM_UNSUPPORTED(Win_set_attr, (MPI_Win win, int win_keyval, void *attribute_val), RMA_CAUSE)
+SHIM_UNSUPPORTED(Win_delete_attr, (MPI_Win win, int win_keyval), RMA_CAUSE)
+SHIM_UNSUPPORTED(Win_create_errhandler,
+                 (MPI_Win_errhandler_function * win_errhandler_fn, MPI_Errhandler *errhandler),
+                 RMA_CAUSE)
+SHIM_UNSUPPORTED(Win_get_errhandler, (MPI_Win win, MPI_Errhandler *errhandler), RMA_CAUSE)
+SHIM_UNSUPPORTED(Win_set_errhandler, (MPI_Win win, MPI_Errhandler errhandler), RMA_CAUSE)
+SHIM_UNSUPPORTED(Win_call_errhandler, (MPI_Win win, int errorcode), RMA_CAUSE)
+
+SHIM_UNSUPPORTED_OUT(Type_create_keyval,
+                     (MPI_Type_copy_attr_function *type_copy_attr_fn,
+                      MPI_Type_delete_attr_function *type_delete_attr_fn, int *type_keyval,
+                      void *extra_state),
+                     TYPE_ATTR_CAUSE, type_keyval, MPI_KEYVAL_INVALID)
+SHIM_UNSUPPORTED(Type_free_keyval, (int *type_keyval), TYPE_ATTR_CAUSE)
+SHIM_UNSUPPORTED(Type_set_attr, (MPI_Datatype datatype, int type_keyval, void *attribute_val),
+                 TYPE_ATTR_CAUSE)
+SHIM_UNSUPPORTED_OUT(Type_get_attr,
+                     (MPI_Datatype datatype, int type_keyval, void *attribute_val, int *flag),
+                     TYPE_ATTR_CAUSE, flag, 0)
+SHIM_UNSUPPORTED(Type_delete_attr, (MPI_Datatype datatype, int type_keyval), TYPE_ATTR_CAUSE)
+
+SHIM_UNSUPPORTED_OUT(Bsend_init,
+                     (const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
+                      MPI_Comm comm, MPI_Request *request),
+                     BSEND_INIT_CAUSE, request, MPI_REQUEST_NULL)
+
+/* ------------------------------------------------------------------------------------- */
+/* Supported: small calls with no better home                                            */
+/* ------------------------------------------------------------------------------------- */
+
+/* Profiling control is for a profiling library interposed on MPI_Pcontrol; the library
+ * itself ignores it, as the standard says. */
+#pragma weak MPI_Pcontrol = PMPI_Pcontrol
+int PMPI_Pcontrol(const int level, ...)
+{
+    return MPI_SUCCESS;
+}
+
+#pragma weak MPI_Status_set_cancelled = PMPI_Status_set_cancelled
+int PMPI_Status_set_cancelled(MPI_Status *status, int flag)
+{
+    if (flag) {
+        status->count_hi_and_cancelled |= INT32_MIN;
+    } else {
+        status->count_hi_and_cancelled &= INT32_MAX;
+    }
+    return MPI_SUCCESS;
+}
+
+/* The status holds a byte count (as a receive fills it): the smallest number of bytes of
+ * the packed form of t that holds count basic elements, or -1 if no prefix does. */
+static int64_t bytes_of_elements(const struct shim_dtype *t, MPI_Count count)
+{
+    MPI_Count per = t->size ? shim_dtype_elements(t, t->size) : 0;
+    int64_t full;
+
+    if (per <= 0) {
+        return count == 0 ? 0 : -1;
+    }
+    full = (int64_t)(count / per) * (int64_t)t->size;
+    for (size_t b = 0; b < t->size; b++) {
+        if (shim_dtype_elements(t, (size_t)full + b) == count) {
+            return full + (int64_t)b;
+        }
+    }
+    return -1;
+}
+
+#pragma weak MPI_Status_set_elements_x = PMPI_Status_set_elements_x
+int PMPI_Status_set_elements_x(MPI_Status *status, MPI_Datatype datatype, MPI_Count count)
+{
+    struct shim_dtype *t;
+    int64_t bytes;
+
+    if (shim_dtype_lookup(datatype, &t) != MPI_SUCCESS) {
+        return shim_error(MPI_COMM_WORLD, SHIM_FN, MPI_ERR_TYPE, "invalid datatype 0x%x",
+                          (unsigned)datatype);
+    }
+    bytes = count < 0 ? -1 : bytes_of_elements(t, count);
+    if (bytes < 0 || bytes > ((int64_t)INT32_MAX << 32)) {
+        return shim_error(MPI_COMM_WORLD, SHIM_FN, MPI_ERR_COUNT,
+                          "%lld basic elements of datatype 0x%x make no whole byte count",
+                          (long long)count, (unsigned)datatype);
+    }
+    status->count_lo = (int)(uint32_t)(bytes & 0xffffffff);
+    status->count_hi_and_cancelled =
+        (status->count_hi_and_cancelled & INT32_MIN) | (int)((bytes >> 32) & 0x7fffffff);
+    return MPI_SUCCESS;
+}
+
+#pragma weak MPI_Status_set_elements = PMPI_Status_set_elements
+int PMPI_Status_set_elements(MPI_Status *status, MPI_Datatype datatype, int count)
+{
+    return PMPI_Status_set_elements_x(status, datatype, count);
+}
