@@ -38,13 +38,11 @@
     X(DEVICE_COLL, "MPISHIM_DEVICE_COLL", STRING, "auto",                                          \
       "path for device-buffer collectives: auto, nccl or staging")                                 \
     X(COLL_ALLREDUCE, "MPISHIM_COLL_ALLREDUCE", STRING, "auto",                                    \
-      "allreduce algorithm: auto, recursive_doubling, ring, rabenseifner")                         \
+      "allreduce algorithm: auto, recursive_doubling, rabenseifner, ring")                         \
     X(COLL_BCAST, "MPISHIM_COLL_BCAST", STRING, "auto",                                            \
       "broadcast algorithm: auto, binomial, scatter_allgather")                                    \
     X(COLL_ALLGATHER, "MPISHIM_COLL_ALLGATHER", STRING, "auto",                                    \
-      "allgather algorithm: auto, recursive_doubling, bruck, ring")                                \
-    X(COLL_ALLTOALL, "MPISHIM_COLL_ALLTOALL", STRING, "auto",                                      \
-      "alltoall algorithm: auto, pairwise, bruck")                                                 \
+      "allgather algorithm: auto, bruck (also for recursive_doubling), ring")                                \
     X(PGC_DEBUG, "MPISHIM_PGC_DEBUG", STRING, "off",                                               \
       "pgc_ API checks: off, info, detail (detail: ranks compare collective arguments first)")
 

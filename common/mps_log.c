@@ -64,10 +64,13 @@ void mps_log(enum mps_log_level level, const char *fmt, ...)
 
 int mps_error(int status, const char *fmt, ...)
 {
+    char msg[sizeof(last_error)];
     va_list ap;
+    /* Format into a temporary: the arguments may include mps_last_error() itself. */
     va_start(ap, fmt);
-    vsnprintf(last_error, sizeof(last_error), fmt, ap);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
+    memcpy(last_error, msg, sizeof(msg));
     MPS_DEBUG("error %d: %s", status, last_error);
     return status;
 }

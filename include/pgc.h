@@ -35,7 +35,8 @@
  *   tensor nor read or modify any output tensor, and the tensor data (not the pgc_tensor
  *   descriptors, which are copied) must stay allocated. Argument arrays (tensor lists,
  *   split sizes, rank lists) are copied during the call and may be freed when it returns.
- * - Threads: every call may be made from any thread; the library serializes internally.
+ * - Threads: every call may be made from any thread; the library serializes internally
+ *   (when MPI_Init created the world, as MPI's thread level allows: MPI_THREAD_MULTIPLE).
  *   Two threads must not start collectives on the same group concurrently (their order
  *   would differ between ranks), exactly as in torch. A work handle and a store handle are
  *   used by one thread at a time.
@@ -75,8 +76,8 @@ typedef enum {
 typedef enum { PGC_DEVICE_HOST, PGC_DEVICE_CUDA } pgc_device;
 
 typedef struct {
-    void *data;       /* numel elements of dtype, contiguous; may be NULL when numel == 0 */
-    size_t numel;     /* number of elements */
+    void *data;   /* numel elements of dtype, contiguous; may be NULL when numel == 0 */
+    size_t numel; /* number of elements */
     pgc_dtype dtype;
     pgc_device device;
 } pgc_tensor;
@@ -142,7 +143,10 @@ typedef struct {
 } pgc_init_opts;
 
 /* The defaults: every field from the environment. */
-#define PGC_INIT_OPTS_DEFAULT {NULL, NULL, -1, -1, 0.0}
+#define PGC_INIT_OPTS_DEFAULT                                                                      \
+    {                                                                                              \
+        NULL, NULL, -1, -1, 0.0                                                                    \
+    }
 
 /*
  * Creates the world. Collective over every process of the job; blocks until every rank
@@ -154,7 +158,8 @@ typedef struct {
  */
 int pgc_init_process_group(const pgc_init_opts *opts);
 /* Collective: waits for every rank (a barrier), then tears the world down. Every group,
- * work and store derived from the default store must have been freed before. */
+ * work and store derived from the default store must have been freed before. In an MPI
+ * program call it before MPI_Finalize, which then ends the world. */
 int pgc_destroy_process_group(void);
 /* 1 between a successful init and destroy (or while MPI runs), else 0. */
 int pgc_is_initialized(void);
@@ -285,8 +290,8 @@ int pgc_scatter(pgc_tensor *output, const pgc_tensor *scatter_list, int src, pgc
 int pgc_gather(const pgc_tensor *input, pgc_tensor *gather_list, int dst, pgc_group *group,
                int async_op, pgc_work **work);
 /* List form: output_list[i] (group-size tensors of input->numel) receives rank i's input. */
-int pgc_all_gather(pgc_tensor *output_list, const pgc_tensor *input, pgc_group *group,
-                   int async_op, pgc_work **work);
+int pgc_all_gather(pgc_tensor *output_list, const pgc_tensor *input, pgc_group *group, int async_op,
+                   pgc_work **work);
 /* Tensor form: output (group size * input->numel) holds the inputs in rank order. */
 int pgc_all_gather_into_tensor(pgc_tensor *output, const pgc_tensor *input, pgc_group *group,
                                int async_op, pgc_work **work);
@@ -305,9 +310,9 @@ int pgc_reduce_scatter_tensor(pgc_tensor *output, const pgc_tensor *input, pgc_r
  * rank j's input_splits[i] must equal rank i's output_splits[j]. A NULL split array means
  * equal splits of that side.
  */
-int pgc_all_to_all_single(pgc_tensor *output, const pgc_tensor *input,
-                          const size_t *output_splits, const size_t *input_splits,
-                          pgc_group *group, int async_op, pgc_work **work);
+int pgc_all_to_all_single(pgc_tensor *output, const pgc_tensor *input, const size_t *output_splits,
+                          const size_t *input_splits, pgc_group *group, int async_op,
+                          pgc_work **work);
 /* List form: input_list[i] goes to rank i; output_list[j] receives rank j's input_list[me]
  * (sizes may differ per pair and must agree between the two ranks of each pair). */
 int pgc_all_to_all(pgc_tensor *output_list, const pgc_tensor *input_list, pgc_group *group,

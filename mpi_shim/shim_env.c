@@ -22,6 +22,7 @@ __thread const char *shim_outer_fn;
 bool shim_thread_multiple;
 static int thread_level = MPI_THREAD_SINGLE;
 static pthread_t main_thread;
+static bool owns_world; /* false when pgc_init_process_group had started the world */
 
 bool shim_initialized(void)
 {
@@ -128,7 +129,10 @@ static int init_common(int required, int *provided)
     }
     main_thread = pthread_self();
     shim_thread_multiple = thread_level == MPI_THREAD_MULTIPLE;
-    rc = pg_init(NULL, -1, -1, 0, thread_level == MPI_THREAD_MULTIPLE);
+    /* A process group world that pgc_init_process_group started is reused: MPI's
+     * communicators are groups of that same world. */
+    owns_world = !pg_is_initialized();
+    rc = owns_world ? pg_init(NULL, -1, -1, 0, thread_level == MPI_THREAD_MULTIPLE) : PGC_OK;
     if (rc != PGC_OK) {
         return shim_error(MPI_COMM_NULL, "MPI_Init", shim_errclass(rc), "%s", mps_last_error());
     }
@@ -173,7 +177,7 @@ int PMPI_Finalize(void)
     if (rc != MPI_SUCCESS) {
         return rc;
     }
-    rc = pg_finalize();
+    rc = owns_world ? pg_finalize() : pg_barrier(pg_world_group());
     shim_comm_fini();
     state = 2;
     if (rc != PGC_OK) {

@@ -235,12 +235,18 @@ static bool advance(struct pg_sched *s)
 {
     while (s->next < s->n && s->status == PGC_OK) {
         struct pg_step *st = &s->steps[s->next];
+        int rc;
         if (st->kind == PG_STEP_SEND || st->kind == PG_STEP_RECV) {
-            s->status = issue_comm(s, st);
+            /* A receive can complete inside issue_comm (with an error, e.g. truncation,
+             * recorded by step_done): keep that error, do not overwrite it with OK. */
+            rc = issue_comm(s, st);
         } else if (s->inflight > 0) {
             return false;
         } else {
-            s->status = run_local(s, st);
+            rc = run_local(s, st);
+        }
+        if (rc != PGC_OK) {
+            s->status = rc;
         }
         s->next++;
     }

@@ -9,8 +9,8 @@
 #ifndef PGC_INTERNAL_H
 #define PGC_INTERNAL_H
 
-#include "pgc.h"
 #include "pg.h"
+#include "pgc.h"
 
 #include <stdbool.h>
 
@@ -32,24 +32,24 @@ typedef int (*pgc_finish_fn)(struct pgc_work *w);
 #define PGC_WORK_MSG_MAX 320
 
 struct pgc_work {
-    struct pg_req req;    /* the request of single-request operations */
-    struct pg_req *reqs;  /* all requests (&req, or an owned array for batches) */
+    struct pg_req req;   /* the request of single-request operations */
+    struct pg_req *reqs; /* all requests (&req, or an owned array for batches) */
     int nreqs;
-    const char *call;     /* "pgc_all_reduce", for messages */
-    struct pg_group *g;   /* retained while the work runs (NULL for batches) */
-    int status;           /* PGC_ERR_PENDING until finished */
-    bool heap;            /* allocated by pgc_work_new */
-    bool check_len;       /* a p2p receive: the message must fill the tensor exactly */
+    const char *call;   /* "pgc_all_reduce", for messages */
+    struct pg_group *g; /* retained while the work runs (NULL for batches) */
+    int status;         /* PGC_ERR_PENDING until finished */
+    bool heap;          /* allocated by pgc_work_new */
+    bool check_len;     /* a p2p receive: the message must fill the tensor exactly */
     size_t expect_len;
-    int source;           /* a receive's sender (group rank), else -1 */
+    int source; /* a receive's sender (group rank), else -1 */
     pgc_finish_fn finish;
     /* State of finish. */
-    void *tmp;            /* owned scratch (float32 copy of a float16 tensor), freed at the end */
-    void *out;            /* the caller's result buffer */
-    size_t count;         /* its elements */
-    enum pg_dtype dt;     /* the reduction's element type */
-    pgc_dtype out_dtype;  /* the caller's dtype (float16/bfloat16 conversion) */
-    int divisor;          /* AVG: the group size; 0 no division */
+    void *tmp;           /* owned scratch (float32 copy of a float16 tensor), freed at the end */
+    void *out;           /* the caller's result buffer */
+    size_t count;        /* its elements */
+    enum pg_dtype dt;    /* the reduction's element type */
+    pgc_dtype out_dtype; /* the caller's dtype (float16/bfloat16 conversion) */
+    int divisor;         /* AVG: the group size; 0 no division */
     char err[PGC_WORK_MSG_MAX];
 };
 
@@ -69,6 +69,8 @@ bool pgc_work_poll(struct pgc_work *w);
 /* Records "call on <group>: cause" and returns status. g may be NULL (no group). */
 int pgc_fail(int status, const char *call, struct pg_group *g, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
+/* Records "<formatted>: <the cause recorded before>" and returns status. */
+int pgc_wrap(int status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* "world (4 ranks)" or "group of 2 ranks [0 1]". */
 void pgc_group_desc(struct pg_group *g, char *buf, size_t len);
 /* NULL -> world; checks init and membership. */

@@ -9,10 +9,10 @@
  */
 #include "config.h"
 
-#include "pgc_internal.h"
-#include "pg_internal.h"
 #include "mps_config.h"
 #include "mps_log.h"
+#include "pg_internal.h"
+#include "pgc_internal.h"
 #include "pgc_status.h"
 
 #include <sched.h>

@@ -1,0 +1,236 @@
+/*
+ * shim_device.c - CUDA-aware MPI: MPIX_Query_cuda_support, and the device dispatch of
+ * MPI_(I)Allreduce, (I)Reduce, (I)Bcast and (I)Allgather onto pg_core's device backend
+ * (see shim_device.h for how the entry points call it, pg_device.h for the paths).
+ */
+#include "config.h"
+
+#include "mps_log.h"
+#include "pg_device.h"
+#include "pgc_status.h"
+#include "shim_coll.h"
+#include "shim_datatype.h"
+#include "shim_device.h"
+
+#pragma weak MPIX_Query_cuda_support = PMPIX_Query_cuda_support
+int PMPIX_Query_cuda_support(void)
+{
+    /* Built with CUDA and a device usable now (without a driver the probe finds none). */
+    return HAVE_CUDA && pg_dev_present();
+}
+
+/* The first byte and the packed size of count elements of dt at buf, for classification;
+ * false when dt is not a valid committed type (the host path will raise that). */
+static bool buf_span(const void *buf, long long count, MPI_Datatype dt, const void **p, size_t *n)
+{
+    struct shim_dtype *t;
+
+    *p = NULL;
+    *n = 0;
+    if (buf == MPI_IN_PLACE || count <= 0) {
+        return true;
+    }
+    if (shim_dtype_check_comm(dt, &t) != MPI_SUCCESS) {
+        return false;
+    }
+    *p = (const char *)buf + t->true_lb;
+    *n = (size_t)count * t->size;
+    return true;
+}
+
+/* 0: host path; 1: device path; < 0: a buffer is invalid (cause recorded). */
+static int route(const void *a, long long acount, MPI_Datatype adt, const void *b, long long bcount,
+                 MPI_Datatype bdt)
+{
+    const void *pa, *pb;
+    size_t na, nb;
+
+    if (!buf_span(a, acount, adt, &pa, &na) || !buf_span(b, bcount, bdt, &pb, &nb)) {
+        return 0;
+    }
+    return pg_dev_route(pa, na, pb, nb);
+}
+
+/* What a device call needs: the communicator, its request, and the reduction. */
+struct dev_call {
+    struct shim_comm *c;
+    struct shim_dtype *t;
+    struct shim_req *r;
+    struct pg_op_spec spec;
+    size_t scale;
+};
+
+/* The checks of the host path, plus the device path's own: a contiguous type. root < 0:
+ * no root; op MPI_OP_NULL: no reduction. On success k->r is a fresh request. */
+static int prelude(const char *fn, MPI_Comm comm, int route_rc, int count, MPI_Datatype dt,
+                   MPI_Op op, int root, struct dev_call *k)
+{
+    int rc = route_rc < 0 ? shim_error(comm, fn, MPI_ERR_BUFFER, "%s", mps_last_error())
+                          : shim_coll_check(fn, comm, count, dt, &k->c, &k->t);
+
+    if (rc == MPI_SUCCESS && root >= 0) {
+        rc = shim_coll_check_root(fn, comm, k->c, root);
+    }
+    if (rc == MPI_SUCCESS && !k->t->contig) {
+        rc = shim_error(comm, fn, MPI_ERR_TYPE,
+                        "non-contiguous datatypes on device buffers "
+                        "are not supported: use a contiguous type");
+    }
+    if (rc == MPI_SUCCESS) {
+        rc = shim_coll_req(fn, comm, &k->r);
+    }
+    if (rc == MPI_SUCCESS && op != MPI_OP_NULL) {
+        rc = shim_op_spec(op, dt, k->t, &k->spec, &k->scale, &k->r->opcall);
+        if (rc != MPI_SUCCESS) {
+            shim_req_free(k->r);
+            rc = shim_error(comm, fn, rc, "%s", mps_last_error());
+        }
+    }
+    return rc;
+}
+
+/* Hands out the request (non-blocking) or waits for it (blocking, with the device wait,
+ * which also drives host progress). prc is the start's status. */
+static int finish(const char *fn, MPI_Comm comm, int prc, struct shim_req *r, MPI_Request *request)
+{
+    MPI_Request h;
+    int rc = shim_coll_started(fn, prc, r, request ? request : &h);
+
+    if (rc != MPI_SUCCESS || request) {
+        return rc;
+    }
+    prc = pg_dev_wait(&r->pr, -1);
+    if (!r->pr.done) {
+        return shim_error(comm, fn, shim_errclass(prc), "%s", mps_last_error());
+    }
+    rc = r->pr.status != PGC_OK ? shim_error_pg(comm, fn, r->pr.status) : MPI_SUCCESS;
+    shim_req_complete(&h, MPI_STATUS_IGNORE);
+    return rc;
+}
+
+bool shim_dev_try_allreduce(const char *fn, const void *sendbuf, void *recvbuf, int count,
+                            MPI_Datatype dt, MPI_Op op, MPI_Comm comm, MPI_Request *request,
+                            int *rc)
+{
+    struct dev_call k;
+    const void *in = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
+    int route_rc;
+
+    if (!pg_dev_present() || (route_rc = route(sendbuf, count, dt, recvbuf, count, dt)) == 0) {
+        return false;
+    }
+    *rc = prelude(fn, comm, route_rc, count, dt, op, -1, &k);
+    if (*rc == MPI_SUCCESS) {
+        *rc = finish(
+            fn, comm,
+            pg_dev_iallreduce(k.c->g, in, recvbuf, (size_t)count * k.scale, &k.spec, &k.r->pr), k.r,
+            request);
+    }
+    return true;
+}
+
+bool shim_dev_try_reduce(const char *fn, const void *sendbuf, void *recvbuf, int count,
+                         MPI_Datatype dt, MPI_Op op, int root, MPI_Comm comm, MPI_Request *request,
+                         int *rc)
+{
+    struct shim_comm *c;
+    struct dev_call k;
+    const void *in = sendbuf;
+    bool at_root;
+    int route_rc;
+
+    if (!pg_dev_present() || shim_comm_get(comm, &c) != MPI_SUCCESS) {
+        return false;
+    }
+    /* recvbuf is significant at the root only (elsewhere it may be anything). */
+    at_root = c->g->rank == root;
+    if (at_root && sendbuf == MPI_IN_PLACE) {
+        in = recvbuf;
+    }
+    route_rc = route(sendbuf, count, dt, at_root ? recvbuf : NULL, count, dt);
+    if (route_rc == 0) {
+        return false;
+    }
+    *rc = prelude(fn, comm, route_rc, count, dt, op, root, &k);
+    if (*rc == MPI_SUCCESS) {
+        *rc = finish(fn, comm,
+                     pg_dev_ireduce(k.c->g, in, at_root ? recvbuf : NULL, (size_t)count * k.scale,
+                                    &k.spec, root, &k.r->pr),
+                     k.r, request);
+    }
+    return true;
+}
+
+bool shim_dev_try_bcast(const char *fn, void *buf, int count, MPI_Datatype dt, int root,
+                        MPI_Comm comm, MPI_Request *request, int *rc)
+{
+    struct dev_call k;
+    int route_rc;
+
+    if (!pg_dev_present() || (route_rc = route(buf, count, dt, NULL, 0, dt)) == 0) {
+        return false;
+    }
+    *rc = prelude(fn, comm, route_rc, count, dt, MPI_OP_NULL, root, &k);
+    if (*rc == MPI_SUCCESS) {
+        *rc =
+            finish(fn, comm, pg_dev_ibcast(k.c->g, buf, (size_t)count * k.t->size, root, &k.r->pr),
+                   k.r, request);
+    }
+    return true;
+}
+
+/* Allgather's send side must describe as many bytes as one receive block, contiguously. */
+static int check_send_side(const char *fn, MPI_Comm comm, const void *sendbuf, int sendcount,
+                           MPI_Datatype sendtype, size_t block)
+{
+    struct shim_dtype *st;
+
+    if (sendbuf == MPI_IN_PLACE) {
+        return MPI_SUCCESS;
+    }
+    if (sendcount < 0 || shim_dtype_check_comm(sendtype, &st) != MPI_SUCCESS) {
+        return shim_error(comm, fn, MPI_ERR_TYPE, "invalid send count or datatype");
+    }
+    if (!st->contig || (size_t)sendcount * st->size != block) {
+        return shim_error(comm, fn, MPI_ERR_TYPE,
+                          "device allgather needs a contiguous send type of %zu bytes per rank "
+                          "(got %zu)",
+                          block, (size_t)sendcount * st->size);
+    }
+    return MPI_SUCCESS;
+}
+
+bool shim_dev_try_allgather(const char *fn, const void *sendbuf, int sendcount,
+                            MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                            MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request, int *rc)
+{
+    struct shim_comm *c;
+    struct dev_call k;
+    const void *in = sendbuf;
+    size_t block;
+    int route_rc;
+
+    if (!pg_dev_present() || shim_comm_get(comm, &c) != MPI_SUCCESS || recvcount < 0) {
+        return false;
+    }
+    route_rc =
+        route(sendbuf, sendcount, sendtype, recvbuf, (long long)recvcount * c->g->size, recvtype);
+    if (route_rc == 0) {
+        return false;
+    }
+    *rc = prelude(fn, comm, route_rc, recvcount, recvtype, MPI_OP_NULL, -1, &k);
+    if (*rc != MPI_SUCCESS) {
+        return true;
+    }
+    block = (size_t)recvcount * k.t->size;
+    *rc = check_send_side(fn, comm, sendbuf, sendcount, sendtype, block);
+    if (*rc != MPI_SUCCESS) {
+        shim_req_free(k.r);
+        return true;
+    }
+    if (sendbuf == MPI_IN_PLACE) {
+        in = (const char *)recvbuf + (size_t)c->g->rank * block;
+    }
+    *rc = finish(fn, comm, pg_dev_iallgather(k.c->g, in, recvbuf, block, &k.r->pr), k.r, request);
+    return true;
+}

@@ -1,0 +1,39 @@
+/*
+ * shim_device.h - MPI collectives on CUDA device buffers (CUDA-aware MPI), dispatched to
+ * pg_core's device backend (pg_device.h) before the host path of an entry point runs.
+ *
+ * Each shim_dev_try_* is called first thing in the matching PMPI entry point:
+ *
+ *     int rc;
+ *     if (shim_dev_try_allreduce(SHIM_FN, sendbuf, recvbuf, count, dt, op, comm, NULL, &rc)) {
+ *         return rc;
+ *     }
+ *
+ * (request NULL: the blocking call; the non-blocking one passes its MPI_Request *.) It
+ * returns false, having checked and raised nothing, when the call is not a device call
+ * (no GPU: one branch; host buffers; arguments the host path will reject anyway): the
+ * entry point goes on as before. It returns true when it handled the call; *rc is then the
+ * MPI result, and errors were raised through comm's handler as fn. Device buffers with a
+ * non-contiguous datatype give MPI_ERR_TYPE; a freed or foreign pointer MPI_ERR_BUFFER.
+ * MPI_IN_PLACE is accepted where MPI allows it.
+ */
+#ifndef SHIM_DEVICE_H
+#define SHIM_DEVICE_H
+
+#include "mpi.h"
+
+#include <stdbool.h>
+
+bool shim_dev_try_allreduce(const char *fn, const void *sendbuf, void *recvbuf, int count,
+                            MPI_Datatype dt, MPI_Op op, MPI_Comm comm, MPI_Request *request,
+                            int *rc);
+bool shim_dev_try_reduce(const char *fn, const void *sendbuf, void *recvbuf, int count,
+                         MPI_Datatype dt, MPI_Op op, int root, MPI_Comm comm, MPI_Request *request,
+                         int *rc);
+bool shim_dev_try_bcast(const char *fn, void *buf, int count, MPI_Datatype dt, int root,
+                        MPI_Comm comm, MPI_Request *request, int *rc);
+bool shim_dev_try_allgather(const char *fn, const void *sendbuf, int sendcount,
+                            MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                            MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request, int *rc);
+
+#endif

@@ -1,0 +1,194 @@
+/*
+ * mr_pgc_init.c - one pgc rank for the launch tests: initializes the process group with
+ * the init method of the command line, checks an all_reduce and the default store, and
+ * tears down. Used by tests/scripts/test_env_launch.sh (env://, tcp://, file://, a
+ * rendezvous that never completes) and by tests/mr.list (under every launcher, and with
+ * --mpi: MPI_Init first, then the pgc world reuses MPI's and the groups convert both ways).
+ *
+ *   mr_pgc_init [--init-method M] [--rank R] [--world-size N] [--timeout S]
+ *               [--expect-fail] [--peer-dies] [--mpi]
+ * --expect-fail: the initialization must fail (exit 0 if it did, within the timeout).
+ * --peer-dies: the last rank exits right after the initialization; the others' all_reduce
+ *              must then fail with an error (not hang), and they exit 0 if it did.
+ */
+#include <mpi.h>
+#include <pgc.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define FAIL(...)                                                                                  \
+    do {                                                                                           \
+        fprintf(stderr, "mr_pgc_init: FAIL: " __VA_ARGS__);                                        \
+        fprintf(stderr, " (last error: %s)\n", pgc_last_error());                                  \
+        exit(1);                                                                                   \
+    } while (0)
+
+struct args {
+    pgc_init_opts o;
+    int expect_fail, peer_dies, mpi, mpi_after;
+};
+
+static void parse(int argc, char **argv, struct args *a)
+{
+    pgc_init_opts d = PGC_INIT_OPTS_DEFAULT;
+
+    a->o = d;
+    for (int i = 1; i < argc; i++) {
+        const char *v = i + 1 < argc ? argv[i + 1] : "";
+        if (!strcmp(argv[i], "--init-method")) {
+            a->o.init_method = v, i++;
+        } else if (!strcmp(argv[i], "--rank")) {
+            a->o.rank = atoi(v), i++;
+        } else if (!strcmp(argv[i], "--world-size")) {
+            a->o.world_size = atoi(v), i++;
+        } else if (!strcmp(argv[i], "--timeout")) {
+            a->o.timeout = atof(v), i++;
+        } else if (!strcmp(argv[i], "--expect-fail")) {
+            a->expect_fail = 1;
+        } else if (!strcmp(argv[i], "--peer-dies")) {
+            a->peer_dies = 1;
+        } else if (!strcmp(argv[i], "--mpi-after")) {
+            a->mpi_after = 1;
+        } else if (!strcmp(argv[i], "--mpi")) {
+            a->mpi = 1;
+        } else {
+            FAIL("unknown argument %s", argv[i]);
+        }
+    }
+}
+
+/* Every rank adds 1 to a counter in the default store; after a barrier all see n. */
+static void check_store(int n)
+{
+    pgc_store *s = pgc_default_store();
+    int64_t v = 0;
+
+    if (!s) {
+        FAIL("no default store");
+    }
+    if (pgc_store_add(s, "mr_pgc_init/count", 1, NULL) != PGC_OK ||
+        pgc_barrier(NULL, 0, NULL) != PGC_OK || pgc_store_add(s, "mr_pgc_init/count", 0, &v)) {
+        FAIL("store add");
+    }
+    if (v != n) {
+        FAIL("store counter %lld, expected %d", (long long)v, n);
+    }
+}
+
+/* MPI first: the pgc world is MPI's, and groups and communicators convert both ways. */
+static void check_mpi_interop(int me, int n)
+{
+    int ranks[1] = {0}, size = -1;
+    pgc_group *g = NULL, *back;
+    int comm;
+
+    if (pgc_group_to_mpi_comm(NULL) != MPI_COMM_WORLD) {
+        FAIL("world group is not MPI_COMM_WORLD");
+    }
+    back = pgc_group_from_mpi_comm(MPI_COMM_WORLD);
+    if (back != pgc_group_world()) {
+        FAIL("MPI_COMM_WORLD's group is not the world group");
+    }
+    pgc_destroy_group(back);
+    if (pgc_new_group(ranks, 1, &g) != PGC_OK || (me == 0) != (g != NULL)) {
+        FAIL("new_group([0])");
+    }
+    if (g) {
+        comm = pgc_group_to_mpi_comm(g);
+        if (!comm || MPI_Comm_size(comm, &size) != MPI_SUCCESS || size != 1) {
+            FAIL("the communicator of group [0] has size %d", size);
+        }
+        if (pgc_group_to_mpi_comm(g) != comm || pgc_group_from_mpi_comm(comm) != g) {
+            FAIL("the group <-> communicator link is not stable");
+        }
+        pgc_destroy_group(g); /* the reference from_mpi_comm gave */
+        pgc_destroy_group(g);
+    }
+    int64_t v = me + 1, sum = 0;
+    MPI_Allreduce(&v, &sum, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
+    if (sum != (int64_t)n * (n + 1) / 2) {
+        FAIL("MPI_Allreduce gave %lld", (long long)sum);
+    }
+}
+
+/* The last rank leaves without a word; the others' collective must end in an error. */
+static int peer_dies(int me, int n)
+{
+    int64_t v = 1;
+    pgc_tensor t = pgc_host_tensor(&v, 1, PGC_INT64);
+    int rc;
+
+    if (me == n - 1) {
+        printf("mr_pgc_init: rank %d leaves without a word\n", me);
+        fflush(stdout);
+        _exit(0);
+    }
+    rc = pgc_all_reduce(&t, PGC_SUM, NULL, 0, NULL);
+    if (rc == PGC_OK) {
+        FAIL("all_reduce succeeded although rank %d is gone", n - 1);
+    }
+    printf("mr_pgc_init: rank %d: all_reduce failed as expected with %s: %s\n", me,
+           pgc_status_name(rc), pgc_last_error());
+    fflush(stdout);
+    _exit(0);
+}
+
+int main(int argc, char **argv)
+{
+    struct args a = {0};
+    int rc, me, n, local;
+    int64_t v;
+    pgc_tensor t = pgc_host_tensor(&v, 1, PGC_INT64);
+
+    parse(argc, argv, &a);
+    if (a.mpi && MPI_Init(&argc, &argv) != MPI_SUCCESS) {
+        FAIL("MPI_Init");
+    }
+    rc = pgc_init_process_group(&a.o);
+    if (a.expect_fail) {
+        if (rc == PGC_OK) {
+            FAIL("pgc_init_process_group succeeded but was expected to fail");
+        }
+        printf("mr_pgc_init: failed as expected with %s: %s\n", pgc_status_name(rc),
+               pgc_last_error());
+        return 0;
+    }
+    if (rc != PGC_OK) {
+        FAIL("pgc_init_process_group returned %s", pgc_status_name(rc));
+    }
+    me = pgc_get_rank();
+    n = pgc_get_world_size();
+    local = pgc_get_local_rank();
+    if (a.peer_dies) {
+        return peer_dies(me, n);
+    }
+    v = me + 1;
+    if (pgc_all_reduce(&t, PGC_SUM, NULL, 0, NULL) != PGC_OK || v != (int64_t)n * (n + 1) / 2) {
+        FAIL("all_reduce gave %lld", (long long)v);
+    }
+    check_store(n);
+    if (a.mpi) {
+        check_mpi_interop(me, n);
+    }
+    /* The other order: MPI_Init after pgc_init reuses the pgc world. */
+    if (a.mpi_after && MPI_Init(&argc, &argv) != MPI_SUCCESS) {
+        FAIL("MPI_Init after pgc_init_process_group");
+    }
+    if (a.mpi_after) {
+        check_mpi_interop(me, n);
+        if (MPI_Finalize() != MPI_SUCCESS) {
+            FAIL("MPI_Finalize before pgc_destroy_process_group");
+        }
+    }
+    if (pgc_destroy_process_group() != PGC_OK) {
+        FAIL("pgc_destroy_process_group");
+    }
+    if (a.mpi && MPI_Finalize() != MPI_SUCCESS) {
+        FAIL("MPI_Finalize");
+    }
+    printf("mr_pgc_init: rank %d of %d (local rank %d) ok\n", me, n, local);
+    return 0;
+}
