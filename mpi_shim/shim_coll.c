@@ -5,6 +5,7 @@
 #include "config.h"
 
 #include "shim_coll.h"
+#include "shim_device.h"
 #include "mps_log.h"
 #include "pgc_status.h"
 
@@ -163,6 +164,10 @@ static int ibcast_impl(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm
 int PMPI_Ibcast(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm,
                        MPI_Request *request)
 {
+    int rc;
+    if (shim_dev_try_bcast(SHIM_FN, buf, count, dt, root, comm, request, &rc)) {
+        return rc;
+    }
     return ibcast_impl(buf, count, dt, root, comm, request, SHIM_FN);
 }
 
@@ -170,6 +175,10 @@ int PMPI_Ibcast(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm,
 int PMPI_Bcast(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm)
 {
     MPI_Request req;
+    int rc;
+    if (shim_dev_try_bcast(SHIM_FN, buf, count, dt, root, comm, NULL, &rc)) {
+        return rc;
+    }
 
     return shim_coll_wait(SHIM_FN, ibcast_impl(buf, count, dt, root, comm, &req, SHIM_FN), &req);
 }
@@ -237,6 +246,10 @@ static int ireduce_impl(const void *sendbuf, void *recvbuf, int count, MPI_Datat
 int PMPI_Ireduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, MPI_Op op,
                         int root, MPI_Comm comm, MPI_Request *request)
 {
+    int rc;
+    if (shim_dev_try_reduce(SHIM_FN, sendbuf, recvbuf, count, dt, op, root, comm, request, &rc)) {
+        return rc;
+    }
     return ireduce_impl(sendbuf, recvbuf, count, dt, op, root, comm, request, SHIM_FN);
 }
 
@@ -245,6 +258,10 @@ int PMPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, 
                 int root, MPI_Comm comm)
 {
     MPI_Request req;
+    int rc;
+    if (shim_dev_try_reduce(SHIM_FN, sendbuf, recvbuf, count, dt, op, root, comm, NULL, &rc)) {
+        return rc;
+    }
 
     return shim_coll_wait(SHIM_FN, ireduce_impl(sendbuf, recvbuf, count, dt, op, root, comm, &req, SHIM_FN),
                           &req);
@@ -272,6 +289,10 @@ static int iallreduce_impl(const void *sendbuf, void *recvbuf, int count, MPI_Da
 int PMPI_Iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, MPI_Op op,
                            MPI_Comm comm, MPI_Request *request)
 {
+    int rc;
+    if (shim_dev_try_allreduce(SHIM_FN, sendbuf, recvbuf, count, dt, op, comm, request, &rc)) {
+        return rc;
+    }
     return iallreduce_impl(sendbuf, recvbuf, count, dt, op, comm, request, SHIM_FN);
 }
 
@@ -280,6 +301,10 @@ int PMPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype d
                    MPI_Comm comm)
 {
     MPI_Request req;
+    int rc;
+    if (shim_dev_try_allreduce(SHIM_FN, sendbuf, recvbuf, count, dt, op, comm, NULL, &rc)) {
+        return rc;
+    }
 
     return shim_coll_wait(SHIM_FN, iallreduce_impl(sendbuf, recvbuf, count, dt, op, comm, &req, SHIM_FN),
                           &req);

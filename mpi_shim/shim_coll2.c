@@ -20,6 +20,7 @@
  * references, so such a derived type is never freed: shim_req.c runs no hook on failure.
  */
 #include "config.h"
+#include "shim_device.h"
 
 #include "mps_log.h"
 #include "pg_coll2.h"
@@ -693,7 +694,11 @@ int PMPI_Iallgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, v
 {
     struct coll k;
     struct shim_dtype *st = NULL, *rt = NULL;
-    int rc = coll_begin(&k, SHIM_FN, comm);
+    int rc;
+    if (shim_dev_try_allgather(SHIM_FN, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request, &rc)) {
+        return rc;
+    }
+    rc = coll_begin(&k, SHIM_FN, comm);
 
     if (rc == MPI_SUCCESS) {
         rc = check_buf(&k, sendbuf, sendcount, sendtype, &st, true, "sendbuf");

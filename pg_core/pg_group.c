@@ -8,6 +8,7 @@
  * same way, with a bit mask instead of a counter.
  */
 #include "config.h"
+#include "pg_device.h"
 
 #include "pg_internal.h"
 #include "mps_log.h"
@@ -44,6 +45,7 @@ void pg_group_retain(struct pg_group *g)
 void pg_group_release(struct pg_group *g)
 {
     if (g && --g->refs == 0) {
+        pg_dev_group_free(g);
         free(g->ranks);
         free(g->local_of);
         free(g);

@@ -9,6 +9,7 @@
 #include "config.h"
 
 #include "pg_internal.h"
+#include "pg_device.h"
 #include "mps_log.h"
 #include "pgc_status.h"
 
@@ -26,6 +27,9 @@ int pg_progress_locked(void)
     }
     if (rc >= 0 && !mps_list_empty(&pg_w.scheds)) {
         rc = pg_sched_progress();
+    }
+    if (rc >= 0) {
+        rc = pg_dev_progress();
     }
     return rc < 0 ? rc : PGC_OK;
 }
@@ -68,6 +72,7 @@ static int wait_timed_out(struct pg_req *req, double timeout)
     if (req->kind == PG_REQ_COLL) {
         pg_sched_detach(req);
     }
+    pg_dev_detach(req);
     if (req->kind == PG_REQ_RECV && pg_unpost_recv(req)) {
         return mps_error(PGC_ERR_TIMEOUT,
                          "no message from source %d with tag %d arrived within %.0f s", req->match_src,

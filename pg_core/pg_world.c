@@ -3,6 +3,7 @@
  * the world and self groups.
  */
 #include "config.h"
+#include "pg_device.h"
 
 #include "pg_internal.h"
 #include "boot.h"
@@ -158,6 +159,7 @@ int pg_finalize(void)
     pg_w.boot = NULL;
     pg_group_release(pg_w.world);
     pg_group_release(pg_w.self);
+    pg_dev_finalize();
     pg_w.world = pg_w.self = NULL;
     pg_w.initialized = false;
     return rc;

@@ -19,6 +19,7 @@
 
 #include "fab.h"
 #include "mps_config.h"
+#include "pg_device.h"
 #include "pgc_status.h"
 
 static const char *type_name(enum mps_config_type t)
@@ -67,6 +68,32 @@ static void print_build(void)
     printf("\n");
 }
 
+/* Device support: what is compiled in, and whether a device is usable now (probing it
+ * loads the CUDA runtime; without a driver it finds none, which is not an error). */
+static void print_device(void)
+{
+    int cv = pg_dev_cuda_version(), nv = pg_dev_nccl_version(), n = pg_dev_count();
+
+    printf("Device support:\n");
+    if (HAVE_CUDA) {
+        printf("  compiled in:       CUDA runtime %d.%d", cv / 1000, (cv % 1000) / 10);
+    } else {
+        printf("  compiled in:       no (built without CUDA)");
+    }
+    if (HAVE_NCCL) {
+        printf(", NCCL %d.%d.%d\n", nv / 10000, (nv % 10000) / 100, nv % 100);
+    } else {
+        printf("%s\n", HAVE_CUDA ? ", no NCCL (device collectives stage through host)" : "");
+    }
+    if (n > 0) {
+        printf("  usable now:        yes, %d CUDA device(s)\n", n);
+    } else {
+        printf("  usable now:        no (%s)\n",
+               HAVE_CUDA ? "no CUDA device or driver found" : "not compiled in");
+    }
+    printf("  device collectives: MPISHIM_DEVICE_COLL=%s\n\n", mps_config_str(MPS_CFG_DEVICE_COLL));
+}
+
 int main(int argc, char **argv)
 {
     bool vars_only = false;
@@ -84,6 +111,7 @@ int main(int argc, char **argv)
     }
     if (!vars_only) {
         print_build();
+        print_device();
     }
     print_vars();
     return 0;

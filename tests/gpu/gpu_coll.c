@@ -1,0 +1,355 @@
+/*
+ * gpu_coll.c - collectives and point-to-point on CUDA device buffers, checked against
+ * values computed here on the host (a formula of rank and index, exact in float).
+ *
+ * MPI level (the shim's device dispatch): MPI_Allreduce (in place, user op -> staged,
+ * freed pointer -> MPI_ERR_BUFFER), MPI_Iallreduce, MPI_Bcast and MPI_Reduce from every
+ * root, MPI_Allgather (in place too). pg_core level (pg_device.h): reduce_scatter_block,
+ * alltoall, gather, scatter, AVG, and device send/receive with PG_ANY_SOURCE. With
+ * MPISHIM_DEVICE_COLL=staging also mixed host/device buffers across ranks.
+ *
+ * Without a GPU it prints "SKIP: needs an NVIDIA GPU (cudaGetDeviceCount found none)" and
+ * exits 77 before MPI_Init. Run it through tests/gpu/run_gpu.sh.
+ */
+#include "config.h"
+
+#include <cuda_runtime.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../mr/mrtest.h"
+#include "pg_coll2.h"
+#include "pg_device.h"
+#include "pgc_status.h"
+
+static int me, np;
+
+#define CUDA_OK(call)                                                                              \
+    do {                                                                                           \
+        cudaError_t e_ = (call);                                                                   \
+        CHECK(e_ == cudaSuccess, "%s", cudaGetErrorString(e_));                                    \
+    } while (0)
+
+static void *dmalloc(size_t bytes)
+{
+    void *p = NULL;
+
+    CUDA_OK(cudaMalloc(&p, bytes ? bytes : 1));
+    return p;
+}
+
+/* The value rank r contributes at index i (exact in float for our sizes). */
+static float val(int r, size_t i)
+{
+    return (float)((r + 1) * 1000 + (int)(i % 997));
+}
+
+static float *host_vals(int r, size_t n)
+{
+    float *h = malloc(n * sizeof(float) + 1);
+
+    for (size_t i = 0; i < n; i++) {
+        h[i] = val(r, i);
+    }
+    return h;
+}
+
+static float *to_dev(const float *h, size_t n)
+{
+    float *d = dmalloc(n * sizeof(float));
+
+    CUDA_OK(cudaMemcpy(d, h, n * sizeof(float), cudaMemcpyHostToDevice));
+    return d;
+}
+
+static float *from_dev(const float *d, size_t n)
+{
+    float *h = malloc(n * sizeof(float) + 1);
+
+    CUDA_OK(cudaMemcpy(h, d, n * sizeof(float), cudaMemcpyDeviceToHost));
+    return h;
+}
+
+static float sum_at(size_t i)
+{
+    float s = 0;
+
+    for (int r = 0; r < np; r++) {
+        s += val(r, i);
+    }
+    return s;
+}
+
+static void check_classification(void)
+{
+    void *d = dmalloc(64), *m = NULL, *pinned = NULL, *h = malloc(64);
+
+    CUDA_OK(cudaMallocManaged(&m, 64, cudaMemAttachGlobal));
+    CUDA_OK(cudaHostAlloc(&pinned, 64, cudaHostAllocDefault));
+    CHECK(MPIX_Query_cuda_support() == 1, "MPIX_Query_cuda_support with a GPU");
+    CHECK(pg_dev_classify(d) == PG_MEM_DEVICE, "cudaMalloc: %d", pg_dev_classify(d));
+    CHECK(pg_dev_classify(m) == PG_MEM_MANAGED, "managed: %d", pg_dev_classify(m));
+    CHECK(pg_dev_classify(pinned) == PG_MEM_HOST_PINNED, "pinned: %d", pg_dev_classify(pinned));
+    CHECK(pg_dev_classify(h) == PG_MEM_HOST, "malloc: %d", pg_dev_classify(h));
+    CUDA_OK(cudaFree(d));
+    CHECK(pg_dev_classify(d) == PG_MEM_INVALID, "freed device pointer: %d", pg_dev_classify(d));
+    CHECK(cudaGetLastError() == cudaSuccess, "classification left a sticky CUDA error");
+    cudaFree(m);
+    cudaFreeHost(pinned);
+    free(h);
+}
+
+static void check_allreduce(size_t n, bool in_place)
+{
+    float *h = host_vals(me, n), *d = to_dev(h, n), *o = in_place ? d : dmalloc(n * 4), *r;
+
+    CHECK_MPI(
+        MPI_Allreduce(in_place ? MPI_IN_PLACE : d, o, (int)n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD));
+    r = from_dev(o, n);
+    for (size_t i = 0; i < n; i++) {
+        CHECK(r[i] == sum_at(i), "allreduce n=%zu i=%zu: %g != %g", n, i, r[i], sum_at(i));
+    }
+    if (!in_place) {
+        cudaFree(o);
+    }
+    cudaFree(d);
+    free(h);
+    free(r);
+}
+
+static void my_sum(void *in, void *inout, int *len, MPI_Datatype *dt)
+{
+    for (int i = 0; i < *len; i++) {
+        ((int *)inout)[i] += ((int *)in)[i];
+    }
+    (void)dt;
+}
+
+/* A user op cannot run in NCCL: it is staged, with the same result. */
+static void check_user_op(void)
+{
+    enum { N = 1000 };
+    int h[N], *d = dmalloc(sizeof(h)), r[N];
+    MPI_Op op;
+
+    for (int i = 0; i < N; i++) {
+        h[i] = me * 100000 + i;
+    }
+    CUDA_OK(cudaMemcpy(d, h, sizeof(h), cudaMemcpyHostToDevice));
+    CHECK_MPI(MPI_Op_create(my_sum, 1, &op));
+    CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, d, N, MPI_INT, op, MPI_COMM_WORLD));
+    CUDA_OK(cudaMemcpy(r, d, sizeof(r), cudaMemcpyDeviceToHost));
+    for (int i = 0; i < N; i++) {
+        int want = 100000 * (np * (np - 1) / 2) + np * i;
+        CHECK(r[i] == want, "user op i=%d: %d != %d", i, r[i], want);
+    }
+    MPI_Op_free(&op);
+    cudaFree(d);
+}
+
+static void check_iallreduce(void)
+{
+    size_t n = 4099;
+    float *h = host_vals(me, n), *d = to_dev(h, n), *r;
+    MPI_Request req;
+
+    CHECK_MPI(MPI_Iallreduce(MPI_IN_PLACE, d, (int)n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &req));
+    CHECK_MPI(MPI_Wait(&req, MPI_STATUS_IGNORE));
+    r = from_dev(d, n);
+    for (size_t i = 0; i < n; i++) {
+        CHECK(r[i] == sum_at(i), "iallreduce i=%zu: %g != %g", i, r[i], sum_at(i));
+    }
+    cudaFree(d);
+    free(h);
+    free(r);
+}
+
+static void check_bcast_and_reduce(size_t n)
+{
+    for (int root = 0; root < np; root++) {
+        float *h = host_vals(me, n), *d = to_dev(h, n), *o = dmalloc(n * 4), *r;
+        CHECK_MPI(MPI_Bcast(d, (int)n, MPI_FLOAT, root, MPI_COMM_WORLD));
+        r = from_dev(d, n);
+        for (size_t i = 0; i < n; i++) {
+            CHECK(r[i] == val(root, i), "bcast root %d i=%zu: %g", root, i, r[i]);
+        }
+        free(r);
+        CUDA_OK(cudaMemcpy(d, h, n * 4, cudaMemcpyHostToDevice));
+        CHECK_MPI(MPI_Reduce(d, o, (int)n, MPI_FLOAT, MPI_SUM, root, MPI_COMM_WORLD));
+        if (me == root) {
+            r = from_dev(o, n);
+            for (size_t i = 0; i < n; i++) {
+                CHECK(r[i] == sum_at(i), "reduce root %d i=%zu: %g", root, i, r[i]);
+            }
+            free(r);
+        }
+        cudaFree(d);
+        cudaFree(o);
+        free(h);
+    }
+}
+
+static void check_allgather(size_t n, bool in_place)
+{
+    float *h = host_vals(me, n), *all = dmalloc(n * 4 * (size_t)np), *d = to_dev(h, n), *r;
+
+    if (in_place) {
+        CUDA_OK(cudaMemcpy(all + (size_t)me * n, h, n * 4, cudaMemcpyHostToDevice));
+    }
+    CHECK_MPI(MPI_Allgather(in_place ? MPI_IN_PLACE : d, (int)n, MPI_FLOAT, all, (int)n, MPI_FLOAT,
+                            MPI_COMM_WORLD));
+    r = from_dev(all, n * (size_t)np);
+    for (int q = 0; q < np; q++) {
+        for (size_t i = 0; i < n; i++) {
+            CHECK(r[(size_t)q * n + i] == val(q, i), "allgather block %d i=%zu", q, i);
+        }
+    }
+    cudaFree(all);
+    cudaFree(d);
+    free(h);
+    free(r);
+}
+
+static void check_pg_level(void)
+{
+    struct pg_group *g = pg_world_group();
+    struct pg_op_spec sum = {.dt = PG_FLOAT, .op = PG_OP_SUM, .elem_size = 4, .commutative = true};
+    struct pg_op_spec avg = sum;
+    size_t n = 513, all = n * (size_t)np;
+    float *h = host_vals(me, all), *in = to_dev(h, all), *out = dmalloc(all * 4), *r;
+
+    /* reduce_scatter_block: rank me gets the sum of segment me. */
+    CHECK(pg_dev_reduce_scatter_block(g, in, out, n, &sum) == PGC_OK, "reduce_scatter");
+    r = from_dev(out, n);
+    for (size_t i = 0; i < n; i++) {
+        CHECK(r[i] == sum_at((size_t)me * n + i), "reduce_scatter i=%zu: %g", i, r[i]);
+    }
+    free(r);
+    /* alltoall: block j of rank q goes to rank j as block q. */
+    CHECK(pg_dev_alltoall(g, in, out, n * 4) == PGC_OK, "alltoall");
+    r = from_dev(out, all);
+    for (int q = 0; q < np; q++) {
+        for (size_t i = 0; i < n; i++) {
+            CHECK(r[(size_t)q * n + i] == val(q, (size_t)me * n + i), "alltoall q=%d i=%zu", q, i);
+        }
+    }
+    free(r);
+    for (int root = 0; root < np; root++) {
+        CHECK(pg_dev_gather(g, in, out, n * 4, root) == PGC_OK, "gather");
+        if (me == root) {
+            r = from_dev(out, all);
+            for (int q = 0; q < np; q++) {
+                CHECK(r[(size_t)q * n] == val(q, 0) && r[(size_t)q * n + n - 1] == val(q, n - 1),
+                      "gather root %d block %d", root, q);
+            }
+            free(r);
+        }
+        CHECK(pg_dev_scatter(g, in, out, n * 4, root) == PGC_OK, "scatter");
+        r = from_dev(out, n);
+        CHECK(r[0] == val(root, (size_t)me * n) && r[n - 1] == val(root, (size_t)me * n + n - 1),
+              "scatter root %d", root);
+        free(r);
+    }
+    /* AVG is finished on the device path (the caller cannot divide device memory). */
+    avg.op = PG_OP_AVG;
+    CHECK(pg_dev_allreduce(g, in, out, n, &avg) == PGC_OK, "avg");
+    r = from_dev(out, n);
+    for (size_t i = 0; i < n; i++) {
+        float want = sum_at(i) / (float)np; /* NCCL may pre-multiply by 1/n: 1 ulp-ish */
+        CHECK(r[i] >= want * (1 - 1e-6f) && r[i] <= want * (1 + 1e-6f), "avg i=%zu: %g != %g", i,
+              r[i], want);
+    }
+    free(r);
+    cudaFree(in);
+    cudaFree(out);
+    free(h);
+}
+
+/* Device send/receive in a ring, received with PG_ANY_SOURCE: matching as on the host. */
+static void check_p2p(void)
+{
+    struct pg_group *g = pg_world_group();
+    size_t n = 70000;
+    float *h = host_vals(me, n), *s = to_dev(h, n), *d = dmalloc(n * 4), *r;
+    struct pg_req sr = {0}, rr = {0};
+    int left = (me + np - 1) % np;
+
+    CHECK(pg_dev_irecv(g, d, n * 4, PG_ANY_SOURCE, 42, &rr) == PGC_OK, "irecv");
+    CHECK(pg_dev_isend(g, s, n * 4, (me + 1) % np, 42, false, &sr) == PGC_OK, "isend");
+    CHECK(pg_dev_wait(&sr, -1) == PGC_OK && pg_dev_wait(&rr, -1) == PGC_OK, "p2p wait");
+    CHECK(rr.source == left && rr.tag == 42 && rr.len == n * 4, "envelope %d %d %zu", rr.source,
+          rr.tag, rr.len);
+    r = from_dev(d, n);
+    CHECK(r[0] == val(left, 0) && r[n - 1] == val(left, n - 1), "p2p data");
+    cudaFree(s);
+    cudaFree(d);
+    free(h);
+    free(r);
+}
+
+/* A freed pointer on every rank: MPI_ERR_BUFFER from classification, not a crash. */
+static void check_freed_pointer(void)
+{
+    float *d = dmalloc(1024);
+    int rc;
+
+    cudaFree(d);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    rc = MPI_Allreduce(MPI_IN_PLACE, d, 256, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    CHECK(rc != MPI_SUCCESS, "a freed device pointer was accepted");
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
+}
+
+/* Staging only: rank 0 passes host buffers, the others device buffers. */
+static void check_mixed(void)
+{
+    size_t n = 3001;
+    float *h = host_vals(me, n), *d = me == 0 ? h : to_dev(h, n), *r;
+
+    CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, d, (int)n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD));
+    r = me == 0 ? h : from_dev(d, n);
+    for (size_t i = 0; i < n; i++) {
+        CHECK(r[i] == sum_at(i), "mixed i=%zu: %g", i, r[i]);
+    }
+    if (me != 0) {
+        cudaFree(d);
+        free(r);
+    }
+    free(h);
+}
+
+int main(int argc, char **argv)
+{
+    int ndev = 0;
+    const char *mode;
+
+    if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
+        printf("SKIP: needs an NVIDIA GPU (cudaGetDeviceCount found none)\n");
+        return 77;
+    }
+    if (argc > 1 && !strcmp(argv[1], "--probe")) {
+        return 0;
+    }
+    mrt_init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &me);
+    MPI_Comm_size(MPI_COMM_WORLD, &np);
+    CUDA_OK(cudaSetDevice(me % ndev));
+    mode = getenv("MPISHIM_DEVICE_COLL");
+    check_classification();
+    check_allreduce(7, false);
+    check_allreduce((1 << 16) + 3, true);
+    check_user_op();
+    check_iallreduce();
+    check_bcast_and_reduce(1029);
+    check_allgather(257, false);
+    check_allgather(257, true);
+    check_pg_level();
+    check_p2p();
+    check_freed_pointer();
+    if (mode && !strcmp(mode, "staging")) {
+        check_mixed();
+    }
+    return mrt_finish("gpu_coll");
+}
