@@ -150,7 +150,8 @@ int main(int argc, char **argv)
     p.rbuf = bench_alloc(max < 4 ? 4 : max, 'b');
     bench_print_library(p.rank);
     if (p.rank == 0) {
-        printf("# %s, %d ranks, unit %s\n", argv[1], nranks, p.mode == MODE_LATENCY ? "us" : "MB/s");
+        printf("# %s, %d ranks, unit %s\n", argv[1], nranks,
+               p.mode == MODE_LATENCY ? "us" : "MB/s");
     }
     for (int i = 0; i < o.nsizes; i++) {
         measure(&p, &o, o.sizes[i]);
