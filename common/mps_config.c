@@ -38,6 +38,13 @@ double mps_config_double(enum mps_config_id id)
     return strtod(mps_config_str(id), NULL);
 }
 
+bool mps_config_is_set(enum mps_config_id id)
+{
+    const char *v = getenv(table[id].name);
+
+    return v && *v;
+}
+
 void mps_config_reset(void)
 {
     for (int i = 0; i < MPS_CFG_COUNT; i++) {

@@ -34,7 +34,8 @@
     X(NODE_NAME, "MPISHIM_NODE_NAME", STRING, "",                                                  \
       "node identity used to pick shm or the network for a peer (default: the host name)")        \
     X(SPIN_COUNT, "MPISHIM_SPIN_COUNT", INT, "2000",                                               \
-      "progress polls before a waiting rank yields the CPU (helps when ranks outnumber cores)")    \
+      "progress polls before a waiting rank yields the CPU; when a node has more ranks than "    \
+      "cores the default is 1 (yield at once)")    \
     X(DEVICE_COLL, "MPISHIM_DEVICE_COLL", STRING, "auto",                                          \
       "path for device-buffer collectives: auto, nccl or staging")                                 \
     X(COLL_ALLREDUCE, "MPISHIM_COLL_ALLREDUCE", STRING, "auto",                                    \
@@ -68,6 +69,8 @@ const struct mps_config_desc *mps_config_desc(enum mps_config_id id);
 const char *mps_config_str(enum mps_config_id id);
 long mps_config_int(enum mps_config_id id);
 double mps_config_double(enum mps_config_id id);
+/* Whether the variable is set (non-empty) in the environment, as opposed to defaulted. */
+bool mps_config_is_set(enum mps_config_id id);
 /* Forget cached values (tests change the environment between cases). */
 void mps_config_reset(void);
 

@@ -11,6 +11,7 @@
 #include "mps_log.h"
 #include "pgc_status.h"
 
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -94,6 +95,29 @@ static int world_make_groups(void)
     return rc;
 }
 
+/* A rank that waits must give its core away at once when the node has more ranks than
+ * cores: spinning would starve the very peer it waits for (MPICH's millisecond trap at 4
+ * ranks on 2 cores). Otherwise spin a while first, which is what small-message latency
+ * wants. An explicit MPISHIM_SPIN_COUNT always wins. */
+static int choose_spin_count(void)
+{
+    cpu_set_t set;
+    int cores = 0;
+
+    if (mps_config_is_set(MPS_CFG_SPIN_COUNT)) {
+        return (int)mps_config_int(MPS_CFG_SPIN_COUNT);
+    }
+    if (sched_getaffinity(0, sizeof(set), &set) == 0) {
+        cores = CPU_COUNT(&set);
+    }
+    if (cores > 0 && boot_get_info(pg_w.boot)->local_size > cores) {
+        MPS_INFO("%d ranks on %d cores: waiting ranks yield at once",
+                 boot_get_info(pg_w.boot)->local_size, cores);
+        return 1;
+    }
+    return (int)mps_config_int(MPS_CFG_SPIN_COUNT);
+}
+
 int pg_init(const char *init_method, int rank, int size, double timeout, bool mt)
 {
     struct boot_opts bo = {.init_method = init_method, .rank = rank, .size = size,
@@ -106,12 +130,12 @@ int pg_init(const char *init_method, int rank, int size, double timeout, bool mt
     world_reset_lists();
     pg_w.mt = mt;
     pg_w.timeout = timeout > 0 ? timeout : mps_config_double(MPS_CFG_TIMEOUT);
-    pg_w.spin_count = (int)mps_config_int(MPS_CFG_SPIN_COUNT);
     pg_w.eager_max = (size_t)mps_config_int(MPS_CFG_EAGER_MAX);
     rc = boot_init(&bo, &pg_w.boot);
     if (rc != PGC_OK) {
         goto fail;
     }
+    pg_w.spin_count = choose_spin_count();
     pg_w.rank = boot_get_info(pg_w.boot)->rank;
     pg_w.size = boot_get_info(pg_w.boot)->size;
     mps_log_set_rank(pg_w.rank);
