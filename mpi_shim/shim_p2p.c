@@ -202,10 +202,30 @@ int PMPI_Irecv(void *buf, int count, MPI_Datatype dt, int source, int tag, MPI_C
 int PMPI_Recv(void *buf, int count, MPI_Datatype dt, int source, int tag, MPI_Comm comm,
               MPI_Status *status)
 {
+    struct shim_comm *c;
+    struct shim_dtype *t;
+    struct pg_req pr = {0};
     MPI_Request req;
-    int rc = irecv_impl(buf, count, dt, source, tag, comm, &req, SHIM_FN);
+    int rc = p2p_check(SHIM_FN, comm, count, dt, source, tag, true, &c, &t);
 
-    return rc == MPI_SUCCESS ? shim_wait_named(&req, status, SHIM_FN) : rc;
+    if (rc != MPI_SUCCESS) {
+        return rc;
+    }
+    if (!t->contig) {
+        rc = irecv_impl(buf, count, dt, source, tag, comm, &req, SHIM_FN);
+        return rc == MPI_SUCCESS ? shim_wait_named(&req, status, SHIM_FN) : rc;
+    }
+    /* The common case needs no request object: receive straight into buf and wait. */
+    rc = pg_irecv(c->g, buf, (size_t)count * t->size, source, tag, &pr);
+    if (rc == PGC_OK && !pr.done) {
+        rc = pg_wait(&pr, -1);
+    }
+    if (!pr.done) {
+        return shim_error(comm, SHIM_FN, shim_errclass(rc), "%s", mps_last_error());
+    }
+    rc = shim_raise_pg_req(comm, SHIM_FN, &pr);
+    shim_status_set(status, &pr, rc);
+    return rc;
 }
 
 #pragma weak MPI_Sendrecv = PMPI_Sendrecv

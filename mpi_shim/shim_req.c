@@ -237,19 +237,23 @@ void shim_status_set(MPI_Status *st, const struct pg_req *pr, int error)
     st->MPI_ERROR = error;
 }
 
+int shim_raise_pg_req(MPI_Comm comm, const char *fn, const struct pg_req *pr)
+{
+    if (pr->status == PGC_OK) {
+        return MPI_SUCCESS;
+    }
+    if (pr->status == PGC_ERR_TRUNCATE) {
+        return shim_error(comm, fn, MPI_ERR_TRUNCATE,
+                          "message from rank %d with tag %d is longer than the receive buffer "
+                          "(%zu bytes)", pr->source, pr->tag, pr->cap);
+    }
+    return shim_error(comm, fn, shim_errclass(pr->status), "%s", pgc_strerror(pr->status));
+}
+
 /* The error class of a finished request, with its cause raised on its communicator. */
 int shim_req_raise(struct shim_req *r, const char *fn)
 {
-    if (r->pr.status == PGC_OK) {
-        return MPI_SUCCESS;
-    }
-    if (r->pr.status == PGC_ERR_TRUNCATE) {
-        return shim_error(r->comm, fn, MPI_ERR_TRUNCATE,
-                          "message from rank %d with tag %d is longer than the receive buffer "
-                          "(%zu bytes)", r->pr.source, r->pr.tag, r->pr.cap);
-    }
-    return shim_error(r->comm, fn, shim_errclass(r->pr.status), "%s",
-                      pgc_strerror(r->pr.status));
+    return shim_raise_pg_req(r->comm, fn, &r->pr);
 }
 
 int shim_req_complete(MPI_Request *h, MPI_Status *st)

@@ -80,7 +80,9 @@ int shim_req_complete(MPI_Request *h, MPI_Status *st);
 /* MPI_Wait that raises errors in the name of fn (a blocking call built on its I-form). */
 int shim_wait_named(MPI_Request *request, MPI_Status *status, const char *fn);
 
-/* The error class for a failed pg call, with the cause raised on comm for fn. */
+/* The error class of a finished pg request (MPI_SUCCESS if it succeeded), its cause raised
+ * on comm in the name of fn. */
+int shim_raise_pg_req(MPI_Comm comm, const char *fn, const struct pg_req *pr);
 int shim_req_raise(struct shim_req *r, const char *fn);
 
 #endif
