@@ -12,6 +12,7 @@
 #include "mps_log.h"
 #include "pg_internal.h"
 #include "pgc_internal.h"
+#include "pg_device.h"
 #include "pgc_status.h"
 
 #include <stdarg.h>
@@ -135,7 +136,9 @@ const char *pgc_reduce_op_name(pgc_reduce_op op)
     return (unsigned)op < PGC_REDUCE_OP_COUNT ? names[op] : "invalid";
 }
 
-int pgc_check_tensor(const char *call, struct pg_group *g, const pgc_tensor *t, const char *what)
+/* The checks every tensor gets; allow_cuda: the call has a device path. */
+static int check_tensor(const char *call, struct pg_group *g, const pgc_tensor *t,
+                        const char *what, bool allow_cuda)
 {
     size_t esz;
 
@@ -147,11 +150,17 @@ int pgc_check_tensor(const char *call, struct pg_group *g, const pgc_tensor *t, 
         return pgc_fail(PGC_ERR_INVALID_DTYPE, call, g, "%s has dtype %d, not a pgc_dtype", what,
                         (int)t->dtype);
     }
-    if (t->device == PGC_DEVICE_CUDA) {
+    if (t->device == PGC_DEVICE_CUDA && !allow_cuda) {
         return pgc_fail(PGC_ERR_UNSUPPORTED, call, g,
-                        "%s is a CUDA tensor; device tensors are not supported yet", what);
+                        "%s is a CUDA tensor; this call takes host tensors only (the device "
+                        "path covers broadcast, reduce, all_reduce and all_gather_into_tensor)",
+                        what);
     }
-    if (t->device != PGC_DEVICE_HOST) {
+    if (t->device == PGC_DEVICE_CUDA && !pg_dev_present()) {
+        return pgc_fail(PGC_ERR_UNSUPPORTED, call, g,
+                        "%s is a CUDA tensor but this process has no usable CUDA device", what);
+    }
+    if (t->device != PGC_DEVICE_HOST && t->device != PGC_DEVICE_CUDA) {
         return pgc_fail(PGC_ERR_INVALID_ARG, call, g, "%s has device %d", what, (int)t->device);
     }
     if (t->numel > SIZE_MAX / esz) {
@@ -163,6 +172,17 @@ int pgc_check_tensor(const char *call, struct pg_group *g, const pgc_tensor *t, 
                         t->numel);
     }
     return PGC_OK;
+}
+
+int pgc_check_tensor(const char *call, struct pg_group *g, const pgc_tensor *t, const char *what)
+{
+    return check_tensor(call, g, t, what, false);
+}
+
+int pgc_check_tensor_dev(const char *call, struct pg_group *g, const pgc_tensor *t,
+                         const char *what)
+{
+    return check_tensor(call, g, t, what, true);
 }
 
 int pgc_op_spec(const char *call, struct pg_group *g, pgc_reduce_op op, pgc_dtype dt,

@@ -22,6 +22,7 @@
 #include "pg_internal.h"
 #include "pg_sched.h"
 #include "pgc_internal.h"
+#include "pg_device.h"
 #include "pgc_status.h"
 
 #include <sched.h>
@@ -196,7 +197,7 @@ int pgc_broadcast(pgc_tensor *tensor, int src, pgc_group *group, int async_op, p
     int rc = coll_begin(call, group, async_op, work, &g);
 
     if (rc == PGC_OK) {
-        rc = pgc_check_tensor(call, g, tensor, "the tensor");
+        rc = pgc_check_tensor_dev(call, g, tensor, "the tensor");
     }
     if (rc == PGC_OK) {
         rc = check_root(call, g, src);
@@ -211,7 +212,9 @@ int pgc_broadcast(pgc_tensor *tensor, int src, pgc_group *group, int async_op, p
     if (!w) {
         return PGC_ERR_NOMEM;
     }
-    rc = pg_ibcast(g, tensor->data, nbytes(tensor), src, &w->req);
+    rc = tensor->device == PGC_DEVICE_CUDA
+             ? pg_dev_ibcast(g, tensor->data, nbytes(tensor), src, &w->req)
+             : pg_ibcast(g, tensor->data, nbytes(tensor), src, &w->req);
     return coll_start(w, rc, async_op, work);
 }
 
@@ -242,7 +245,7 @@ int pgc_barrier(pgc_group *group, int async_op, pgc_work **work)
 static int check_reduction(const char *call, struct pg_group *g, const pgc_tensor *t,
                            pgc_reduce_op op, int root, struct pg_op_spec *spec)
 {
-    int rc = pgc_check_tensor(call, g, t, "the tensor");
+    int rc = pgc_check_tensor_dev(call, g, t, "the tensor");
 
     if (rc == PGC_OK) {
         rc = pgc_op_spec(call, g, op, t->dtype, spec);
@@ -287,6 +290,15 @@ static int reduction(const char *call, pgc_tensor *t, int root, pgc_reduce_op op
     w = coll_work(call, g, async_op, &stack);
     if (!w) {
         return PGC_ERR_NOMEM;
+    }
+    if (t->device == PGC_DEVICE_CUDA) {
+        /* NCCL (or its staging fallback) reduces fp16/bf16 and divides AVG itself. */
+        if (op == PGC_AVG) {
+            spec.op = PG_OP_AVG;
+        }
+        rc = root < 0 ? pg_dev_iallreduce(g, t->data, t->data, t->numel, &spec, &w->req)
+                      : pg_dev_ireduce(g, t->data, t->data, t->numel, &spec, root, &w->req);
+        return coll_start(w, rc, async_op, work);
     }
     wide = needs_widening(t->dtype, op);
     void *buf = t->data;
@@ -460,10 +472,13 @@ int pgc_all_gather_into_tensor(pgc_tensor *output, const pgc_tensor *input, pgc_
     int rc = coll_begin(call, group, async_op, work, &g);
 
     if (rc == PGC_OK) {
-        rc = pgc_check_tensor(call, g, input, "the input");
+        rc = pgc_check_tensor_dev(call, g, input, "the input");
     }
     if (rc == PGC_OK) {
-        rc = pgc_check_tensor(call, g, output, "the output");
+        rc = pgc_check_tensor_dev(call, g, output, "the output");
+    }
+    if (rc == PGC_OK && input->device != output->device) {
+        rc = pgc_fail(PGC_ERR_INVALID_ARG, call, g, "the input and output are on different devices");
     }
     if (rc == PGC_OK) {
         rc = same_dtype(call, g, output, input);
@@ -488,7 +503,9 @@ int pgc_all_gather_into_tensor(pgc_tensor *output, const pgc_tensor *input, pgc_
     if (!w) {
         return PGC_ERR_NOMEM;
     }
-    rc = pg_iallgather(g, input->data, output->data, nbytes(input), &w->req);
+    rc = input->device == PGC_DEVICE_CUDA
+             ? pg_dev_iallgather(g, input->data, output->data, nbytes(input), &w->req)
+             : pg_iallgather(g, input->data, output->data, nbytes(input), &w->req);
     return coll_start(w, rc, async_op, work);
 }
 

@@ -77,6 +77,9 @@ void pgc_group_desc(struct pg_group *g, char *buf, size_t len);
 int pgc_resolve_group(const char *call, pgc_group *in, struct pg_group **out);
 /* A host tensor with a valid dtype and a buffer for its elements. */
 int pgc_check_tensor(const char *call, struct pg_group *g, const pgc_tensor *t, const char *what);
+/* The same, also accepting a CUDA tensor when a device is usable (calls with a device path). */
+int pgc_check_tensor_dev(const char *call, struct pg_group *g, const pgc_tensor *t,
+                         const char *what);
 /* The reduction of op on dtype (AVG reduces as SUM); PGC_ERR_INVALID_OP if undefined. */
 int pgc_op_spec(const char *call, struct pg_group *g, pgc_reduce_op op, pgc_dtype dt,
                 struct pg_op_spec *spec);
