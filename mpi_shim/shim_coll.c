@@ -14,18 +14,15 @@
 int shim_coll_check(const char *fn, MPI_Comm comm, int count, MPI_Datatype dt,
                     struct shim_comm **c, struct shim_dtype **t)
 {
-    int rc = shim_check_init(fn);
+    int rc = shim_comm_enter(fn, comm, c);
 
     if (rc != MPI_SUCCESS) {
         return rc;
     }
-    if (shim_comm_get(comm, c) != MPI_SUCCESS) {
-        return shim_error(comm, fn, MPI_ERR_COMM, "invalid communicator 0x%x", (unsigned)comm);
-    }
     if (count < 0) {
         return shim_error(comm, fn, MPI_ERR_COUNT, "count %d is negative", count);
     }
-    if (dt != MPI_DATATYPE_NULL && shim_dtype_check_comm(dt, t) != MPI_SUCCESS) {
+    if (t && shim_dtype_check_comm(dt, t) != MPI_SUCCESS) {
         return shim_error(comm, fn, MPI_ERR_TYPE, "%s", mps_last_error());
     }
     return MPI_SUCCESS;

@@ -7,7 +7,8 @@
 
 #include "shim_req.h"
 
-/* MPI initialized, comm valid; count >= 0 and dt committed when dt != MPI_DATATYPE_NULL. */
+/* The checks every communication call starts with: MPI initialized, comm valid, count >= 0,
+ * and (when t is not NULL) dt a committed datatype, whose object goes to *t. */
 int shim_coll_check(const char *fn, MPI_Comm comm, int count, MPI_Datatype dt,
                     struct shim_comm **c, struct shim_dtype **t);
 int shim_coll_check_root(const char *fn, MPI_Comm comm, struct shim_comm *c, int root);

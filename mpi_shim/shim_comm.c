@@ -92,8 +92,7 @@ void shim_comm_fini(void)
     world_comm.in_use = self_comm.in_use = false;
 }
 
-/* The usual opening of a communicator call: initialized, and a valid comm. */
-static int comm_enter(MPI_Comm comm, const char *fn, struct shim_comm **c)
+int shim_comm_enter(const char *fn, MPI_Comm comm, struct shim_comm **c)
 {
     int rc = shim_check_init(fn);
 
@@ -107,7 +106,7 @@ static int comm_enter(MPI_Comm comm, const char *fn, struct shim_comm **c)
 int PMPI_Comm_rank(MPI_Comm comm, int *rank)
 {
     struct shim_comm *c;
-    int rc = comm_enter(comm, SHIM_FN, &c);
+    int rc = shim_comm_enter(SHIM_FN, comm, &c);
 
     if (rc == MPI_SUCCESS) {
         *rank = c->g->rank;
@@ -119,7 +118,7 @@ int PMPI_Comm_rank(MPI_Comm comm, int *rank)
 int PMPI_Comm_size(MPI_Comm comm, int *size)
 {
     struct shim_comm *c;
-    int rc = comm_enter(comm, SHIM_FN, &c);
+    int rc = shim_comm_enter(SHIM_FN, comm, &c);
 
     if (rc == MPI_SUCCESS) {
         *size = c->g->size;
@@ -128,8 +127,8 @@ int PMPI_Comm_size(MPI_Comm comm, int *size)
 }
 
 /* Wraps a new group in a handle that inherits the parent's error handler. */
-static int comm_wrap(struct shim_comm *parent, MPI_Comm comm, const char *fn,
-                     struct pg_group *g, MPI_Comm *out)
+int shim_comm_wrap(const char *fn, struct shim_comm *parent, MPI_Comm comm, struct pg_group *g,
+                   MPI_Comm *out)
 {
     *out = MPI_COMM_NULL;
     if (!g) {
@@ -148,7 +147,7 @@ int PMPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm)
 {
     struct shim_comm *c;
     struct pg_group *g;
-    int rc = comm_enter(comm, SHIM_FN, &c);
+    int rc = shim_comm_enter(SHIM_FN, comm, &c);
 
     if (rc != MPI_SUCCESS) {
         return rc;
@@ -157,7 +156,7 @@ int PMPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm)
     if (rc != PGC_OK) {
         return shim_error_pg(comm, SHIM_FN, rc);
     }
-    rc = comm_wrap(c, comm, SHIM_FN, g, newcomm);
+    rc = shim_comm_wrap(SHIM_FN, c, comm, g, newcomm);
     if (rc == MPI_SUCCESS) {
         rc = shim_topo_copy(comm, *newcomm);
     }
@@ -172,7 +171,7 @@ int PMPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm)
 {
     struct shim_comm *c;
     struct pg_group *g;
-    int rc = comm_enter(comm, SHIM_FN, &c);
+    int rc = shim_comm_enter(SHIM_FN, comm, &c);
 
     if (rc != MPI_SUCCESS) {
         return rc;
@@ -184,14 +183,14 @@ int PMPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm)
     if (rc != PGC_OK) {
         return shim_error_pg(comm, SHIM_FN, rc);
     }
-    return comm_wrap(c, comm, SHIM_FN, g, newcomm);
+    return shim_comm_wrap(SHIM_FN, c, comm, g, newcomm);
 }
 
 #pragma weak MPI_Comm_free = PMPI_Comm_free
 int PMPI_Comm_free(MPI_Comm *comm)
 {
     struct shim_comm *c;
-    int rc = comm_enter(*comm, SHIM_FN, &c);
+    int rc = shim_comm_enter(SHIM_FN, *comm, &c);
 
     if (rc != MPI_SUCCESS) {
         return rc;
@@ -209,7 +208,7 @@ int PMPI_Comm_free(MPI_Comm *comm)
 int PMPI_Comm_set_errhandler(MPI_Comm comm, MPI_Errhandler errhandler)
 {
     struct shim_comm *c;
-    int rc = comm_enter(comm, SHIM_FN, &c);
+    int rc = shim_comm_enter(SHIM_FN, comm, &c);
 
     if (rc != MPI_SUCCESS) {
         return rc;
@@ -228,7 +227,7 @@ int PMPI_Comm_set_errhandler(MPI_Comm comm, MPI_Errhandler errhandler)
 int PMPI_Comm_get_errhandler(MPI_Comm comm, MPI_Errhandler *errhandler)
 {
     struct shim_comm *c;
-    int rc = comm_enter(comm, SHIM_FN, &c);
+    int rc = shim_comm_enter(SHIM_FN, comm, &c);
 
     if (rc == MPI_SUCCESS) {
         shim_errhandler_retain(c->errh);
@@ -241,7 +240,7 @@ int PMPI_Comm_get_errhandler(MPI_Comm comm, MPI_Errhandler *errhandler)
 int PMPI_Comm_set_name(MPI_Comm comm, const char *name)
 {
     struct shim_comm *c;
-    int rc = comm_enter(comm, SHIM_FN, &c);
+    int rc = shim_comm_enter(SHIM_FN, comm, &c);
 
     if (rc == MPI_SUCCESS) {
         snprintf(c->name, sizeof(c->name), "%s", name);
@@ -253,7 +252,7 @@ int PMPI_Comm_set_name(MPI_Comm comm, const char *name)
 int PMPI_Comm_get_name(MPI_Comm comm, char *name, int *resultlen)
 {
     struct shim_comm *c;
-    int rc = comm_enter(comm, SHIM_FN, &c);
+    int rc = shim_comm_enter(SHIM_FN, comm, &c);
 
     if (rc == MPI_SUCCESS) {
         *resultlen = snprintf(name, MPI_MAX_OBJECT_NAME, "%s", c->name);

@@ -27,6 +27,12 @@ int shim_comm_get(MPI_Comm h, struct shim_comm **out);
 MPI_Comm shim_comm_add(struct pg_group *g, MPI_Errhandler errh);
 /* Frees a user communicator's handle and releases its group. */
 void shim_comm_remove(MPI_Comm h);
+/* The opening of a communicator call: MPI initialized and comm valid (errors raised). */
+int shim_comm_enter(const char *fn, MPI_Comm comm, struct shim_comm **c);
+/* Wraps a new group (NULL: this rank is not a member, *out = MPI_COMM_NULL) in a handle
+ * that inherits parent's error handler; raises MPI_ERR_NO_MEM on comm. */
+int shim_comm_wrap(const char *fn, struct shim_comm *parent, MPI_Comm comm, struct pg_group *g,
+                   MPI_Comm *out);
 /* Creates world and self; frees every communicator. */
 int shim_comm_init(void);
 void shim_comm_fini(void);

@@ -17,33 +17,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Initialized and a valid comm (raised as fn). */
-static int comm_arg(const char *fn, MPI_Comm comm, struct shim_comm **c)
-{
-    int rc = shim_check_init(fn);
-
-    if (rc == MPI_SUCCESS && shim_comm_get(comm, c) != MPI_SUCCESS) {
-        rc = shim_error(comm, fn, MPI_ERR_COMM, "invalid communicator 0x%x", (unsigned)comm);
-    }
-    return rc;
-}
-
-/* Wraps g (NULL: not a member) in a handle that inherits the parent's error handler. */
-static int wrap(const char *fn, struct shim_comm *parent, MPI_Comm comm, struct pg_group *g,
-                MPI_Comm *out)
-{
-    *out = MPI_COMM_NULL;
-    if (!g) {
-        return MPI_SUCCESS;
-    }
-    *out = shim_comm_add(g, parent->errh);
-    if (*out == MPI_COMM_NULL) {
-        pg_group_release(g);
-        return shim_error(comm, fn, MPI_ERR_NO_MEM, "no memory for a communicator");
-    }
-    return MPI_SUCCESS;
-}
-
 /* The parent ranks of a group's members (caller frees); MPI_ERR_GROUP raised when one is
  * not in the parent. */
 static int parent_ranks(const char *fn, MPI_Comm comm, struct shim_comm *c, MPI_Group group,
@@ -89,7 +62,7 @@ int PMPI_Comm_create(MPI_Comm comm, MPI_Group group, MPI_Comm *newcomm)
     struct shim_comm *c;
     struct pg_group *g = NULL;
     int *ranks = NULL;
-    int n = 0, rc = comm_arg(SHIM_FN, comm, &c);
+    int n = 0, rc = shim_comm_enter(SHIM_FN, comm, &c);
 
     if (rc == MPI_SUCCESS) {
         rc = parent_ranks(SHIM_FN, comm, c, group, &ranks, &n);
@@ -102,7 +75,7 @@ int PMPI_Comm_create(MPI_Comm comm, MPI_Group group, MPI_Comm *newcomm)
     if (rc != PGC_OK) {
         return shim_error_pg(comm, SHIM_FN, rc);
     }
-    return wrap(SHIM_FN, c, comm, g, newcomm);
+    return shim_comm_wrap(SHIM_FN, c, comm, g, newcomm);
 }
 
 #pragma weak MPI_Comm_create_group = PMPI_Comm_create_group
@@ -111,7 +84,7 @@ int PMPI_Comm_create_group(MPI_Comm comm, MPI_Group group, int tag, MPI_Comm *ne
     struct shim_comm *c;
     struct pg_group *g = NULL;
     int *ranks = NULL;
-    int n = 0, rc = comm_arg(SHIM_FN, comm, &c);
+    int n = 0, rc = shim_comm_enter(SHIM_FN, comm, &c);
 
     if (rc == MPI_SUCCESS && tag < 0) {
         rc = shim_error(comm, SHIM_FN, MPI_ERR_TAG, "tag %d is negative", tag);
@@ -133,7 +106,7 @@ int PMPI_Comm_create_group(MPI_Comm comm, MPI_Group group, int tag, MPI_Comm *ne
     if (rc != PGC_OK) {
         return shim_error_pg(comm, SHIM_FN, rc);
     }
-    return wrap(SHIM_FN, c, comm, g, newcomm);
+    return shim_comm_wrap(SHIM_FN, c, comm, g, newcomm);
 }
 
 /* The color of each rank for a split by node: the first rank on the same node. */
@@ -164,7 +137,7 @@ int PMPI_Comm_split_type(MPI_Comm comm, int split_type, int key, MPI_Info info, 
 {
     struct shim_comm *c;
     struct pg_group *g = NULL;
-    int color = -1, rc = comm_arg(SHIM_FN, comm, &c);
+    int color = -1, rc = shim_comm_enter(SHIM_FN, comm, &c);
 
     (void)info;
     if (rc == MPI_SUCCESS && split_type != MPI_COMM_TYPE_SHARED && split_type != MPI_UNDEFINED) {
@@ -183,17 +156,17 @@ int PMPI_Comm_split_type(MPI_Comm comm, int split_type, int key, MPI_Info info, 
     if (rc != PGC_OK) {
         return shim_error_pg(comm, SHIM_FN, rc);
     }
-    return wrap(SHIM_FN, c, comm, g, newcomm);
+    return shim_comm_wrap(SHIM_FN, c, comm, g, newcomm);
 }
 
 #pragma weak MPI_Comm_compare = PMPI_Comm_compare
 int PMPI_Comm_compare(MPI_Comm comm1, MPI_Comm comm2, int *result)
 {
     struct shim_comm *c1, *c2;
-    int rc = comm_arg(SHIM_FN, comm1, &c1);
+    int rc = shim_comm_enter(SHIM_FN, comm1, &c1);
 
     if (rc == MPI_SUCCESS) {
-        rc = comm_arg(SHIM_FN, comm2, &c2);
+        rc = shim_comm_enter(SHIM_FN, comm2, &c2);
     }
     if (rc != MPI_SUCCESS) {
         return rc;
@@ -249,7 +222,7 @@ int PMPI_Comm_dup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm *newcomm)
 int PMPI_Comm_set_info(MPI_Comm comm, MPI_Info info)
 {
     struct shim_comm *c;
-    int rc = comm_arg(SHIM_FN, comm, &c);
+    int rc = shim_comm_enter(SHIM_FN, comm, &c);
 
     if (rc == MPI_SUCCESS && info != MPI_INFO_NULL && !shim_info_valid(info)) {
         rc = shim_error(comm, SHIM_FN, MPI_ERR_INFO, "invalid info object 0x%x", (unsigned)info);
@@ -262,7 +235,7 @@ int PMPI_Comm_set_info(MPI_Comm comm, MPI_Info info)
 int PMPI_Comm_get_info(MPI_Comm comm, MPI_Info *info_used)
 {
     struct shim_comm *c;
-    int rc = comm_arg(SHIM_FN, comm, &c);
+    int rc = shim_comm_enter(SHIM_FN, comm, &c);
 
     return rc == MPI_SUCCESS ? PMPI_Info_create(info_used) : rc;
 }
@@ -271,7 +244,7 @@ int PMPI_Comm_get_info(MPI_Comm comm, MPI_Info *info_used)
 int PMPI_Comm_test_inter(MPI_Comm comm, int *flag)
 {
     struct shim_comm *c;
-    int rc = comm_arg(SHIM_FN, comm, &c);
+    int rc = shim_comm_enter(SHIM_FN, comm, &c);
 
     if (rc == MPI_SUCCESS) {
         *flag = 0;
@@ -283,7 +256,7 @@ int PMPI_Comm_test_inter(MPI_Comm comm, int *flag)
 int PMPI_Comm_remote_size(MPI_Comm comm, int *size)
 {
     struct shim_comm *c;
-    int rc = comm_arg(SHIM_FN, comm, &c);
+    int rc = shim_comm_enter(SHIM_FN, comm, &c);
 
     (void)size;
     return rc == MPI_SUCCESS ? shim_error(comm, SHIM_FN, MPI_ERR_COMM,
@@ -295,7 +268,7 @@ int PMPI_Comm_remote_size(MPI_Comm comm, int *size)
 int PMPI_Comm_remote_group(MPI_Comm comm, MPI_Group *group)
 {
     struct shim_comm *c;
-    int rc = comm_arg(SHIM_FN, comm, &c);
+    int rc = shim_comm_enter(SHIM_FN, comm, &c);
 
     (void)group;
     return rc == MPI_SUCCESS ? shim_error(comm, SHIM_FN, MPI_ERR_COMM,
@@ -308,7 +281,7 @@ int PMPI_Intercomm_create(MPI_Comm local_comm, int local_leader, MPI_Comm peer_c
                           int remote_leader, int tag, MPI_Comm *newintercomm)
 {
     struct shim_comm *c;
-    int rc = comm_arg(SHIM_FN, local_comm, &c);
+    int rc = shim_comm_enter(SHIM_FN, local_comm, &c);
 
     (void)local_leader, (void)peer_comm, (void)remote_leader, (void)tag;
     *newintercomm = MPI_COMM_NULL;
@@ -321,7 +294,7 @@ int PMPI_Intercomm_create(MPI_Comm local_comm, int local_leader, MPI_Comm peer_c
 int PMPI_Intercomm_merge(MPI_Comm intercomm, int high, MPI_Comm *newintracomm)
 {
     struct shim_comm *c;
-    int rc = comm_arg(SHIM_FN, intercomm, &c);
+    int rc = shim_comm_enter(SHIM_FN, intercomm, &c);
 
     (void)high;
     *newintracomm = MPI_COMM_NULL;

@@ -7,6 +7,7 @@
  */
 #include "config.h"
 
+#include "shim_coll.h"
 #include "shim_req.h"
 #include "shim_comm.h"
 #include "mps_log.h"
@@ -20,19 +21,10 @@
 static int p2p_check(const char *fn, MPI_Comm comm, int count, MPI_Datatype dt, int peer, int tag,
                      bool recv, struct shim_comm **c, struct shim_dtype **t)
 {
-    int rc = shim_check_init(fn);
+    int rc = shim_coll_check(fn, comm, count, dt, c, t);
 
     if (rc != MPI_SUCCESS) {
         return rc;
-    }
-    if (shim_comm_get(comm, c) != MPI_SUCCESS) {
-        return shim_error(comm, fn, MPI_ERR_COMM, "invalid communicator 0x%x", (unsigned)comm);
-    }
-    if (count < 0) {
-        return shim_error(comm, fn, MPI_ERR_COUNT, "count %d is negative", count);
-    }
-    if (shim_dtype_check_comm(dt, t) != MPI_SUCCESS) {
-        return shim_error(comm, fn, MPI_ERR_TYPE, "%s", mps_last_error());
     }
     if (peer != MPI_PROC_NULL && !(recv && peer == MPI_ANY_SOURCE) &&
         (peer < 0 || peer >= (*c)->g->size)) {

@@ -22,7 +22,7 @@ int pg_op_apply(const struct pg_op_spec *op, const void *in, void *inout, size_t
     return pg_reduce_local(in, inout, count, op->dt, op->op == PG_OP_AVG ? PG_OP_SUM : op->op);
 }
 
-static int check_root(struct pg_group *g, int root)
+int pg_check_root(const struct pg_group *g, int root)
 {
     if (root < 0 || root >= g->size) {
         return mps_error(PGC_ERR_INVALID_ROOT, "root %d outside a group of %d", root, g->size);
@@ -30,7 +30,7 @@ static int check_root(struct pg_group *g, int root)
     return PGC_OK;
 }
 
-static int check_op(const struct pg_op_spec *op)
+int pg_check_op(const struct pg_op_spec *op)
 {
     if (!op->user_fn && !pg_op_valid(op->op, op->dt)) {
         return mps_error(PGC_ERR_INVALID_OP, "reduction %s is not defined on %s",
@@ -69,7 +69,7 @@ int pg_ibarrier(struct pg_group *g, struct pg_req *req)
 int pg_ibcast(struct pg_group *g, void *buf, size_t bytes, int root, struct pg_req *req)
 {
     struct pg_sched *s;
-    int rc = check_root(g, root);
+    int rc = pg_check_root(g, root);
 
     if (rc != PGC_OK) {
         return rc;
@@ -96,10 +96,10 @@ int pg_ireduce(struct pg_group *g, const void *in, void *out, size_t count,
     size_t bytes = count * op->elem_size;
     struct pg_sched *s;
     void *acc;
-    int rc = check_root(g, root);
+    int rc = pg_check_root(g, root);
 
     if (rc == PGC_OK) {
-        rc = check_op(op);
+        rc = pg_check_op(op);
     }
     if (rc != PGC_OK) {
         return rc;
@@ -145,7 +145,7 @@ int pg_iallreduce(struct pg_group *g, const void *in, void *out, size_t count,
                   const struct pg_op_spec *op, struct pg_req *req)
 {
     struct pg_sched *s;
-    int rc = check_op(op);
+    int rc = pg_check_op(op);
 
     if (rc != PGC_OK) {
         return rc;

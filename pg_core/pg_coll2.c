@@ -12,22 +12,6 @@
 
 #include <string.h>
 
-static int check_root(struct pg_group *g, int root)
-{
-    if (root < 0 || root >= g->size) {
-        return mps_error(PGC_ERR_INVALID_ROOT, "root %d outside a group of %d", root, g->size);
-    }
-    return PGC_OK;
-}
-
-static int check_op(const struct pg_op_spec *op)
-{
-    if (!op->user_fn && !pg_op_valid(op->op, op->dt)) {
-        return mps_error(PGC_ERR_INVALID_OP, "reduction %s is not defined on %s",
-                         pg_op_name(op->op), pg_dtype_name(op->dt));
-    }
-    return PGC_OK;
-}
 
 static int start_locked(struct pg_sched *s)
 {
@@ -59,7 +43,7 @@ int pg_igather(struct pg_group *g, const void *in, void *out, size_t bytes, int 
                struct pg_req *req)
 {
     struct pg_sched *s;
-    int rc = check_root(g, root);
+    int rc = pg_check_root(g, root);
 
     if (rc != PGC_OK) {
         return rc;
@@ -77,7 +61,7 @@ int pg_igatherv(struct pg_group *g, const void *in, size_t inbytes, void *out, c
 {
     struct pg_sched *s;
     size_t *cd = NULL;
-    int rc = check_root(g, root);
+    int rc = pg_check_root(g, root);
 
     if (rc == PGC_OK && g->rank == root && inbytes > counts[root]) {
         rc = mps_error(PGC_ERR_TRUNCATE,
@@ -105,7 +89,7 @@ int pg_iscatter(struct pg_group *g, const void *in, void *out, size_t bytes, int
                 struct pg_req *req)
 {
     struct pg_sched *s;
-    int rc = check_root(g, root);
+    int rc = pg_check_root(g, root);
 
     if (rc != PGC_OK) {
         return rc;
@@ -123,7 +107,7 @@ int pg_iscatterv(struct pg_group *g, const void *in, const size_t *counts, const
 {
     struct pg_sched *s;
     size_t *cd = NULL;
-    int rc = check_root(g, root);
+    int rc = pg_check_root(g, root);
 
     if (rc == PGC_OK && g->rank == root && counts[root] > outbytes &&
         out != (const char *)in + displs[root]) {
@@ -203,7 +187,7 @@ int pg_ireduce_scatter(struct pg_group *g, const void *in, void *out, const size
 {
     struct pg_sched *s;
     size_t *cd;
-    int rc = check_op(op);
+    int rc = pg_check_op(op);
 
     if (rc != PGC_OK) {
         return rc;
@@ -225,7 +209,7 @@ int pg_ireduce_scatter_block(struct pg_group *g, const void *in, void *out, size
 {
     struct pg_sched *s;
     size_t *cd;
-    int rc = check_op(op);
+    int rc = pg_check_op(op);
 
     if (rc != PGC_OK) {
         return rc;
@@ -248,7 +232,7 @@ static int scan_start(struct pg_group *g, const void *in, void *out, size_t coun
                       const struct pg_op_spec *op, bool exclusive, struct pg_req *req)
 {
     struct pg_sched *s;
-    int rc = check_op(op);
+    int rc = pg_check_op(op);
 
     if (rc != PGC_OK) {
         return rc;

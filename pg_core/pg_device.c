@@ -1081,31 +1081,15 @@ static int dev_start(struct pg_group *g, struct coll_desc *d, struct pg_req *req
     return rc;
 }
 
-static int check_root(struct pg_group *g, int root)
-{
-    if (root < 0 || root >= g->size) {
-        return mps_error(PGC_ERR_INVALID_ROOT, "root %d outside a group of %d", root, g->size);
-    }
-    return PGC_OK;
-}
-
-static int check_op(const struct pg_op_spec *op)
-{
-    if (!op->user_fn && !pg_op_valid(op->op, op->dt)) {
-        return mps_error(PGC_ERR_INVALID_OP, "reduction %s is not defined on %s",
-                         pg_op_name(op->op), pg_dtype_name(op->dt));
-    }
-    return PGC_OK;
-}
 
 static int start_kind(struct pg_group *g, enum coll_kind k, const void *in, void *out, size_t count,
                       const struct pg_op_spec *op, int root, struct pg_req *req)
 {
     struct coll_desc d = {.kind = k, .in = in, .out = out, .count = count, .op = op, .root = root};
-    int rc = op ? check_op(op) : PGC_OK;
+    int rc = op ? pg_check_op(op) : PGC_OK;
 
     if (rc == PGC_OK && (k == K_BCAST || k == K_REDUCE || k == K_GATHER || k == K_SCATTER)) {
-        rc = check_root(g, root);
+        rc = pg_check_root(g, root);
     }
     return rc == PGC_OK ? dev_start(g, &d, req) : rc;
 }

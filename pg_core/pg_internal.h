@@ -99,6 +99,10 @@ int pg_sched_progress(void);
 /* A collective whose waiter gave up: it runs on but completes no request. */
 void pg_sched_detach(struct pg_req *req);
 
+/* pg_coll.c: argument checks shared by every collective entry point */
+int pg_check_root(const struct pg_group *g, int root);
+int pg_check_op(const struct pg_op_spec *op);
+
 /* pg_group.c */
 int pg_group_new(uint64_t ctx, int rank, int size, const int *world_ranks,
                  struct pg_group **out);
