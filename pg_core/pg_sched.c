@@ -148,10 +148,64 @@ void pg_sched_fence(struct pg_sched *s)
     add(s, PG_STEP_FENCE, -1, NULL, NULL, 0);
 }
 
+/* Large scratch blocks are kept for the next collective: a fresh malloc of a megabyte is
+ * an mmap whose pages fault in (and are zeroed) on first touch, which costs as much as
+ * moving the data. A few blocks, bounded in total, reused smallest-fit. */
+#define POOL_SLOTS 8
+#define POOL_MAX_BYTES (256u << 20)
+static struct pg_scratch pool[POOL_SLOTS];
+static size_t pool_bytes;
+
+static void *pool_take(size_t bytes)
+{
+    int best = -1;
+    void *p = NULL;
+
+    if (pg_w.mt) {
+        pthread_mutex_lock(&cache_lock);
+    }
+    for (int i = 0; i < POOL_SLOTS; i++) {
+        if (pool[i].p && pool[i].n >= bytes && pool[i].n / 4 <= bytes &&
+            (best < 0 || pool[i].n < pool[best].n)) {
+            best = i;
+        }
+    }
+    if (best >= 0) {
+        p = pool[best].p;
+        pool_bytes -= pool[best].n;
+        pool[best].p = NULL;
+    }
+    if (pg_w.mt) {
+        pthread_mutex_unlock(&cache_lock);
+    }
+    return p;
+}
+
+static void pool_give(void *p, size_t n)
+{
+    int slot = -1;
+
+    if (pg_w.mt) {
+        pthread_mutex_lock(&cache_lock);
+    }
+    for (int i = 0; i < POOL_SLOTS && slot < 0; i++) {
+        slot = pool[i].p ? -1 : i;
+    }
+    if (slot >= 0 && pool_bytes + n <= POOL_MAX_BYTES) {
+        pool[slot] = (struct pg_scratch){p, n};
+        pool_bytes += n;
+        p = NULL;
+    }
+    if (pg_w.mt) {
+        pthread_mutex_unlock(&cache_lock);
+    }
+    free(p);
+}
+
 void *pg_sched_alloc(struct pg_sched *s, size_t bytes)
 {
     size_t aligned = (bytes + 15) & ~(size_t)15;
-    void **list;
+    struct pg_scratch *list;
     void *p;
 
     if (s->status != PGC_OK) {
@@ -162,26 +216,28 @@ void *pg_sched_alloc(struct pg_sched *s, size_t bytes)
         s->inline_used += aligned;
         return p;
     }
-    list = realloc(s->scratch, sizeof(void *) * (size_t)(s->nscratch + 1));
-    p = malloc(bytes ? bytes : 1);
+    list = realloc(s->scratch, sizeof(*list) * (size_t)(s->nscratch + 1));
+    if (list) {
+        s->scratch = list;
+    }
+    p = pool_take(aligned);
+    if (!p) {
+        p = malloc(aligned);
+    }
     if (!list || !p) {
         free(p);
-        if (list) {
-            s->scratch = list;
-        }
         s->status = mps_error(PGC_ERR_NOMEM, "no memory for %zu bytes of collective scratch",
                               bytes);
         return NULL;
     }
-    s->scratch = list;
-    s->scratch[s->nscratch++] = p;
+    s->scratch[s->nscratch++] = (struct pg_scratch){p, aligned};
     return p;
 }
 
 void pg_sched_discard(struct pg_sched *s)
 {
     for (int i = 0; i < s->nscratch; i++) {
-        free(s->scratch[i]);
+        pool_give(s->scratch[i].p, s->scratch[i].n);
     }
     if (cache_push(s)) {
         return; /* kept with its steps and scratch-list arrays */

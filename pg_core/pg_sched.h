@@ -25,6 +25,11 @@ enum pg_step_kind { PG_STEP_SEND, PG_STEP_RECV, PG_STEP_REDUCE, PG_STEP_COPY, PG
 
 struct pg_sched;
 
+struct pg_scratch {
+    void *p;
+    size_t n;
+};
+
 struct pg_step {
     enum pg_step_kind kind;
     int peer;          /* group rank (send/recv) */
@@ -44,7 +49,7 @@ struct pg_sched {
     struct pg_op_spec op;
     struct pg_step *steps;
     int n, cap, next, inflight;
-    void **scratch;
+    struct pg_scratch *scratch; /* heap scratch blocks, given back to a pool at the end */
     int nscratch;
     struct mps_list link;
     /* Small scratch comes from here, so a small collective allocates nothing once warm. */
