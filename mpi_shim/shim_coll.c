@@ -117,12 +117,61 @@ int PMPI_Ibarrier(MPI_Comm comm, MPI_Request *request)
     return ibarrier_impl(comm, request, SHIM_FN);
 }
 
+/* Whether a blocking collective of count elements of dt takes the direct path (no request,
+ * no schedule): a valid, contiguous and small buffer. Invalid arguments go the usual way,
+ * which raises the precise error. */
+static bool direct_ok(MPI_Comm comm, int count, MPI_Datatype dt, struct shim_comm **c,
+                      struct shim_dtype **t)
+{
+    return shim_initialized() && shim_comm_get(comm, c) == MPI_SUCCESS && count >= 0 &&
+           shim_dtype_lookup(dt, t) == MPI_SUCCESS && (*t)->committed && (*t)->contig &&
+           (size_t)count * (*t)->size <= PG_DIRECT_MAX;
+}
+
+static bool allreduce_direct(const char *fn, const void *sendbuf, void *recvbuf, int count,
+                             MPI_Datatype dt, MPI_Op op, MPI_Comm comm, int *rc)
+{
+    struct shim_comm *c;
+    struct shim_dtype *t;
+    struct pg_op_spec spec;
+    struct shim_op_call call;
+    size_t scale;
+
+    if (!direct_ok(comm, count, dt, &c, &t) || sendbuf == recvbuf ||
+        shim_op_spec(op, dt, t, &spec, &scale, &call) != MPI_SUCCESS) {
+        return false;
+    }
+    *rc = pg_allreduce_direct(c->g, sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf, recvbuf,
+                              (size_t)count * scale, &spec);
+    *rc = *rc == PGC_OK ? MPI_SUCCESS : shim_error_pg(comm, fn, *rc);
+    return true;
+}
+
+static bool bcast_direct(const char *fn, void *buf, int count, MPI_Datatype dt, int root,
+                         MPI_Comm comm, int *rc)
+{
+    struct shim_comm *c;
+    struct shim_dtype *t;
+
+    if (!direct_ok(comm, count, dt, &c, &t) || root < 0 || root >= c->g->size) {
+        return false;
+    }
+    *rc = pg_bcast_direct(c->g, buf, (size_t)count * t->size, root);
+    *rc = *rc == PGC_OK ? MPI_SUCCESS : shim_error_pg(comm, fn, *rc);
+    return true;
+}
+
 #pragma weak MPI_Barrier = PMPI_Barrier
 int PMPI_Barrier(MPI_Comm comm)
 {
-    MPI_Request req;
+    struct shim_comm *c;
+    int rc = shim_coll_check(SHIM_FN, comm, 0, MPI_DATATYPE_NULL, &c, NULL);
 
-    return shim_coll_wait(SHIM_FN, ibarrier_impl(comm, &req, SHIM_FN), &req);
+    if (rc != MPI_SUCCESS) {
+        return rc;
+    }
+    rc = pg_barrier_direct(c->g);
+    return rc == PGC_OK ? MPI_SUCCESS : shim_error_pg(comm, SHIM_FN, rc);
 }
 
 static int ibcast_impl(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm,
@@ -176,7 +225,9 @@ int PMPI_Bcast(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm)
     if (shim_dev_try_bcast(SHIM_FN, buf, count, dt, root, comm, NULL, &rc)) {
         return rc;
     }
-
+    if (bcast_direct(SHIM_FN, buf, count, dt, root, comm, &rc)) {
+        return rc;
+    }
     return shim_coll_wait(SHIM_FN, ibcast_impl(buf, count, dt, root, comm, &req, SHIM_FN), &req);
 }
 
@@ -302,7 +353,9 @@ int PMPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype d
     if (shim_dev_try_allreduce(SHIM_FN, sendbuf, recvbuf, count, dt, op, comm, NULL, &rc)) {
         return rc;
     }
-
+    if (allreduce_direct(SHIM_FN, sendbuf, recvbuf, count, dt, op, comm, &rc)) {
+        return rc;
+    }
     return shim_coll_wait(SHIM_FN, iallreduce_impl(sendbuf, recvbuf, count, dt, op, comm, &req, SHIM_FN),
                           &req);
 }

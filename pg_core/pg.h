@@ -171,6 +171,14 @@ int pg_reduce(struct pg_group *g, const void *in, void *out, size_t count,
 int pg_allreduce(struct pg_group *g, const void *in, void *out, size_t count,
                  const struct pg_op_spec *op);
 
+/* Blocking small collectives without a schedule (pg_coll_direct.c): the same algorithms
+ * and results as the schedule forms, for at most PG_DIRECT_MAX bytes. */
+#define PG_DIRECT_MAX 2048
+int pg_allreduce_direct(struct pg_group *g, const void *in, void *out, size_t count,
+                        const struct pg_op_spec *op);
+int pg_bcast_direct(struct pg_group *g, void *buf, size_t bytes, int root);
+int pg_barrier_direct(struct pg_group *g);
+
 /* in op inout -> inout for a built-in or user op. */
 int pg_op_apply(const struct pg_op_spec *op, const void *in, void *inout, size_t count);
 

@@ -150,6 +150,13 @@ int pg_init(const char *init_method, int rank, int size, double timeout, bool mt
         goto fail;
     }
     pg_w.initialized = true;
+    /* Leave together, as other MPIs do (their init ends with a fence): the first timed
+     * call of a program should not absorb the ranks' skew in getting here. */
+    rc = pg_barrier_direct(pg_w.world);
+    if (rc != PGC_OK) {
+        pg_w.initialized = false;
+        goto fail;
+    }
     MPS_INFO("world of %d ranks up (bootstrap %s)", pg_w.size, pg_boot_method());
     return PGC_OK;
 fail:

@@ -1,0 +1,155 @@
+/*
+ * Blocking small collectives without a schedule: recursive-doubling allreduce, binomial
+ * broadcast and dissemination barrier, run straight from the caller with requests on the
+ * stack. Same algorithms and costs as the schedule versions (pg_coll_*.c), minus building
+ * and running a schedule, which for a few bytes costs more than the messages themselves.
+ * They take the group's next collective tag like a schedule does, so they mix freely with
+ * non-blocking collectives in flight on the same group.
+ */
+#include "config.h"
+
+#include "pg_internal.h"
+#include "mps_log.h"
+#include "pgc_status.h"
+
+#include <string.h>
+
+/* One exchange with a peer: send my buffer, receive theirs, wait for both. */
+static int exchange(struct pg_group *g, uint64_t ctx, int tag, const void *out, size_t obytes,
+                    void *in, size_t ibytes, int send_to, int recv_from)
+{
+    struct pg_req sr, rr;
+    int rc = PGC_OK;
+
+    sr.on_complete = rr.on_complete = NULL;
+    sr.cb_arg = rr.cb_arg = NULL;
+    if (recv_from >= 0) {
+        rc = pg_irecv_ctx(g, ctx, in, ibytes, recv_from, tag, &rr);
+    }
+    if (rc == PGC_OK && send_to >= 0) {
+        rc = pg_isend_ctx(g, ctx, out, obytes, send_to, tag, false, &sr);
+        if (rc == PGC_OK && !sr.done) {
+            rc = pg_wait_locked(&sr, -1);
+        }
+    }
+    if (rc == PGC_OK && recv_from >= 0 && !rr.done) {
+        rc = pg_wait_locked(&rr, -1);
+    } else if (rc != PGC_OK && recv_from >= 0 && !rr.done) {
+        pg_unpost_recv(&rr);
+    }
+    if (rc == PGC_OK && recv_from >= 0) {
+        rc = rr.status;
+    }
+    return rc;
+}
+
+static int real_rank(int vr, int rem)
+{
+    return vr < rem ? vr * 2 + 1 : vr + rem;
+}
+
+/* acc = lower op higher, whichever side received is: keeps rank order for any op. */
+static int combine(const struct pg_op_spec *op, void *acc, void *tmp, size_t count,
+                   bool from_higher)
+{
+    int rc;
+
+    if (!from_higher) {
+        return pg_op_apply(op, tmp, acc, count);
+    }
+    rc = pg_op_apply(op, acc, tmp, count);
+    memcpy(acc, tmp, count * op->elem_size);
+    return rc;
+}
+
+static int allreduce_rd(struct pg_group *g, uint64_t ctx, int tag, void *acc, void *tmp,
+                        size_t count, const struct pg_op_spec *op)
+{
+    int n = g->size, r = g->rank, p = 1, rem, vr;
+    size_t bytes = count * op->elem_size;
+    int rc = PGC_OK;
+
+    while (p * 2 <= n) {
+        p *= 2;
+    }
+    rem = n - p;
+    if (r < 2 * rem && r % 2 == 0) {
+        rc = exchange(g, ctx, tag, acc, bytes, NULL, 0, r + 1, -1);
+        return rc == PGC_OK ? exchange(g, ctx, tag, NULL, 0, acc, bytes, -1, r + 1) : rc;
+    }
+    if (r < 2 * rem) {
+        rc = exchange(g, ctx, tag, NULL, 0, tmp, bytes, -1, r - 1);
+        rc = rc == PGC_OK ? combine(op, acc, tmp, count, false) : rc;
+    }
+    vr = r < 2 * rem ? r / 2 : r - rem;
+    for (int mask = 1; mask < p && rc == PGC_OK; mask <<= 1) {
+        int peer = real_rank(vr ^ mask, rem);
+        rc = exchange(g, ctx, tag, acc, bytes, tmp, bytes, peer, peer);
+        rc = rc == PGC_OK ? combine(op, acc, tmp, count, peer > r) : rc;
+    }
+    if (rc == PGC_OK && r < 2 * rem) {
+        rc = exchange(g, ctx, tag, acc, bytes, NULL, 0, r - 1, -1);
+    }
+    return rc;
+}
+
+int pg_allreduce_direct(struct pg_group *g, const void *in, void *out, size_t count,
+                        const struct pg_op_spec *op)
+{
+    unsigned char tmp[PG_DIRECT_MAX];
+    int rc = pg_check_op(op);
+
+    if (rc != PGC_OK || count * op->elem_size > PG_DIRECT_MAX) {
+        return rc != PGC_OK ? rc
+                            : mps_error(PGC_ERR_INVALID_COUNT, "%zu bytes exceed the direct path",
+                                        count * op->elem_size);
+    }
+    if (in != out) {
+        memcpy(out, in, count * op->elem_size);
+    }
+    PG_LOCK();
+    rc = allreduce_rd(g, pg_ctx_coll(g), (int)(g->coll_seq++ & PG_TAG_UB), out, tmp, count, op);
+    PG_UNLOCK();
+    return rc;
+}
+
+int pg_bcast_direct(struct pg_group *g, void *buf, size_t bytes, int root)
+{
+    int n = g->size, vr, mask = 1, tag;
+    uint64_t ctx = pg_ctx_coll(g);
+    int rc = pg_check_root(g, root);
+
+    if (rc != PGC_OK) {
+        return rc;
+    }
+    vr = (g->rank - root + n) % n;
+    PG_LOCK();
+    tag = (int)(g->coll_seq++ & PG_TAG_UB);
+    for (; mask < n; mask <<= 1) {
+        if (vr & mask) {
+            rc = exchange(g, ctx, tag, NULL, 0, buf, bytes, -1, (vr - mask + root) % n);
+            break;
+        }
+    }
+    for (mask >>= 1; mask > 0 && rc == PGC_OK; mask >>= 1) {
+        if (vr + mask < n) {
+            rc = exchange(g, ctx, tag, buf, bytes, NULL, 0, (vr + mask + root) % n, -1);
+        }
+    }
+    PG_UNLOCK();
+    return rc;
+}
+
+int pg_barrier_direct(struct pg_group *g)
+{
+    int n = g->size, r = g->rank, tag, rc = PGC_OK;
+    uint64_t ctx = pg_ctx_coll(g);
+
+    PG_LOCK();
+    tag = (int)(g->coll_seq++ & PG_TAG_UB);
+    for (int k = 1; k < n && rc == PGC_OK; k <<= 1) {
+        rc = exchange(g, ctx, tag, NULL, 0, NULL, 0, (r + k) % n, (r - k + n) % n);
+    }
+    PG_UNLOCK();
+    return rc;
+}
