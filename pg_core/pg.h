@@ -53,10 +53,9 @@ struct pg_req {
     void *buf;
     size_t cap;
     int peer_world;         /* world rank of the other side (rendezvous) */
+    uint64_t rndv_tag;      /* rendezvous receive: the fabric tag of the data */
     struct mps_list link;   /* posted-receive queue, or pending-send list */
     struct fab_req freq;    /* the fabric transfer of a rendezvous */
-    struct pg_msg *self_msg; /* a self-send's envelope, while it waits to be matched */
-    bool sync;              /* synchronous send: completes when the receive has matched */
 };
 
 /* A received message that no posted receive took yet (or held by a matched probe). */

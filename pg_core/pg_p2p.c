@@ -119,7 +119,7 @@ static void deliver(struct pg_req *r, const struct pg_msg *m, const void *eager_
         r->status = status;
         r->peer_world = m->src_world;
         r->freq.complete = rndv_recv_fabric_done;
-        r->ctx = m->rndv_tag; /* reused: the fabric tag to receive */
+        r->rndv_tag = m->rndv_tag;
         mps_list_push_back(&pg_w.rndv_todo, &r->link);
     }
 }
@@ -263,7 +263,6 @@ int pg_isend_ctx(struct pg_group *g, uint64_t ctx, const void *buf, size_t len, 
 
     req_reset(req, PG_REQ_SEND);
     req->len = len;
-    req->sync = sync;
     if (dst == PG_PROC_NULL) {
         pg_req_complete(req, PGC_OK);
         return PGC_OK;
@@ -423,7 +422,7 @@ int pg_p2p_flush_deferred(void)
     {
         struct pg_req *r = container_of(pos, struct pg_req, link);
         mps_list_remove(&r->link);
-        rc = fab_trecv(pg_w.fab, r->peer_world, r->buf, r->cap, r->ctx, &r->freq);
+        rc = fab_trecv(pg_w.fab, r->peer_world, r->buf, r->cap, r->rndv_tag, &r->freq);
         if (rc != PGC_OK) {
             pg_req_complete(r, rc);
         }
