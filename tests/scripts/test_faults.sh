@@ -52,5 +52,15 @@ expect unreachable 25 '(unreachable|could not connect|connect).*127\.0\.0\.1' \
 expect nopmix 25 '[Pp][Mm][Ii]x' env PMIX_NAMESPACE=ghost PMIX_RANK=0 \
     "PMIX_SERVER_URI41=pmix-server.1234;tcp4://127.0.0.1:1" "$prog" none
 
+# The same dead rank under srun, when the test Slurm is up (tests/scripts/mr_srun.sh starts
+# it): Slurm's PMIx plugin sees the task die and cancels the step.
+conf=${SLURM_CONF:-/tmp/mpishim-slurm/slurm.conf}
+if command -v srun >/dev/null && [ -f "$conf" ] && SLURM_CONF=$conf timeout 10 sinfo -h >/dev/null 2>&1; then
+    SLURM_CONF=$conf expect "killed (srun)" 40 '(task 1|CANCELLED|Killed)' \
+        srun --mpi=pmix -n 2 "$prog" killed
+else
+    echo "SKIP killed (srun): needs a running Slurm (tests/scripts/slurm_cluster.sh up)"
+fi
+
 echo "$pass passed, $fail failed"
 [ $fail -eq 0 ]
