@@ -137,7 +137,8 @@ static bool allreduce_direct(const char *fn, const void *sendbuf, void *recvbuf,
     struct shim_op_call call;
     size_t scale;
 
-    if (!direct_ok(comm, count, dt, &c, &t) || sendbuf == recvbuf ||
+    if (!direct_ok(comm, count, dt, &c, &t) || sendbuf == recvbuf || recvbuf == MPI_IN_PLACE ||
+        (count && (!recvbuf || !sendbuf)) ||
         shim_op_spec(op, dt, t, &spec, &scale, &call) != MPI_SUCCESS) {
         return false;
     }
@@ -153,7 +154,8 @@ static bool bcast_direct(const char *fn, void *buf, int count, MPI_Datatype dt, 
     struct shim_comm *c;
     struct shim_dtype *t;
 
-    if (!direct_ok(comm, count, dt, &c, &t) || root < 0 || root >= c->g->size) {
+    if (!direct_ok(comm, count, dt, &c, &t) || root < 0 || root >= c->g->size ||
+        buf == MPI_IN_PLACE || (count && !buf)) {
         return false;
     }
     *rc = pg_bcast_direct(c->g, buf, (size_t)count * t->size, root);

@@ -24,6 +24,7 @@
 
 #include "mps_log.h"
 #include "pg_coll2.h"
+#include "pg_device.h"
 #include "pgc_status.h"
 #include "shim_coll.h"
 
@@ -715,11 +716,59 @@ int PMPI_Iallgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, v
     return allgather_common(&k, sendbuf, sendcount, st, false, request);
 }
 
+/* Blocking allgather/alltoall of small contiguous blocks on a small group: every block
+ * straight to its peer (pg_allgather_direct / pg_alltoall_direct), no request, no schedule.
+ * Anything unusual (derived or mismatched types, in-place alltoall, invalid arguments) goes
+ * the general way, which raises the precise error. */
+static bool pair_direct(const char *fn, const void *sendbuf, int sendcount, MPI_Datatype st,
+                        void *recvbuf, int recvcount, MPI_Datatype rt, MPI_Comm comm,
+                        bool gather, int *rc)
+{
+    struct shim_comm *c;
+    struct shim_dtype *s, *r;
+    size_t block;
+    bool in_place = sendbuf == MPI_IN_PLACE;
+
+    /* With a GPU present, buffers may be device memory: the general path classifies them. */
+    if (pg_dev_present() || !shim_initialized() || shim_comm_get(comm, &c) != MPI_SUCCESS ||
+        recvcount < 0 ||
+        shim_dtype_lookup(rt, &r) != MPI_SUCCESS || !r->committed || !r->contig ||
+        (in_place && !gather)) {
+        return false;
+    }
+    block = (size_t)recvcount * r->size;
+    if (recvbuf == MPI_IN_PLACE || (block && (!recvbuf || (!in_place && !sendbuf)))) {
+        return false;
+    }
+    if (!in_place && (sendcount < 0 || shim_dtype_lookup(st, &s) != MPI_SUCCESS ||
+                      !s->committed || !s->contig || (size_t)sendcount * s->size != block)) {
+        return false;
+    }
+    if (c->g->size > PG_DIRECT_RANKS || block * (size_t)c->g->size > 8 * PG_DIRECT_MAX) {
+        return false;
+    }
+    if (gather) {
+        *rc = pg_allgather_direct(c->g, in_place ? (char *)recvbuf + block * (size_t)c->g->rank
+                                                 : sendbuf,
+                                  recvbuf, block);
+    } else {
+        *rc = pg_alltoall_direct(c->g, sendbuf, recvbuf, block);
+    }
+    *rc = *rc == PGC_OK ? MPI_SUCCESS : shim_error_pg(comm, fn, *rc);
+    return true;
+}
+
 #pragma weak MPI_Allgather = PMPI_Allgather
 int PMPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                    int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
 {
     MPI_Request req;
+    int rc;
+
+    if (pair_direct(SHIM_FN, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
+                    true, &rc)) {
+        return rc;
+    }
 
     return shim_coll_wait(
         SHIM_FN,
@@ -822,6 +871,12 @@ int PMPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, voi
                   int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
 {
     MPI_Request req;
+    int rc;
+
+    if (pair_direct(SHIM_FN, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
+                    false, &rc)) {
+        return rc;
+    }
 
     return shim_coll_wait(
         SHIM_FN,

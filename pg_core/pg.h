@@ -177,6 +177,11 @@ int pg_allreduce_direct(struct pg_group *g, const void *in, void *out, size_t co
                         const struct pg_op_spec *op);
 int pg_bcast_direct(struct pg_group *g, void *buf, size_t bytes, int root);
 int pg_barrier_direct(struct pg_group *g);
+/* Equal blocks of at most 8 * PG_DIRECT_MAX bytes in all, on at most PG_DIRECT_RANKS ranks;
+ * in may be out + rank * block (in place). */
+#define PG_DIRECT_RANKS 16
+int pg_allgather_direct(struct pg_group *g, const void *in, void *out, size_t block);
+int pg_alltoall_direct(struct pg_group *g, const void *in, void *out, size_t block);
 
 /* in op inout -> inout for a built-in or user op. */
 int pg_op_apply(const struct pg_op_spec *op, const void *in, void *inout, size_t count);

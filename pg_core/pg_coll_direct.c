@@ -153,3 +153,80 @@ int pg_barrier_direct(struct pg_group *g)
     PG_UNLOCK();
     return rc;
 }
+
+/* Posts a receive from and a send to every other rank at once and waits for all: the
+ * direct allgather and alltoall for small blocks on small groups (every message eager).
+ * Peer p gets the block at in + p * send_stride and its block lands at out + p * block. */
+static int all_pairs(struct pg_group *g, const char *in, size_t send_stride, char *out,
+                     size_t block)
+{
+    struct pg_req reqs[2 * PG_DIRECT_RANKS];
+    uint64_t ctx = pg_ctx_coll(g);
+    int n = g->size, r = g->rank, nreq = 0, tag, rc = PGC_OK;
+
+    tag = (int)(g->coll_seq++ & PG_TAG_UB);
+    for (int p = 0; p < n && rc == PGC_OK; p++) {
+        if (p != r) {
+            reqs[nreq].on_complete = NULL;
+            rc = pg_irecv_ctx(g, ctx, out + (size_t)p * block, block, p, tag, &reqs[nreq++]);
+        }
+    }
+    for (int p = 0; p < n && rc == PGC_OK; p++) {
+        if (p != r) {
+            reqs[nreq].on_complete = NULL;
+            rc = pg_isend_ctx(g, ctx, in + (size_t)p * send_stride, block, p, tag, false,
+                              &reqs[nreq++]);
+        }
+    }
+    for (int i = 0; i < nreq && rc == PGC_OK; i++) {
+        rc = reqs[i].done ? reqs[i].status : pg_wait_locked(&reqs[i], -1);
+    }
+    for (int i = 0; i < nreq && rc != PGC_OK; i++) {
+        if (reqs[i].kind == PG_REQ_RECV && !reqs[i].done) {
+            pg_unpost_recv(&reqs[i]);
+        }
+    }
+    return rc;
+}
+
+static int check_direct_size(struct pg_group *g, size_t block)
+{
+    if (g->size > PG_DIRECT_RANKS || block * (size_t)g->size > PG_DIRECT_MAX * 8) {
+        return mps_error(PGC_ERR_INVALID_COUNT, "%d ranks x %zu bytes exceed the direct path",
+                         g->size, block);
+    }
+    return PGC_OK;
+}
+
+int pg_allgather_direct(struct pg_group *g, const void *in, void *out, size_t block)
+{
+    char *mine = (char *)out + (size_t)g->rank * block;
+    int rc = check_direct_size(g, block);
+
+    if (rc != PGC_OK) {
+        return rc;
+    }
+    if (in != mine) {
+        memcpy(mine, in, block);
+    }
+    PG_LOCK();
+    /* Every peer gets the same block: a send stride of 0 over my own block. */
+    rc = all_pairs(g, mine, 0, out, block);
+    PG_UNLOCK();
+    return rc;
+}
+
+int pg_alltoall_direct(struct pg_group *g, const void *in, void *out, size_t block)
+{
+    size_t me = (size_t)g->rank * block;
+    int rc = check_direct_size(g, block);
+
+    if (rc != PGC_OK) {
+        return rc;
+    }
+    memcpy((char *)out + me, (const char *)in + me, block);
+    PG_LOCK();
+    rc = all_pairs(g, in, block, out, block);
+    PG_UNLOCK();
+    return rc;
+}
