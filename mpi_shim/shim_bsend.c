@@ -13,6 +13,7 @@
 #include "mps_log.h"
 #include "pgc_status.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,8 +27,24 @@ struct bsend {
 static void *attached;
 static size_t budget, used;
 static struct bsend *pending;
+/* The attached budget is process-wide: under MPI_THREAD_MULTIPLE one lock guards it. */
+static pthread_mutex_t bsend_lock = PTHREAD_MUTEX_INITIALIZER;
 
-/* Drops the buffered sends that completed, giving their charge back. */
+static void lock(void)
+{
+    if (shim_thread_multiple) {
+        pthread_mutex_lock(&bsend_lock);
+    }
+}
+
+static void unlock(void)
+{
+    if (shim_thread_multiple) {
+        pthread_mutex_unlock(&bsend_lock);
+    }
+}
+
+/* Drops the buffered sends that completed, giving their charge back (lock held). */
 static void reclaim(bool wait)
 {
     struct bsend **pp = &pending;
@@ -50,26 +67,57 @@ static void reclaim(bool wait)
 #pragma weak MPI_Buffer_attach = PMPI_Buffer_attach
 int PMPI_Buffer_attach(void *buffer, int size)
 {
+    int rc = MPI_SUCCESS;
+
+    lock();
     if (attached) {
+        rc = MPI_ERR_BUFFER;
+    } else if (size >= 0) {
+        attached = buffer;
+        budget = (size_t)size;
+    }
+    unlock();
+    if (rc != MPI_SUCCESS) {
         return shim_error(MPI_COMM_WORLD, SHIM_FN, MPI_ERR_BUFFER, "a buffer is already attached");
     }
     if (size < 0) {
         return shim_error(MPI_COMM_WORLD, SHIM_FN, MPI_ERR_ARG, "size %d is negative", size);
     }
-    attached = buffer;
-    budget = (size_t)size;
     return MPI_SUCCESS;
 }
 
 #pragma weak MPI_Buffer_detach = PMPI_Buffer_detach
 int PMPI_Buffer_detach(void *buffer_addr, int *size)
 {
+    lock();
     reclaim(true);
     *(void **)buffer_addr = attached;
     *size = (int)budget;
     attached = NULL;
     budget = 0;
+    unlock();
     return MPI_SUCCESS;
+}
+
+/* Takes bytes (plus the overhead) from the attached budget; false when they do not fit. */
+static bool charge(size_t bytes, size_t *in_use)
+{
+    bool ok;
+
+    lock();
+    reclaim(false);
+    ok = used + bytes + MPI_BSEND_OVERHEAD <= budget;
+    used += ok ? bytes + MPI_BSEND_OVERHEAD : 0;
+    *in_use = used;
+    unlock();
+    return ok;
+}
+
+static void uncharge(size_t bytes)
+{
+    lock();
+    used -= bytes + MPI_BSEND_OVERHEAD;
+    unlock();
 }
 
 /* Copies the message out and starts sending it; *out is the pending copy. */
@@ -79,37 +127,37 @@ static int bsend_start(const void *buf, int count, MPI_Datatype dt, int dest, in
     struct shim_comm *c;
     struct shim_dtype *t;
     struct bsend *b;
-    size_t bytes;
+    size_t bytes, in_use;
     int rc;
 
-    rc = shim_comm_get(comm, &c) != MPI_SUCCESS || shim_dtype_check_comm(dt, &t) != MPI_SUCCESS
-             ? MPI_ERR_ARG
-             : MPI_SUCCESS;
-    if (rc != MPI_SUCCESS || count < 0) {
+    if (shim_comm_get(comm, &c) != MPI_SUCCESS || shim_dtype_check_comm(dt, &t) != MPI_SUCCESS ||
+        count < 0) {
         /* Let the standard send path raise the precise error. */
         return PMPI_Send(buf, count, dt, dest, tag, comm);
     }
     bytes = (size_t)count * t->size;
-    reclaim(false);
-    if (used + bytes + MPI_BSEND_OVERHEAD > budget) {
+    if (!charge(bytes, &in_use)) {
         return shim_error(comm, fn, MPI_ERR_BUFFER,
                           "buffered send of %zu bytes does not fit: %zu of %zu attached bytes in "
-                          "use", bytes, used, budget);
+                          "use", bytes, in_use, budget);
     }
     b = calloc(1, sizeof(*b) + bytes);
     if (!b) {
+        uncharge(bytes);
         return shim_error(comm, fn, MPI_ERR_NO_MEM, "no memory for %zu bytes", bytes);
     }
     shim_dtype_pack(buf, (size_t)count, t, b->data);
+    b->charge = bytes + MPI_BSEND_OVERHEAD;
     rc = pg_isend(c->g, b->data, bytes, dest, tag, false, &b->pr);
     if (rc != PGC_OK) {
+        uncharge(bytes);
         free(b);
         return shim_error_pg(comm, fn, rc);
     }
-    b->charge = bytes + MPI_BSEND_OVERHEAD;
-    used += b->charge;
+    lock();
     b->next = pending;
     pending = b;
+    unlock();
     *out = b;
     return MPI_SUCCESS;
 }

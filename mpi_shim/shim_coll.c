@@ -148,6 +148,32 @@ static bool allreduce_direct(const char *fn, const void *sendbuf, void *recvbuf,
     return true;
 }
 
+static bool reduce_direct(const char *fn, const void *sendbuf, void *recvbuf, int count,
+                          MPI_Datatype dt, MPI_Op op, int root, MPI_Comm comm, int *rc)
+{
+    struct shim_comm *c;
+    struct shim_dtype *t;
+    struct pg_op_spec spec;
+    struct shim_op_call call;
+    size_t scale;
+    bool am_root;
+
+    if (!direct_ok(comm, count, dt, &c, &t) || root < 0 || root >= c->g->size) {
+        return false;
+    }
+    am_root = c->g->rank == root;
+    /* MPI_IN_PLACE is the root's alone; the others' receive buffer is not used. */
+    if ((sendbuf == MPI_IN_PLACE && !am_root) || (am_root && sendbuf == recvbuf) ||
+        (am_root && recvbuf == MPI_IN_PLACE) || (count && (!sendbuf || (am_root && !recvbuf))) ||
+        shim_op_spec(op, dt, t, &spec, &scale, &call) != MPI_SUCCESS) {
+        return false;
+    }
+    *rc = pg_reduce_direct(c->g, sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf, recvbuf,
+                           (size_t)count * scale, &spec, root);
+    *rc = *rc == PGC_OK ? MPI_SUCCESS : shim_error_pg(comm, fn, *rc);
+    return true;
+}
+
 static bool bcast_direct(const char *fn, void *buf, int count, MPI_Datatype dt, int root,
                          MPI_Comm comm, int *rc)
 {
@@ -310,6 +336,9 @@ int PMPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, 
     MPI_Request req;
     int rc;
     if (shim_dev_try_reduce(SHIM_FN, sendbuf, recvbuf, count, dt, op, root, comm, NULL, &rc)) {
+        return rc;
+    }
+    if (reduce_direct(SHIM_FN, sendbuf, recvbuf, count, dt, op, root, comm, &rc)) {
         return rc;
     }
 

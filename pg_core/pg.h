@@ -176,6 +176,8 @@ int pg_allreduce(struct pg_group *g, const void *in, void *out, size_t count,
 int pg_allreduce_direct(struct pg_group *g, const void *in, void *out, size_t count,
                         const struct pg_op_spec *op);
 int pg_bcast_direct(struct pg_group *g, void *buf, size_t bytes, int root);
+int pg_reduce_direct(struct pg_group *g, const void *in, void *out, size_t count,
+                     const struct pg_op_spec *op, int root);
 int pg_barrier_direct(struct pg_group *g);
 /* Equal blocks of at most 8 * PG_DIRECT_MAX bytes in all, on at most PG_DIRECT_RANKS ranks;
  * in may be out + rank * block (in place). */

@@ -230,3 +230,56 @@ int pg_alltoall_direct(struct pg_group *g, const void *in, void *out, size_t blo
     PG_UNLOCK();
     return rc;
 }
+
+/* Binomial reduce (see pg_coll_reduce_binomial.c for the operand order). */
+static int reduce_binomial(struct pg_group *g, uint64_t ctx, int tag, void *acc, void *tmp,
+                           size_t count, const struct pg_op_spec *op, int root)
+{
+    int n = g->size, r = g->rank, base = op->commutative ? root : 0;
+    int vr = (r - base + n) % n;
+    size_t bytes = count * op->elem_size;
+    int rc = PGC_OK;
+
+    for (int mask = 1; mask < n && rc == PGC_OK; mask <<= 1) {
+        if (vr & mask) {
+            rc = exchange(g, ctx, tag, acc, bytes, NULL, 0, (vr - mask + base) % n, -1);
+            break;
+        }
+        if (vr + mask < n) {
+            rc = exchange(g, ctx, tag, NULL, 0, tmp, bytes, -1, (vr + mask + base) % n);
+            rc = rc == PGC_OK ? combine(op, acc, tmp, count, !op->commutative) : rc;
+        }
+    }
+    if (rc == PGC_OK && !op->commutative && root != 0 && (r == 0 || r == root)) {
+        rc = r == 0 ? exchange(g, ctx, tag, acc, bytes, NULL, 0, root, -1)
+                    : exchange(g, ctx, tag, NULL, 0, acc, bytes, -1, 0);
+    }
+    return rc;
+}
+
+int pg_reduce_direct(struct pg_group *g, const void *in, void *out, size_t count,
+                     const struct pg_op_spec *op, int root)
+{
+    unsigned char tmp[PG_DIRECT_MAX], mine[PG_DIRECT_MAX];
+    size_t bytes = count * op->elem_size;
+    void *acc = g->rank == root ? out : mine;
+    int rc = pg_check_op(op);
+
+    if (rc == PGC_OK) {
+        rc = pg_check_root(g, root);
+    }
+    if (rc == PGC_OK && bytes > PG_DIRECT_MAX) {
+        rc = mps_error(PGC_ERR_INVALID_COUNT, "%zu bytes exceed the direct path", bytes);
+    }
+    if (rc != PGC_OK) {
+        return rc;
+    }
+    if (in != acc) {
+        memcpy(acc, in, bytes);
+    }
+    PG_LOCK();
+    rc = reduce_binomial(g, pg_ctx_coll(g), (int)(g->coll_seq++ & PG_TAG_UB), acc, tmp, count, op,
+                         root);
+    PG_UNLOCK();
+    return rc;
+}
