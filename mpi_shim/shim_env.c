@@ -107,7 +107,10 @@ int shim_error(MPI_Comm comm, const char *fn, int errclass, const char *fmt, ...
 
 int shim_error_pg(MPI_Comm comm, const char *fn, int status)
 {
-    return shim_error(comm, fn, shim_errclass(status), "%s", mps_last_error());
+    /* A status that completed a request may come without a recorded cause. */
+    const char *cause = *mps_last_error() ? mps_last_error() : pgc_strerror(status);
+
+    return shim_error(comm, fn, shim_errclass(status), "%s", cause);
 }
 
 static int init_common(int required, int *provided)

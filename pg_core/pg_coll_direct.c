@@ -37,8 +37,10 @@ static int exchange(struct pg_group *g, uint64_t ctx, int tag, const void *out, 
     } else if (rc != PGC_OK && recv_from >= 0 && !rr.done) {
         pg_unpost_recv(&rr);
     }
-    if (rc == PGC_OK && recv_from >= 0) {
-        rc = rr.status;
+    if (rc == PGC_OK && recv_from >= 0 && rr.status != PGC_OK) {
+        rc = mps_error(rr.status, "collective message from rank %d: %s (do all ranks call the "
+                       "same collectives with the same counts?)", recv_from,
+                       pgc_strerror(rr.status));
     }
     return rc;
 }

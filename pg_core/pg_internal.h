@@ -11,7 +11,7 @@
 
 struct boot;
 
-/* The header in front of every active message. */
+/* A message's envelope as the matching code sees it (decoded from the wire form below). */
 enum pg_wire_kind { PG_WIRE_EAGER = 1, PG_WIRE_RTS = 2, PG_WIRE_ACK = 3 };
 
 struct pg_wire {
@@ -23,6 +23,21 @@ struct pg_wire {
     uint64_t len;
     uint64_t rndv_tag; /* RTS: the fabric tag of the data transfer */
     uint64_t sync_id;  /* synchronous eager send: the cookie to ack; ACK: that cookie */
+};
+
+/* On the wire: 24 bytes for a standard eager message, so that the ring record of a small
+ * message (record header, this, payload) fits one cache line; rendezvous, synchronous and
+ * ack messages add the extension. The sender's world rank comes from the transport. */
+struct pg_wire_hdr {
+    uint64_t ctx;
+    int32_t src, tag;
+    uint32_t len; /* eager payload bytes (the extension holds the 64-bit length) */
+    uint16_t kind;
+    uint16_t has_ext;
+};
+
+struct pg_wire_ext {
+    uint64_t len, rndv_tag, sync_id;
 };
 
 /* A deferred action: work the AM handler found but may not do itself (it must not send or

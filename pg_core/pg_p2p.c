@@ -164,28 +164,66 @@ static void queue_unexpected(const struct pg_wire *w, const void *payload)
     mps_list_push_back(&pg_w.unexpected, &m->link);
 }
 
+/* Decodes the wire form into an envelope; NULL payload when the message is malformed. */
+static const void *wire_decode(const void *buf, size_t len, int peer, struct pg_wire *w)
+{
+    const struct pg_wire_hdr *h = buf;
+    const struct pg_wire_ext *x = (const void *)(h + 1);
+    size_t hlen = sizeof(*h) + (len >= sizeof(*h) && h->has_ext ? sizeof(*x) : 0);
+
+    if (len < sizeof(*h) || len < hlen) {
+        return NULL;
+    }
+    *w = (struct pg_wire){.ctx = h->ctx, .src = h->src, .tag = h->tag, .kind = h->kind,
+                          .src_world = (uint32_t)peer, .len = h->len};
+    if (h->has_ext) {
+        w->len = x->len;
+        w->rndv_tag = x->rndv_tag;
+        w->sync_id = x->sync_id;
+    }
+    return (const char *)buf + hlen;
+}
+
+/* Sends an envelope (and, for eager messages, the payload) to a peer in its wire form. */
+static int wire_send(int dst_world, const struct pg_wire *w, const void *payload, size_t plen)
+{
+    struct {
+        struct pg_wire_hdr h;
+        struct pg_wire_ext x;
+    } out = {.h = {.ctx = w->ctx, .src = w->src, .tag = w->tag, .len = (uint32_t)w->len,
+                   .kind = (uint16_t)w->kind}};
+    bool ext = w->kind != PG_WIRE_EAGER || w->sync_id;
+
+    if (ext) {
+        out.h.has_ext = 1;
+        out.x = (struct pg_wire_ext){w->len, w->rndv_tag, w->sync_id};
+    }
+    return fab_am_send(pg_w.fab, dst_world, &out, ext ? sizeof(out) : sizeof(out.h), payload,
+                       plen);
+}
+
 void pg_am_handler(void *arg, int peer, const void *buf, size_t len)
 {
-    const struct pg_wire *w = buf;
-    const void *payload = w + 1;
+    struct pg_wire w;
+    const void *payload = wire_decode(buf, len, peer, &w);
     struct pg_req *r;
 
-    if (len < sizeof(*w)) {
+    if (!payload) {
         MPS_ERR("short active message (%zu bytes) from rank %d dropped", len, peer);
         return;
     }
-    if (w->kind == PG_WIRE_ACK) {
-        handle_ack(w);
+    if (w.kind == PG_WIRE_ACK) {
+        handle_ack(&w);
         return;
     }
-    r = find_posted(w->ctx, w->src, w->tag);
+    r = find_posted(w.ctx, w.src, w.tag);
     if (r) {
-        struct pg_msg m = {.ctx = w->ctx, .src = w->src, .tag = w->tag,
-                           .src_world = (int)w->src_world, .len = w->len, .kind = w->kind,
-                           .rndv_tag = w->rndv_tag, .sync_id = w->sync_id};
+        struct pg_msg m = {.ctx = w.ctx, .src = w.src, .tag = w.tag,
+                           .src_world = (int)w.src_world, .len = w.len, .kind = w.kind,
+                           .rndv_tag = w.rndv_tag, .sync_id = w.sync_id};
         deliver(r, &m, payload);
     } else {
-        queue_unexpected(w, payload);
+        queue_unexpected(&w, payload);
     }
 }
 
@@ -236,7 +274,7 @@ static int remote_send(uint64_t ctx, struct pg_group *g, const void *buf, size_t
     if (len <= pg_w.eager_max) {
         w.kind = PG_WIRE_EAGER;
         w.sync_id = sync ? (uint64_t)(uintptr_t)req : 0;
-        rc = fab_am_send(pg_w.fab, dst_world, &w, sizeof(w), buf, len);
+        rc = wire_send(dst_world, &w, buf, len);
         if (rc == PGC_OK && sync) {
             mps_list_push_back(&pg_w.sync_sends, &req->link);
         } else if (rc == PGC_OK) {
@@ -249,7 +287,7 @@ static int remote_send(uint64_t ctx, struct pg_group *g, const void *buf, size_t
     req->freq.complete = rndv_send_done;
     /* The envelope goes first: libfabric's shm without CMA refuses further sends to a peer
      * while a large one waits for its receive, so data first could starve the RTS. */
-    rc = fab_am_send(pg_w.fab, dst_world, &w, sizeof(w), NULL, 0);
+    rc = wire_send(dst_world, &w, NULL, 0);
     if (rc == PGC_OK) {
         rc = fab_tsend(pg_w.fab, dst_world, buf, len, w.rndv_tag, &req->freq);
     }
@@ -433,7 +471,7 @@ int pg_p2p_flush_deferred(void)
         struct pg_wire w = {.kind = PG_WIRE_ACK, .src_world = (uint32_t)pg_w.rank,
                             .sync_id = a->sync_id};
         mps_list_remove(&a->link);
-        rc = fab_am_send(pg_w.fab, a->peer_world, &w, sizeof(w), NULL, 0);
+        rc = wire_send(a->peer_world, &w, NULL, 0);
         free(a);
     }
     return rc;

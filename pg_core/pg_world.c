@@ -39,7 +39,7 @@ static int world_open_fabric(void)
         .node_stride = BOOT_NODE_MAX,
         .am_handler = pg_am_handler,
         .am_arg = NULL,
-        .am_max = pg_w.eager_max + sizeof(struct pg_wire),
+        .am_max = pg_w.eager_max + sizeof(struct pg_wire_hdr) + sizeof(struct pg_wire_ext),
     };
     unsigned char blob[FAB_ADDR_MAX];
     unsigned char *all = NULL;
