@@ -25,17 +25,9 @@ static int nslots, nfree;
  * the lock is dropped; a request is used by one thread at a time, as MPI requires. */
 static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static bool pool_lock_needed(void)
-{
-    int level = MPI_THREAD_SINGLE;
-
-    PMPI_Query_thread(&level);
-    return level == MPI_THREAD_MULTIPLE;
-}
-
 static bool pool_enter(void)
 {
-    bool locked = pool_lock_needed();
+    bool locked = shim_thread_multiple;
 
     if (locked) {
         pthread_mutex_lock(&pool_lock);
