@@ -45,16 +45,6 @@ static bool algo_is(enum mps_config_id id, const char *name)
     return strcmp(mps_config_str(id), name) == 0;
 }
 
-static int start_locked(struct pg_sched *s)
-{
-    int rc;
-
-    PG_LOCK();
-    rc = pg_sched_start(s);
-    PG_UNLOCK();
-    return rc;
-}
-
 int pg_ibarrier(struct pg_group *g, struct pg_req *req)
 {
     struct pg_sched *s = pg_sched_new(g, NULL, req);
@@ -63,7 +53,7 @@ int pg_ibarrier(struct pg_group *g, struct pg_req *req)
         return PGC_ERR_NOMEM;
     }
     pg_barrier_dissemination(s);
-    return start_locked(s);
+    return pg_sched_launch(s);
 }
 
 int pg_ibcast(struct pg_group *g, void *buf, size_t bytes, int root, struct pg_req *req)
@@ -88,7 +78,7 @@ int pg_ibcast(struct pg_group *g, void *buf, size_t bytes, int root, struct pg_r
     } else {
         pg_bcast_binomial(s, buf, bytes, root);
     }
-    return start_locked(s);
+    return pg_sched_launch(s);
 }
 
 int pg_ireduce(struct pg_group *g, const void *in, void *out, size_t count,
@@ -115,7 +105,7 @@ int pg_ireduce(struct pg_group *g, const void *in, void *out, size_t count,
         pg_sched_copy(s, acc, in, bytes);
     }
     pg_reduce_binomial(s, acc, count, root);
-    return start_locked(s);
+    return pg_sched_launch(s);
 }
 
 /* Allreduce: recursive doubling for small vectors and non-commutative ops (fewest
@@ -157,7 +147,7 @@ int pg_iallreduce(struct pg_group *g, const void *in, void *out, size_t count,
     }
     pg_sched_copy(s, out, in, count * op->elem_size);
     build_allreduce(s, out, count);
-    return start_locked(s);
+    return pg_sched_launch(s);
 }
 
 /* Bruck's log-round allgather applies to equal blocks laid out in rank order; the ring
@@ -200,7 +190,7 @@ int pg_iallgatherv(struct pg_group *g, const void *in, size_t inbytes, void *out
             pg_allgatherv_ring(s, out, cd, cd + g->size);
         }
     }
-    return start_locked(s);
+    return pg_sched_launch(s);
 }
 
 int pg_iallgather(struct pg_group *g, const void *in, void *out, size_t bytes,

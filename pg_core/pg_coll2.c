@@ -13,16 +13,6 @@
 #include <string.h>
 
 
-static int start_locked(struct pg_sched *s)
-{
-    int rc;
-
-    PG_LOCK();
-    rc = pg_sched_start(s);
-    PG_UNLOCK();
-    return rc;
-}
-
 /* Copies k arrays of n size_t into schedule scratch, back to back; NULL on no memory (the
  * error is recorded in the schedule). */
 static size_t *keep_arrays(struct pg_sched *s, int n, const size_t *a, const size_t *b,
@@ -53,7 +43,7 @@ int pg_igather(struct pg_group *g, const void *in, void *out, size_t bytes, int 
         return PGC_ERR_NOMEM;
     }
     pg_gather_binomial(s, in, out, bytes, root);
-    return start_locked(s);
+    return pg_sched_launch(s);
 }
 
 int pg_igatherv(struct pg_group *g, const void *in, size_t inbytes, void *out, const size_t *counts,
@@ -82,7 +72,7 @@ int pg_igatherv(struct pg_group *g, const void *in, size_t inbytes, void *out, c
     if (g->rank != root || cd) {
         pg_gatherv_linear(s, in, inbytes, out, cd, cd ? cd + g->size : NULL, root);
     }
-    return start_locked(s);
+    return pg_sched_launch(s);
 }
 
 int pg_iscatter(struct pg_group *g, const void *in, void *out, size_t bytes, int root,
@@ -99,7 +89,7 @@ int pg_iscatter(struct pg_group *g, const void *in, void *out, size_t bytes, int
         return PGC_ERR_NOMEM;
     }
     pg_scatter_binomial(s, in, out, bytes, root);
-    return start_locked(s);
+    return pg_sched_launch(s);
 }
 
 int pg_iscatterv(struct pg_group *g, const void *in, const size_t *counts, const size_t *displs,
@@ -129,7 +119,7 @@ int pg_iscatterv(struct pg_group *g, const void *in, const size_t *counts, const
     if (g->rank != root || cd) {
         pg_scatterv_linear(s, in, cd, cd ? cd + g->size : NULL, out, outbytes, root);
     }
-    return start_locked(s);
+    return pg_sched_launch(s);
 }
 
 int pg_ialltoallv(struct pg_group *g, const void *in, const size_t *scounts, const size_t *sdispls,
@@ -153,7 +143,7 @@ int pg_ialltoallv(struct pg_group *g, const void *in, const size_t *scounts, con
     if (cd) {
         pg_alltoallv_pairwise(s, in, cd, cd + n, out, cd + 2 * n, cd + 3 * n);
     }
-    return start_locked(s);
+    return pg_sched_launch(s);
 }
 
 /* Fills the count and displacement arrays of n equal blocks of bytes each. */
@@ -179,7 +169,7 @@ int pg_ialltoall(struct pg_group *g, const void *in, void *out, size_t bytes, st
         equal_blocks(cd, g->size, bytes);
         pg_alltoallv_pairwise(s, in, cd, cd + g->size, out, cd, cd + g->size);
     }
-    return start_locked(s);
+    return pg_sched_launch(s);
 }
 
 int pg_ireduce_scatter(struct pg_group *g, const void *in, void *out, const size_t *counts,
@@ -201,7 +191,7 @@ int pg_ireduce_scatter(struct pg_group *g, const void *in, void *out, const size
         memcpy(cd, counts, sizeof(size_t) * (size_t)g->size);
         pg_reduce_scatter_pairwise(s, in, out, cd);
     }
-    return start_locked(s);
+    return pg_sched_launch(s);
 }
 
 int pg_ireduce_scatter_block(struct pg_group *g, const void *in, void *out, size_t count,
@@ -225,7 +215,7 @@ int pg_ireduce_scatter_block(struct pg_group *g, const void *in, void *out, size
         }
         pg_reduce_scatter_pairwise(s, in, out, cd);
     }
-    return start_locked(s);
+    return pg_sched_launch(s);
 }
 
 static int scan_start(struct pg_group *g, const void *in, void *out, size_t count,
@@ -242,7 +232,7 @@ static int scan_start(struct pg_group *g, const void *in, void *out, size_t coun
         return PGC_ERR_NOMEM;
     }
     pg_scan_recursive_doubling(s, in, out, count, exclusive);
-    return start_locked(s);
+    return pg_sched_launch(s);
 }
 
 int pg_iscan(struct pg_group *g, const void *in, void *out, size_t count,

@@ -356,6 +356,16 @@ int pg_sched_start(struct pg_sched *s)
     return PGC_OK;
 }
 
+int pg_sched_launch(struct pg_sched *s)
+{
+    int rc;
+
+    PG_LOCK();
+    rc = pg_sched_start(s);
+    PG_UNLOCK();
+    return rc;
+}
+
 int pg_sched_run(struct pg_sched *s)
 {
     struct pg_req *req = s->req;

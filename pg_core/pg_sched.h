@@ -70,6 +70,8 @@ void pg_sched_fence(struct pg_sched *s);
 void *pg_sched_alloc(struct pg_sched *s, size_t bytes);
 /* Starts it (the world lock held). On error nothing stays posted and req is untouched. */
 int pg_sched_start(struct pg_sched *s);
+/* pg_sched_start under the world lock: what collective entry points call. */
+int pg_sched_launch(struct pg_sched *s);
 /* Blocking helper: start, then wait with the world timeout (lock held). */
 int pg_sched_run(struct pg_sched *s);
 /* Frees a schedule that was never started. */

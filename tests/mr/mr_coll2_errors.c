@@ -8,13 +8,6 @@
 
 static int rank, size;
 
-#define EXPECT_CLASS(call, cls)                                                                    \
-    do {                                                                                           \
-        int rc_ = (call), c_;                                                                      \
-        MPI_Error_class(rc_, &c_);                                                                 \
-        CHECK(c_ == (cls), "%s gave class %d, expected %d (%s)", #call, c_, (cls), #cls);          \
-    } while (0)
-
 static int sb[64], rb[64], counts[16], displs[16];
 static MPI_Datatype types[16];
 

@@ -6,13 +6,6 @@
 
 static int rank, size;
 
-#define EXPECT_CLASS(call, cls)                                                                    \
-    do {                                                                                           \
-        int rc_ = (call), c_;                                                                      \
-        MPI_Error_class(rc_, &c_);                                                                 \
-        CHECK(c_ == (cls), "%s gave class %d, expected %d (%s)", #call, c_, (cls), #cls);          \
-    } while (0)
-
 static void argument_errors(void)
 {
     int v = 1, buf[4];

@@ -34,6 +34,14 @@ static int mrt_checks;
 
 /* Arguments of the form NAME=VALUE (from tests/mr.list) are set in the environment before
  * MPI_Init, so one program can be run with e.g. MPISHIM_COLL_ALLREDUCE=ring. */
+/* Under MPI_ERRORS_RETURN: the call returns an error of class cls. */
+#define EXPECT_CLASS(call, cls)                                                                    \
+    do {                                                                                           \
+        int rc_ = (call), c_;                                                                      \
+        MPI_Error_class(rc_, &c_);                                                                 \
+        CHECK(c_ == (cls), "%s gave class %d, expected %d (%s)", #call, c_, (cls), #cls);          \
+    } while (0)
+
 static inline void mrt_init(int *argc, char ***argv)
 {
     for (int i = 1; i < *argc; i++) {
