@@ -8,6 +8,7 @@
 #include "config.h"
 
 #include "shim_coll.h"
+#include "pg_device.h"
 #include "shim_req.h"
 #include "shim_comm.h"
 #include "mps_log.h"
@@ -37,19 +38,46 @@ static int p2p_check(const char *fn, MPI_Comm comm, int count, MPI_Datatype dt, 
     return MPI_SUCCESS;
 }
 
+/* Whether buf (count elements of t) is device memory: those go through pinned staging
+ * (pg_dev_isend/pg_dev_irecv), contiguous ones only. Without a GPU this is one branch. */
+static int device_buffer(const char *fn, MPI_Comm comm, const void *buf, int count,
+                         const struct shim_dtype *t, bool *dev)
+{
+    int route = pg_dev_route(buf, (size_t)count * t->size, NULL, 0);
+
+    *dev = route == 1;
+    if (route < 0) {
+        return shim_error_pg(comm, fn, route);
+    }
+    if (*dev && !t->contig) {
+        return shim_error(comm, fn, MPI_ERR_TYPE,
+                          "non-contiguous datatypes on device buffers are not supported");
+    }
+    return MPI_SUCCESS;
+}
+
 /* Starts a send into r (a new or persistent request); r owns any packed temporary. */
 static int start_send(struct shim_req *r, struct shim_comm *c, const void *buf, int count,
                       struct shim_dtype *t, int dest, int tag, bool sync, const char *fn)
 {
     struct shim_msgbuf mb;
-    int rc = shim_msgbuf_send(buf, count, t, &mb);
+    bool dev;
+    int rc = device_buffer(fn, r->comm, buf, count, t, &dev);
 
+    if (rc != MPI_SUCCESS) {
+        return rc;
+    }
+    r->finished = false;
+    r->active = true;
+    if (dev) {
+        rc = pg_dev_isend(c->g, buf, (size_t)count * t->size, dest, tag, sync, &r->pr);
+        return rc == PGC_OK ? MPI_SUCCESS : shim_error_pg(r->comm, fn, rc);
+    }
+    rc = shim_msgbuf_send(buf, count, t, &mb);
     if (rc != MPI_SUCCESS) {
         return shim_error(r->comm, fn, rc, "no memory to pack %d elements", count);
     }
     r->tmp = mb.tmp;
-    r->finished = false;
-    r->active = true;
     rc = pg_isend(c->g, mb.ptr, mb.bytes, dest, tag, sync, &r->pr);
     return rc == PGC_OK ? MPI_SUCCESS : shim_error_pg(r->comm, fn, rc);
 }
@@ -58,14 +86,23 @@ static int start_recv(struct shim_req *r, struct shim_comm *c, void *buf, int co
                       struct shim_dtype *t, int src, int tag, const char *fn)
 {
     struct shim_msgbuf mb;
-    int rc = shim_msgbuf_recv(buf, count, t, &mb);
+    bool dev;
+    int rc = device_buffer(fn, r->comm, buf, count, t, &dev);
 
+    if (rc != MPI_SUCCESS) {
+        return rc;
+    }
+    r->finished = false;
+    r->active = true;
+    if (dev) {
+        rc = pg_dev_irecv(c->g, buf, (size_t)count * t->size, src, tag, &r->pr);
+        return rc == PGC_OK ? MPI_SUCCESS : shim_error_pg(r->comm, fn, rc);
+    }
+    rc = shim_msgbuf_recv(buf, count, t, &mb);
     if (rc != MPI_SUCCESS) {
         return shim_error(r->comm, fn, rc, "no memory for %d elements", count);
     }
     shim_req_attach_recv(r, &mb, buf, count, t);
-    r->finished = false;
-    r->active = true;
     rc = pg_irecv(c->g, mb.ptr, mb.bytes, src, tag, &r->pr);
     return rc == PGC_OK ? MPI_SUCCESS : shim_error_pg(r->comm, fn, rc);
 }
@@ -104,8 +141,18 @@ static int send_common(const void *buf, int count, MPI_Datatype dt, int dest, in
     struct pg_req pr = {0};
     int rc = p2p_check(fn, comm, count, dt, dest, tag, false, &c, &t);
 
+    bool dev;
+
+    if (rc == MPI_SUCCESS) {
+        rc = device_buffer(fn, comm, buf, count, t, &dev);
+    }
     if (rc != MPI_SUCCESS) {
         return rc;
+    }
+    if (dev) {
+        rc = pg_dev_isend(c->g, buf, (size_t)count * t->size, dest, tag, sync, &pr);
+        rc = rc == PGC_OK && !pr.done ? pg_wait(&pr, -1) : rc;
+        return rc == PGC_OK ? MPI_SUCCESS : shim_error_pg(comm, fn, rc);
     }
     if (shim_msgbuf_send(buf, count, t, &mb) != MPI_SUCCESS) {
         return shim_error(comm, fn, MPI_ERR_NO_MEM, "no memory to pack %d elements", count);
@@ -203,7 +250,8 @@ int PMPI_Recv(void *buf, int count, MPI_Datatype dt, int source, int tag, MPI_Co
     if (rc != MPI_SUCCESS) {
         return rc;
     }
-    if (!t->contig) {
+    /* Non-contiguous types and device buffers take the request path. */
+    if (!t->contig || pg_dev_present()) {
         rc = irecv_impl(buf, count, dt, source, tag, comm, &req, SHIM_FN);
         return rc == MPI_SUCCESS ? shim_wait_named(&req, status, SHIM_FN) : rc;
     }
