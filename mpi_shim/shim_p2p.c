@@ -107,28 +107,37 @@ static int start_recv(struct shim_req *r, struct shim_comm *c, void *buf, int co
     return rc == PGC_OK ? MPI_SUCCESS : shim_error_pg(r->comm, fn, rc);
 }
 
-static int isend_common(const void *buf, int count, MPI_Datatype dt, int dest, int tag,
-                        MPI_Comm comm, bool sync, MPI_Request *request, const char *fn)
+/* A new request, started: a send to peer, or a receive from it (kind SHIM_REQ_RECV). */
+static int p2p_start(enum shim_req_kind kind, void *buf, int count, MPI_Datatype dt, int peer,
+                     int tag, MPI_Comm comm, bool sync, MPI_Request *request, const char *fn)
 {
+    bool recv = kind == SHIM_REQ_RECV;
     struct shim_comm *c;
     struct shim_dtype *t;
     struct shim_req *r;
-    int rc = p2p_check(fn, comm, count, dt, dest, tag, false, &c, &t);
+    int rc = p2p_check(fn, comm, count, dt, peer, tag, recv, &c, &t);
 
     if (rc != MPI_SUCCESS) {
         return rc;
     }
-    r = shim_req_new(SHIM_REQ_SEND, comm);
+    r = shim_req_new(kind, comm);
     if (!r) {
         return shim_error(comm, fn, MPI_ERR_NO_MEM, "no memory for a request");
     }
-    rc = start_send(r, c, buf, count, t, dest, tag, sync, fn);
+    rc = recv ? start_recv(r, c, buf, count, t, peer, tag, fn)
+              : start_send(r, c, buf, count, t, peer, tag, sync, fn);
     if (rc != MPI_SUCCESS) {
         shim_req_free(r);
         return rc;
     }
     *request = r->handle;
     return MPI_SUCCESS;
+}
+
+static int isend_common(const void *buf, int count, MPI_Datatype dt, int dest, int tag,
+                        MPI_Comm comm, bool sync, MPI_Request *request, const char *fn)
+{
+    return p2p_start(SHIM_REQ_SEND, (void *)buf, count, dt, dest, tag, comm, sync, request, fn);
 }
 
 /* A blocking send is a send request waited for at once, without a pooled request. */
@@ -207,27 +216,9 @@ int PMPI_Irsend(const void *buf, int count, MPI_Datatype dt, int dest, int tag, 
 }
 
 static int irecv_impl(void *buf, int count, MPI_Datatype dt, int source, int tag, MPI_Comm comm,
-                       MPI_Request *request, const char *fn)
+                      MPI_Request *request, const char *fn)
 {
-    struct shim_comm *c;
-    struct shim_dtype *t;
-    struct shim_req *r;
-    int rc = p2p_check(fn, comm, count, dt, source, tag, true, &c, &t);
-
-    if (rc != MPI_SUCCESS) {
-        return rc;
-    }
-    r = shim_req_new(SHIM_REQ_RECV, comm);
-    if (!r) {
-        return shim_error(comm, fn, MPI_ERR_NO_MEM, "no memory for a request");
-    }
-    rc = start_recv(r, c, buf, count, t, source, tag, fn);
-    if (rc != MPI_SUCCESS) {
-        shim_req_free(r);
-        return rc;
-    }
-    *request = r->handle;
-    return MPI_SUCCESS;
+    return p2p_start(SHIM_REQ_RECV, buf, count, dt, source, tag, comm, false, request, fn);
 }
 
 #pragma weak MPI_Irecv = PMPI_Irecv
