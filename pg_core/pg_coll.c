@@ -87,6 +87,7 @@ int pg_ireduce(struct pg_group *g, const void *in, void *out, size_t count,
     size_t bytes = count * op->elem_size;
     struct pg_sched *s;
     void *acc;
+    bool leaf;
     int rc = pg_check_root(g, root);
 
     if (rc == PGC_OK) {
@@ -99,9 +100,12 @@ int pg_ireduce(struct pg_group *g, const void *in, void *out, size_t count,
     if (!s) {
         return PGC_ERR_NOMEM;
     }
-    /* The root reduces into its output; the others into scratch (their input is const). */
-    acc = g->rank == root ? out : pg_sched_alloc(s, bytes);
-    if (acc) {
+    /* The root reduces into its output, inner ranks into scratch (their input is const);
+     * leaves of the tree (odd positions) only send, straight from their input. */
+    leaf = g->rank != root &&
+           (g->rank - (op->commutative ? root : 0) + g->size) % g->size % 2 == 1;
+    acc = g->rank == root ? out : leaf ? (void *)in : pg_sched_alloc(s, bytes);
+    if (acc && !leaf) {
         pg_sched_copy(s, acc, in, bytes);
     }
     pg_reduce_binomial(s, acc, count, root);

@@ -144,11 +144,13 @@ static void compose(void *invec, void *inoutvec, int *len, MPI_Datatype *dt)
     }
 }
 
-static void noncommutative_user_op(void)
+/* count elements: 1 takes the direct path, 500 (8 KB) the schedule path. */
+static void noncommutative_user_op(int count)
 {
     MPI_Datatype t;
     MPI_Op op;
-    struct affine mine = {rank + 2, rank + 1}, out = {0, 0}, e = {1, 0};
+    struct affine *mine = malloc(sizeof(*mine) * (size_t)count);
+    struct affine *out = malloc(sizeof(*out) * (size_t)count), e = {1, 0};
 
     CHECK_MPI(MPI_Type_contiguous(2, MPI_LONG_LONG, &t));
     CHECK_MPI(MPI_Type_commit(&t));
@@ -157,19 +159,26 @@ static void noncommutative_user_op(void)
         e.c = (r + 2) * e.c + r + 1;
         e.m = (r + 2) * e.m;
     }
-    CHECK_MPI(MPI_Allreduce(&mine, &out, 1, t, op, MPI_COMM_WORLD));
-    CHECK(out.m == e.m && out.c == e.c, "allreduce (%lld,%lld) != (%lld,%lld)", out.m, out.c,
-          e.m, e.c);
+    for (int i = 0; i < count; i++) {
+        mine[i] = (struct affine){rank + 2, rank + 1};
+    }
+    CHECK_MPI(MPI_Allreduce(mine, out, count, t, op, MPI_COMM_WORLD));
+    for (int i = 0; i < count; i++) {
+        CHECK(out[i].m == e.m && out[i].c == e.c, "allreduce elem %d (%lld,%lld) != (%lld,%lld)",
+              i, out[i].m, out[i].c, e.m, e.c);
+    }
     for (int root = 0; root < size; root++) {
-        out.m = out.c = 0;
-        CHECK_MPI(MPI_Reduce(&mine, &out, 1, t, op, root, MPI_COMM_WORLD));
-        if (rank == root) {
-            CHECK(out.m == e.m && out.c == e.c, "reduce root %d (%lld,%lld)", root, out.m,
-                  out.c);
+        memset(out, 0, sizeof(*out) * (size_t)count);
+        CHECK_MPI(MPI_Reduce(mine, out, count, t, op, root, MPI_COMM_WORLD));
+        for (int i = 0; rank == root && i < count; i++) {
+            CHECK(out[i].m == e.m && out[i].c == e.c, "reduce root %d elem %d (%lld,%lld)", root,
+                  i, out[i].m, out[i].c);
         }
     }
     MPI_Op_free(&op);
     MPI_Type_free(&t);
+    free(mine);
+    free(out);
 }
 
 static void nonblocking_overlap(void)
@@ -210,7 +219,8 @@ int main(int argc, char **argv)
     allreduce_double(7);
     allreduce_double(100000); /* large: the ring algorithm on more than 2 ranks */
     maxloc();
-    noncommutative_user_op();
+    noncommutative_user_op(1);
+    noncommutative_user_op(500);
     nonblocking_overlap();
     return mrt_finish("mr_coll");
 }
