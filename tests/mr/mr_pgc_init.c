@@ -114,13 +114,21 @@ static void check_mpi_interop(int me, int n)
     }
 }
 
-/* The last rank leaves without a word; the others' collective must end in an error. */
+/* The last rank leaves without a word; the others' collective on the world must end in an
+ * error, and a group of the survivors (made before) must still work afterwards. */
 static int peer_dies(int me, int n)
 {
-    int64_t v = 1;
-    pgc_tensor t = pgc_host_tensor(&v, 1, PGC_INT64);
-    int rc;
+    int64_t v = 1, h = me + 1;
+    pgc_tensor t = pgc_host_tensor(&v, 1, PGC_INT64), ht = pgc_host_tensor(&h, 1, PGC_INT64);
+    int ranks[64], rc;
+    pgc_group *healthy = NULL;
 
+    for (int i = 0; i < n - 1 && i < 64; i++) {
+        ranks[i] = i;
+    }
+    if (pgc_new_group(ranks, n - 1, &healthy) != PGC_OK) {
+        FAIL("pgc_new_group of the survivors: %s", pgc_last_error());
+    }
     if (me == n - 1) {
         printf("mr_pgc_init: rank %d leaves without a word\n", me);
         fflush(stdout);
@@ -132,6 +140,12 @@ static int peer_dies(int me, int n)
     }
     printf("mr_pgc_init: rank %d: all_reduce failed as expected with %s: %s\n", me,
            pgc_status_name(rc), pgc_last_error());
+    rc = pgc_all_reduce(&ht, PGC_SUM, healthy, 0, NULL);
+    if (rc != PGC_OK || h != (int64_t)(n - 1) * n / 2) {
+        FAIL("all_reduce on the survivors' group gave %s, %lld", pgc_status_name(rc),
+             (long long)h);
+    }
+    printf("mr_pgc_init: rank %d: the survivors' group still works\n", me);
     fflush(stdout);
     _exit(0);
 }

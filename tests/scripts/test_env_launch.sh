@@ -114,13 +114,15 @@ RANK=1 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port \
     fails "env:// rank 1 with no rank 0" --init-method env://
 
 # 4. A peer that dies after the rendezvous: the survivor's all_reduce fails within the
-# timeout (and the survivor exits 0 from --peer-dies when it did).
+# timeout, and a group of the survivors made before still works (the survivor exits 0
+# from --peer-dies when both held).
 port=$(free_port)
 env_common="WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port"
 start=$(now)
 two "a peer that dies: the survivor's all_reduce fails" "$PROG" \
     "RANK=0 $env_common -- --peer-dies --timeout 3" "RANK=1 $env_common -- --peer-dies --timeout 3"
-if elapsed_below "$start" 30 && grep -q 'failed as expected' "$tmp/out.0"; then
+if elapsed_below "$start" 30 && grep -q 'failed as expected' "$tmp/out.0" &&
+    grep -q "survivors' group still works" "$tmp/out.0"; then
     ok "the survivor reported: $(sed -n 's/.*failed as expected with //p' "$tmp/out.0" | cut -c1-110)"
 else
     not_ok "the survivor reported an error within the timeout" "$tmp/out.0"
