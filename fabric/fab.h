@@ -91,6 +91,8 @@ int fab_trecv(struct fab *f, int peer, void *buf, size_t len, uint64_t tag, stru
 int fab_progress(struct fab *f);
 /* The provider name used for peer (for the info tool and the logs). */
 const char *fab_peer_provider(const struct fab *f, int peer);
+/* The version of the libfabric loaded at run time (FI_VERSION encoding), 0 if none. */
+uint32_t fab_runtime_version(void);
 /* Human-readable list of the providers fi_getinfo offers for RDM+tagged (info tool). */
 int fab_list_providers(char *buf, size_t len);
 

@@ -12,6 +12,32 @@
 #include <rdma/fi_endpoint.h>
 #include <rdma/fi_tagged.h>
 
+/*
+ * libfabric is opened at run time (fab_dl.c), not linked: Debian's libfabric pulls in
+ * libinfinipath, whose constructor spends ~200 ms calibrating the CPU clock with sleeps in
+ * every process that loads it, and a process with no peer (a singleton, a tool) should not
+ * pay that. Its six exported functions are reached through this table; everything else in
+ * libfabric's API is inline calls through the objects' operation tables.
+ */
+struct fab_fi_api {
+    int (*getinfo)(uint32_t version, const char *node, const char *service, uint64_t flags,
+                   const struct fi_info *hints, struct fi_info **info);
+    void (*freeinfo)(struct fi_info *info);
+    struct fi_info *(*dupinfo)(const struct fi_info *info);
+    int (*fabric)(struct fi_fabric_attr *attr, struct fid_fabric **fabric, void *context);
+    const char *(*strerror)(int errnum);
+    uint32_t (*version)(void);
+};
+extern struct fab_fi_api fab_fi;
+/* Opens libfabric once; PGC_ERR_FABRIC (cause recorded) when it cannot be loaded. */
+int fab_dl_load(void);
+#define fi_getinfo fab_fi.getinfo
+#define fi_freeinfo fab_fi.freeinfo
+#define fi_dupinfo fab_fi.dupinfo
+#define fi_fabric fab_fi.fabric
+#define fi_strerror fab_fi.strerror
+#define fi_version fab_fi.version
+
 #define FAB_EP_MAX 2          /* one shm endpoint and one network endpoint at most */
 #define FAB_NAME_MAX 112      /* fi_getname bytes of one endpoint kept in the blob */
 #define FAB_PROV_MAX 48       /* provider name, e.g. "tcp;ofi_rxm" */

@@ -41,7 +41,7 @@ static const char *const net_candidates[] = {"verbs;ofi_rxm", "efa", "tcp;ofi_rx
 
 static struct fi_info *make_hints(const char *prov)
 {
-    struct fi_info *hints = fi_allocinfo();
+    struct fi_info *hints = fab_fi.dupinfo(NULL); /* fi_allocinfo, through the table */
     if (!hints) {
         return NULL;
     }
@@ -247,7 +247,8 @@ static int open_endpoints(struct fab *f)
 {
     const char *forced = mps_config_str(MPS_CFG_FABRIC_PROVIDER);
     if (*forced) {
-        int rc = open_with(f, forced, &f->shm);
+        int rc = fab_dl_load();
+        rc = rc == PGC_OK ? open_with(f, forced, &f->shm) : rc;
         f->net = f->shm;
         if (rc == PGC_OK && strcmp(f->shm->prov, "shm") == 0) {
             use_sink(f, f->shm);
@@ -259,7 +260,11 @@ static int open_endpoints(struct fab *f)
     if (need_shm) {
         rc = fab_shm_open(f);
     }
-    /* With the rings and CMA, no local traffic is left for libfabric's shm provider. */
+    /* With the rings and CMA, no local traffic is left for libfabric's shm provider, and a
+     * job on one node never loads libfabric at all. */
+    if (rc == PGC_OK && (need_net || (need_shm && !fab_shm_cma(f)))) {
+        rc = fab_dl_load();
+    }
     if (rc == PGC_OK && need_shm && !fab_shm_cma(f)) {
         rc = open_with(f, "shm", &f->shm);
     }
@@ -457,6 +462,9 @@ int fab_list_providers(char *buf, size_t len)
         return mps_error(PGC_ERR_INVALID_ARG, "fab_list_providers: no buffer");
     }
     buf[0] = '\0';
+    if (fab_dl_load() != PGC_OK) {
+        return PGC_ERR_FABRIC;
+    }
     struct fi_info *hints = make_hints(NULL), *info = NULL;
     if (!hints) {
         return mps_error(PGC_ERR_NOMEM, "fab_list_providers: no memory");

@@ -49,7 +49,7 @@ static void print_vars(void)
 
 static void print_build(void)
 {
-    uint32_t fv = fi_version();
+    uint32_t fv = fab_runtime_version();
     char provs[4096] = "";
     printf("mpishim %s\n", PACKAGE_VERSION);
     printf("  configure options: %s\n", *MPS_CONFIGURE_ARGS ? MPS_CONFIGURE_ARGS : "(none)");
