@@ -53,6 +53,27 @@ expect "mpicc -c then mpicc to link works" "timed out" "$out"
 "$MPICXX" -o "$tmp/tx" "$tmp/t.cc" && out=$("$tmp/tx") || out="build or run failed"
 expect "mpicxx builds a C++ program" "timed out" "$out"
 
+# A C++ program on the MPI C API, and a C program from two sources with an extra library.
+cat >"$tmp/mpi.cc" <<'CXX'
+#include <mpi.h>
+#include <cstdio>
+int main(int argc, char **argv)
+{
+    int rank = -1, size = 0;
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    std::printf("rank %d of %d\n", rank, size);
+    return MPI_Finalize();
+}
+CXX
+"$MPICXX" -o "$tmp/mpicxx_prog" "$tmp/mpi.cc" && out=$("$tmp/mpicxx_prog") || out="build or run failed"
+expect "mpicxx builds a C++ MPI program that runs as a singleton" "rank 0 of 1" "$out"
+printf '#include <math.h>\ndouble half(double x) { return sqrt(x) / 2; }\n' >"$tmp/part.c"
+printf '#include <mpi.h>\n#include <stdio.h>\ndouble half(double);\nint main(int c, char **v) { MPI_Init(&c, &v); printf("%%.1f\\n", half(16)); return MPI_Finalize(); }\n' >"$tmp/main.c"
+"$MPICC" -O2 -o "$tmp/two" "$tmp/main.c" "$tmp/part.c" -lm && out=$("$tmp/two") || out="build or run failed"
+expect "mpicc takes several sources and an extra library" "2.0" "$out"
+
 # The classic MPI hello world, compiled with mpicc and run with the build tree's mpiexec.
 top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/../.." && pwd)}
 "$MPICC" -o "$tmp/hello" "$top_srcdir/examples/hello.c" &&
