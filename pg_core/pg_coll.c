@@ -100,6 +100,7 @@ int pg_ireduce(struct pg_group *g, const void *in, void *out, size_t count,
     if (!s) {
         return PGC_ERR_NOMEM;
     }
+    pg_sched_align_like(s, in);
     /* The root reduces into its output, inner ranks into scratch (their input is const);
      * leaves of the tree (odd positions) only send, straight from their input. */
     leaf = g->rank != root &&
@@ -149,6 +150,7 @@ int pg_iallreduce(struct pg_group *g, const void *in, void *out, size_t count,
     if (!s) {
         return PGC_ERR_NOMEM;
     }
+    pg_sched_align_like(s, out);
     pg_sched_copy(s, out, in, count * op->elem_size);
     build_allreduce(s, out, count);
     return pg_sched_launch(s);

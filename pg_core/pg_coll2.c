@@ -186,6 +186,7 @@ int pg_ireduce_scatter(struct pg_group *g, const void *in, void *out, const size
     if (!s) {
         return PGC_ERR_NOMEM;
     }
+    pg_sched_align_like(s, in);
     cd = pg_sched_alloc(s, sizeof(size_t) * (size_t)g->size);
     if (cd) {
         memcpy(cd, counts, sizeof(size_t) * (size_t)g->size);
@@ -208,6 +209,7 @@ int pg_ireduce_scatter_block(struct pg_group *g, const void *in, void *out, size
     if (!s) {
         return PGC_ERR_NOMEM;
     }
+    pg_sched_align_like(s, in);
     cd = pg_sched_alloc(s, sizeof(size_t) * (size_t)g->size);
     if (cd) {
         for (int i = 0; i < g->size; i++) {
@@ -231,6 +233,7 @@ static int scan_start(struct pg_group *g, const void *in, void *out, size_t coun
     if (!s) {
         return PGC_ERR_NOMEM;
     }
+    pg_sched_align_like(s, in);
     pg_scan_recursive_doubling(s, in, out, count, exclusive);
     return pg_sched_launch(s);
 }

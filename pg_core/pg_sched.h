@@ -52,6 +52,7 @@ struct pg_sched {
     struct pg_scratch *scratch; /* heap scratch blocks, given back to a pool at the end */
     int nscratch;
     struct mps_list link;
+    size_t page_offset; /* large scratch starts at this offset within a page */
     /* Small scratch comes from here, so a small collective allocates nothing once warm. */
     size_t inline_used;
     _Alignas(16) unsigned char inline_scratch[PG_SCHED_INLINE];
@@ -66,6 +67,9 @@ void pg_sched_recv(struct pg_sched *s, void *buf, size_t bytes, int peer);
 void pg_sched_reduce(struct pg_sched *s, const void *in, void *inout, size_t count);
 void pg_sched_copy(struct pg_sched *s, void *dst, const void *src, size_t bytes);
 void pg_sched_fence(struct pg_sched *s);
+/* Large scratch allocated after this call sits at the same offset within a page as
+ * user_buf (single-copy reads between buffers at different offsets are much slower). */
+void pg_sched_align_like(struct pg_sched *s, const void *user_buf);
 /* Scratch memory owned by the schedule, freed when it completes. */
 void *pg_sched_alloc(struct pg_sched *s, size_t bytes);
 /* Starts it (the world lock held). On error nothing stays posted and req is untouched. */
