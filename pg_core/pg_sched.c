@@ -182,15 +182,37 @@ static void *pool_take(size_t bytes)
     return p;
 }
 
+/* The slot a block of n bytes goes to: a free one, else the smallest block if it is
+ * smaller than n (a program that moves to larger messages must not keep reallocating while
+ * the pool holds its old small blocks); -1 to free it instead. */
+static int pool_slot(size_t n)
+{
+    int smallest = 0;
+
+    for (int i = 0; i < POOL_SLOTS; i++) {
+        if (!pool[i].p) {
+            return i;
+        }
+        if (pool[i].n < pool[smallest].n) {
+            smallest = i;
+        }
+    }
+    return pool[smallest].n < n ? smallest : -1;
+}
+
 static void pool_give(void *p, size_t n)
 {
-    int slot = -1;
+    void *evicted = NULL;
+    int slot;
 
     if (pg_w.mt) {
         pthread_mutex_lock(&cache_lock);
     }
-    for (int i = 0; i < POOL_SLOTS && slot < 0; i++) {
-        slot = pool[i].p ? -1 : i;
+    slot = pool_slot(n);
+    if (slot >= 0 && pool[slot].p) {
+        evicted = pool[slot].p;
+        pool_bytes -= pool[slot].n;
+        pool[slot].p = NULL;
     }
     if (slot >= 0 && pool_bytes + n <= POOL_MAX_BYTES) {
         pool[slot] = (struct pg_scratch){p, n};
@@ -200,6 +222,7 @@ static void pool_give(void *p, size_t n)
     if (pg_w.mt) {
         pthread_mutex_unlock(&cache_lock);
     }
+    free(evicted);
     free(p);
 }
 
