@@ -1088,13 +1088,17 @@ int PMPI_Type_free(MPI_Datatype *datatype)
 #pragma weak MPI_Type_get_extent_x = PMPI_Type_get_extent_x
 int PMPI_Type_get_extent_x(MPI_Datatype datatype, MPI_Count *lb, MPI_Count *extent)
 {
-    struct shim_dtype *t;
+    MPI_Aint l, e;
     NONNULL(SHIM_FN, lb);
     NONNULL(SHIM_FN, extent);
-    int rc = get_type(SHIM_FN, datatype, &t);
+    int rc;
+
+    shim_outer_fn = SHIM_FN; /* errors in the caller's name */
+    rc = PMPI_Type_get_extent(datatype, &l, &e);
+    shim_outer_fn = NULL;
     if (rc == MPI_SUCCESS) {
-        *lb = t->lb;
-        *extent = t->extent;
+        *lb = l;
+        *extent = e;
     }
     return rc;
 }
@@ -1117,13 +1121,17 @@ int PMPI_Type_get_extent(MPI_Datatype datatype, MPI_Aint *lb, MPI_Aint *extent)
 int PMPI_Type_get_true_extent_x(MPI_Datatype datatype, MPI_Count *true_lb,
                                 MPI_Count *true_extent)
 {
-    struct shim_dtype *t;
+    MPI_Aint l, e;
     NONNULL(SHIM_FN, true_lb);
     NONNULL(SHIM_FN, true_extent);
-    int rc = get_type(SHIM_FN, datatype, &t);
+    int rc;
+
+    shim_outer_fn = SHIM_FN; /* errors in the caller's name */
+    rc = PMPI_Type_get_true_extent(datatype, &l, &e);
+    shim_outer_fn = NULL;
     if (rc == MPI_SUCCESS) {
-        *true_lb = t->true_lb;
-        *true_extent = t->true_extent;
+        *true_lb = l;
+        *true_extent = e;
     }
     return rc;
 }

@@ -177,16 +177,6 @@ static int same_dtype(const char *call, struct pg_group *g, const pgc_tensor *a,
     return PGC_OK;
 }
 
-static int start_sched(struct pg_sched *s)
-{
-    int rc;
-
-    PG_LOCK();
-    rc = pg_sched_start(s);
-    PG_UNLOCK();
-    return rc;
-}
-
 /* ---- broadcast, barrier ---- */
 
 int pgc_broadcast(pgc_tensor *tensor, int src, pgc_group *group, int async_op, pgc_work **work)
@@ -341,26 +331,29 @@ int pgc_all_reduce(pgc_tensor *tensor, pgc_reduce_op op, pgc_group *group, int a
 
 /* ---- scatter, gather ---- */
 
-int pgc_scatter(pgc_tensor *output, const pgc_tensor *scatter_list, int src, pgc_group *group,
-                int async_op, pgc_work **work)
+/* Scatter (the root's list to one tensor per rank) or gather (the reverse): the same
+ * checks, and the same linear schedule with the direction of each message swapped. */
+static int rooted_list(const char *call, pgc_tensor *one, pgc_tensor *list, int root,
+                       bool gather, pgc_group *group, int async_op, pgc_work **work)
 {
-    const char *call = "pgc_scatter";
+    const char *what = gather ? "the input" : "the output";
     struct pgc_work stack, *w;
     struct pg_sched *s;
     struct pg_group *g;
+    size_t n;
     int rc = coll_begin(call, group, async_op, work, &g);
 
     if (rc == PGC_OK) {
-        rc = pgc_check_tensor(call, g, output, "the output");
+        rc = pgc_check_tensor(call, g, one, what);
     }
     if (rc == PGC_OK) {
-        rc = check_root(call, g, src);
+        rc = check_root(call, g, root);
     }
-    if (rc == PGC_OK && g->rank == src) {
-        rc = check_list(call, g, scatter_list, output, output->numel, false);
+    if (rc == PGC_OK && g->rank == root) {
+        rc = check_list(call, g, list, one, one->numel, false);
     }
     if (rc == PGC_OK) {
-        rc = pgc_check_args(call, g, output->dtype, -1, src, output->numel);
+        rc = pgc_check_args(call, g, one->dtype, -1, root, one->numel);
     }
     if (rc != PGC_OK) {
         return rc;
@@ -370,59 +363,38 @@ int pgc_scatter(pgc_tensor *output, const pgc_tensor *scatter_list, int src, pgc
     if (!s) {
         return w ? coll_start(w, PGC_ERR_NOMEM, async_op, work) : PGC_ERR_NOMEM;
     }
-    if (g->rank != src) {
-        pg_sched_recv(s, output->data, nbytes(output), src);
-    } else {
-        for (int i = 0; i < g->size; i++) {
-            if (i != src) {
-                pg_sched_send(s, scatter_list[i].data, nbytes(output), i);
-            }
+    n = nbytes(one);
+    for (int i = 0; i < g->size && g->rank == root; i++) {
+        if (i != root && gather) {
+            pg_sched_recv(s, list[i].data, n, i);
+        } else if (i != root) {
+            pg_sched_send(s, list[i].data, n, i);
         }
-        pg_sched_copy(s, output->data, scatter_list[src].data, nbytes(output));
     }
-    return coll_start(w, start_sched(s), async_op, work);
+    if (g->rank != root && gather) {
+        pg_sched_send(s, one->data, n, root);
+    } else if (g->rank != root) {
+        pg_sched_recv(s, one->data, n, root);
+    } else if (gather) {
+        pg_sched_copy(s, list[root].data, one->data, n);
+    } else {
+        pg_sched_copy(s, one->data, list[root].data, n);
+    }
+    return coll_start(w, pg_sched_launch(s), async_op, work);
+}
+
+int pgc_scatter(pgc_tensor *output, const pgc_tensor *scatter_list, int src, pgc_group *group,
+                int async_op, pgc_work **work)
+{
+    return rooted_list("pgc_scatter", output, (pgc_tensor *)scatter_list, src, false, group,
+                       async_op, work);
 }
 
 int pgc_gather(const pgc_tensor *input, pgc_tensor *gather_list, int dst, pgc_group *group,
                int async_op, pgc_work **work)
 {
-    const char *call = "pgc_gather";
-    struct pgc_work stack, *w;
-    struct pg_sched *s;
-    struct pg_group *g;
-    int rc = coll_begin(call, group, async_op, work, &g);
-
-    if (rc == PGC_OK) {
-        rc = pgc_check_tensor(call, g, input, "the input");
-    }
-    if (rc == PGC_OK) {
-        rc = check_root(call, g, dst);
-    }
-    if (rc == PGC_OK && g->rank == dst) {
-        rc = check_list(call, g, gather_list, input, input->numel, false);
-    }
-    if (rc == PGC_OK) {
-        rc = pgc_check_args(call, g, input->dtype, -1, dst, input->numel);
-    }
-    if (rc != PGC_OK) {
-        return rc;
-    }
-    w = coll_work(call, g, async_op, &stack);
-    s = w ? pg_sched_new(g, NULL, &w->req) : NULL;
-    if (!s) {
-        return w ? coll_start(w, PGC_ERR_NOMEM, async_op, work) : PGC_ERR_NOMEM;
-    }
-    if (g->rank != dst) {
-        pg_sched_send(s, input->data, nbytes(input), dst);
-    } else {
-        for (int i = 0; i < g->size; i++) {
-            if (i != dst) {
-                pg_sched_recv(s, gather_list[i].data, nbytes(input), i);
-            }
-        }
-        pg_sched_copy(s, gather_list[dst].data, input->data, nbytes(input));
-    }
-    return coll_start(w, start_sched(s), async_op, work);
+    return rooted_list("pgc_gather", (pgc_tensor *)input, gather_list, dst, true, group,
+                       async_op, work);
 }
 
 /* ---- all_gather ---- */
@@ -460,7 +432,7 @@ int pgc_all_gather(pgc_tensor *output_list, const pgc_tensor *input, pgc_group *
         }
     }
     pg_sched_copy(s, output_list[g->rank].data, input->data, nbytes(input));
-    return coll_start(w, start_sched(s), async_op, work);
+    return coll_start(w, pg_sched_launch(s), async_op, work);
 }
 
 int pgc_all_gather_into_tensor(pgc_tensor *output, const pgc_tensor *input, pgc_group *group,
@@ -577,7 +549,7 @@ static int reduce_scatter(const char *call, struct pg_group *g, pgc_tensor *outp
     s = pg_sched_new(g, spec, &w->req);
     if (s) {
         build_reduce_scatter(s, blocks, out, m);
-        rc = start_sched(s);
+        rc = pg_sched_launch(s);
     }
 fail:
     free(blocks);
@@ -689,7 +661,7 @@ static int start_all_to_all(struct pgc_work *w, const void *const *sbuf, const s
                         rlen[g->rank]);
     }
     pg_sched_copy(s, rbuf[g->rank], sbuf[g->rank], slen[g->rank]);
-    return start_sched(s);
+    return pg_sched_launch(s);
 }
 
 static int all_to_all_common(const char *call, struct pg_group *g, const void **sbuf, size_t *slen,
