@@ -539,18 +539,15 @@ static void dispatch(struct fab *f, const struct rec_hdr *h)
     }
 }
 
-/* Handles every record published in the ring of one local sender. */
-static int drain(struct fab *f, int li)
+/* Handles the records published in the ring of one local sender, up to tail. Kept out of
+ * line: the poll that finds nothing (most of them) then costs no register saves. */
+static __attribute__((noinline)) int drain(struct fab *f, int li, uint64_t tail)
 {
     struct fab_shm *s = f->ring;
     struct ring *r = &s->mine->rings[li];
     uint64_t head = s->chead[li];
-    uint64_t tail = __atomic_load_n(&r->tail, __ATOMIC_ACQUIRE);
     int n = 0;
 
-    if (head == tail) {
-        return 0;
-    }
     while (head != tail) {
         const struct rec_hdr *h = (const struct rec_hdr *)(r->data + head % RING_BYTES);
         if (h->kind == REC_WRAP) {
@@ -575,7 +572,10 @@ int fab_shm_progress(struct fab *f)
         flush_fins(f);
     }
     for (int li = 0; li < s->nlocal; li++) {
-        n += drain(f, li);
+        uint64_t tail = __atomic_load_n(&s->mine->rings[li].tail, __ATOMIC_ACQUIRE);
+        if (tail != s->chead[li]) {
+            n += drain(f, li, tail);
+        }
     }
     return n;
 }

@@ -257,7 +257,15 @@ static int check_peer(const struct fab *f, int peer, const char *call)
 int fab_am_send(struct fab *f, int peer, const void *hdr, size_t hlen, const void *payload,
                 size_t plen)
 {
-    int rc = check_peer(f, peer, "fab_am_send");
+    int rc;
+
+    /* The common case first, with one test of the peer: a small message to a rank on
+     * this node. */
+    if (mps_likely(f && peer >= 0 && peer < f->size && hlen + plen <= f->am_max &&
+                   fab_shm_am_peer(f, peer))) {
+        return fab_shm_am_send(f, peer, hdr, hlen, payload, plen);
+    }
+    rc = check_peer(f, peer, "fab_am_send");
     if (rc != PGC_OK) {
         return rc;
     }
@@ -266,9 +274,6 @@ int fab_am_send(struct fab *f, int peer, const void *hdr, size_t hlen, const voi
                          "fab_am_send: %zu B to rank %d exceed the AM "
                          "limit of %zu B",
                          hlen + plen, peer, f->am_max);
-    }
-    if (fab_shm_am_peer(f, peer)) {
-        return fab_shm_am_send(f, peer, hdr, hlen, payload, plen);
     }
     size_t total = sizeof(struct fab_am_hdr) + hlen + plen;
     if (total <= f->peers[peer].ep->inject_size && total <= FAB_INJECT_STACK) {

@@ -164,8 +164,10 @@ static struct shim_dtype builtin_8c[5] = {
     TYPE_PAIR(MPI_LONG_DOUBLE_INT, pg_long_double_int, PG_LONG_DOUBLE_INT, "MPI_LONG_DOUBLE_INT"),
 };
 
-static struct shim_dtype *builtin_of(unsigned int u)
+struct shim_dtype *shim_dtype_builtin(MPI_Datatype h)
 {
+    unsigned int u = (unsigned int)h;
+
     if ((u >> 24) == 0x4cu && (u & 0xffu) < 0x47u && (unsigned)builtin_4c[u & 0xffu].handle == u) {
         return &builtin_4c[u & 0xffu];
     }
@@ -177,7 +179,7 @@ static struct shim_dtype *builtin_of(unsigned int u)
 
 const char *shim_dtype_builtin_name(MPI_Datatype h)
 {
-    struct shim_dtype *t = builtin_of((unsigned int)h);
+    struct shim_dtype *t = shim_dtype_builtin(h);
     return t ? t->name : NULL;
 }
 
@@ -272,7 +274,7 @@ static struct shim_dtype *derived_of(unsigned int u)
 
 int shim_dtype_lookup(MPI_Datatype h, struct shim_dtype **out)
 {
-    struct shim_dtype *t = builtin_of((unsigned int)h);
+    struct shim_dtype *t = shim_dtype_builtin(h);
     if (!t) {
         t = derived_of((unsigned int)h);
     }

@@ -116,6 +116,8 @@ MPI_Count shim_dtype_elements(const struct shim_dtype *t, size_t nbytes);
 
 /* The MPI name of a predefined type ("MPI_INT"), or NULL for others. */
 const char *shim_dtype_builtin_name(MPI_Datatype h);
+/* The predefined type of handle h (committed by definition), or NULL for any other value. */
+struct shim_dtype *shim_dtype_builtin(MPI_Datatype h);
 
 /* ---- Info objects (shim_info.c), for the calls that take hints. ---- */
 

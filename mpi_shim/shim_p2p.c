@@ -17,10 +17,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Checks shared by every point-to-point call. peer may be MPI_PROC_NULL, and for receives
- * MPI_ANY_SOURCE; tag for receives may be MPI_ANY_TAG. */
-static int p2p_check(const char *fn, MPI_Comm comm, int count, MPI_Datatype dt, int peer, int tag,
-                     bool recv, struct shim_comm **c, struct shim_dtype **t)
+/* The full checks, with a message for each error. */
+static int p2p_check_full(const char *fn, MPI_Comm comm, int count, MPI_Datatype dt, int peer,
+                          int tag, bool recv, struct shim_comm **c, struct shim_dtype **t)
 {
     int rc = shim_coll_check(fn, comm, count, dt, c, t);
 
@@ -36,6 +35,34 @@ static int p2p_check(const char *fn, MPI_Comm comm, int count, MPI_Datatype dt, 
         return shim_error(comm, fn, MPI_ERR_TAG, "tag %d is outside 0..%d", tag, PG_TAG_UB);
     }
     return MPI_SUCCESS;
+}
+
+/* The common case of p2p_check, tested without its calls and messages: MPI running, a
+ * valid communicator, a predefined datatype, a rank of the communicator (or
+ * MPI_ANY_SOURCE) and a tag in range (or MPI_ANY_TAG). Every small message pays for these
+ * tests, so they come first and cheap; anything else takes the full checks. */
+static inline bool p2p_args_common(MPI_Comm comm, int count, MPI_Datatype dt, int peer,
+                                   int tag, bool recv, struct shim_comm **c,
+                                   struct shim_dtype **t)
+{
+    if (!shim_initialized() || count < 0 || dt == MPI_LB || dt == MPI_UB ||
+        shim_comm_get(comm, c) != MPI_SUCCESS || !(*t = shim_dtype_builtin(dt))) {
+        return false;
+    }
+    return ((unsigned)peer < (unsigned)(*c)->g->size || (recv && peer == MPI_ANY_SOURCE)) &&
+           ((unsigned)tag <= PG_TAG_UB || (recv && tag == MPI_ANY_TAG));
+}
+
+/* Checks shared by every point-to-point call. peer may be MPI_PROC_NULL, and for receives
+ * MPI_ANY_SOURCE; tag for receives may be MPI_ANY_TAG. Inlined, so that the common case
+ * costs its tests and not a nine-argument call. */
+static inline __attribute__((always_inline)) int p2p_check(const char *fn, MPI_Comm comm, int count, MPI_Datatype dt, int peer, int tag,
+                     bool recv, struct shim_comm **c, struct shim_dtype **t)
+{
+    if (mps_likely(p2p_args_common(comm, count, dt, peer, tag, recv, c, t))) {
+        return MPI_SUCCESS;
+    }
+    return p2p_check_full(fn, comm, count, dt, peer, tag, recv, c, t);
 }
 
 /* Whether buf (count elements of t) is device memory: those go through pinned staging
@@ -147,10 +174,11 @@ static int send_common(const void *buf, int count, MPI_Datatype dt, int dest, in
     struct shim_comm *c;
     struct shim_dtype *t;
     struct shim_msgbuf mb;
-    struct pg_req pr = {0};
+    struct pg_req pr;
     int rc = p2p_check(fn, comm, count, dt, dest, tag, false, &c, &t);
-
     bool dev;
+
+    pg_req_no_callback(&pr);
 
     if (rc == MPI_SUCCESS) {
         rc = device_buffer(fn, comm, buf, count, t, &dev);
@@ -234,10 +262,11 @@ int PMPI_Recv(void *buf, int count, MPI_Datatype dt, int source, int tag, MPI_Co
 {
     struct shim_comm *c;
     struct shim_dtype *t;
-    struct pg_req pr = {0};
+    struct pg_req pr;
     MPI_Request req;
     int rc = p2p_check(SHIM_FN, comm, count, dt, source, tag, true, &c, &t);
 
+    pg_req_no_callback(&pr);
     if (rc != MPI_SUCCESS) {
         return rc;
     }

@@ -21,8 +21,8 @@ static int exchange(struct pg_group *g, uint64_t ctx, int tag, const void *out, 
     struct pg_req sr, rr;
     int rc = PGC_OK;
 
-    sr.on_complete = rr.on_complete = NULL;
-    sr.cb_arg = rr.cb_arg = NULL;
+    pg_req_no_callback(&sr);
+    pg_req_no_callback(&rr);
     if (recv_from >= 0) {
         rc = pg_irecv_ctx(g, ctx, in, ibytes, recv_from, tag, &rr);
     }

@@ -94,8 +94,9 @@ int pg_wait_locked(struct pg_req *req, double timeout)
     }
     for (unsigned iter = 0; !req->done; iter++) {
         wait_poll(&spins);
-        /* Reading the clock costs ~20 ns: check it every 256 polls only. */
-        if ((iter & 255) == 0) {
+        /* Reading the clock costs ~20 ns: check it every 256 polls only, and not on the
+         * first (most waits end within a few polls). The timeout counts from there. */
+        if ((iter & 255) == 255) {
             double now = mps_now();
             if (deadline == 0) {
                 deadline = now + timeout;

@@ -259,7 +259,7 @@ static void do_blocking(struct boot_store_server *s, struct conn *c, struct requ
 
 static void do_request(struct boot_store_server *s, struct conn *c, struct request *r)
 {
-    int64_t v;
+    int64_t v = 0;
     const char *cur;
     size_t clen;
     bool yes;
