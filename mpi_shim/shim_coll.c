@@ -148,6 +148,28 @@ static bool allreduce_direct(const char *fn, const void *sendbuf, void *recvbuf,
     return true;
 }
 
+bool shim_reduce_scatter_block_direct(const char *fn, const void *sendbuf, void *recvbuf,
+                                      int recvcount, MPI_Datatype dt, MPI_Op op, MPI_Comm comm,
+                                      int *rc)
+{
+    struct shim_comm *c;
+    struct shim_dtype *t;
+    struct pg_op_spec spec;
+    struct shim_op_call call;
+    size_t scale;
+
+    if (!direct_ok(comm, recvcount, dt, &c, &t) ||
+        (size_t)recvcount * t->size * (size_t)c->g->size > PG_DIRECT_MAX ||
+        sendbuf == recvbuf || recvbuf == MPI_IN_PLACE || (recvcount && (!recvbuf || !sendbuf)) ||
+        shim_op_spec(op, dt, t, &spec, &scale, &call) != MPI_SUCCESS) {
+        return false;
+    }
+    *rc = pg_reduce_scatter_block_direct(c->g, sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf,
+                                         recvbuf, (size_t)recvcount * scale, &spec);
+    *rc = *rc == PGC_OK ? MPI_SUCCESS : shim_error_pg(comm, fn, *rc);
+    return true;
+}
+
 static bool reduce_direct(const char *fn, const void *sendbuf, void *recvbuf, int count,
                           MPI_Datatype dt, MPI_Op op, int root, MPI_Comm comm, int *rc)
 {

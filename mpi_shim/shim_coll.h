@@ -19,6 +19,11 @@ int shim_coll_req(const char *fn, MPI_Comm comm, struct shim_req **r);
 int shim_coll_started(const char *fn, int rc, struct shim_req *r, MPI_Request *request);
 /* The blocking forms: waits for the request, raising errors as fn. */
 int shim_coll_wait(const char *fn, int rc, MPI_Request *request);
+/* The blocking MPI_Reduce_scatter_block of a few bytes on pg_core's direct path; false
+ * (nothing done) when the call does not qualify, and the general path runs. */
+bool shim_reduce_scatter_block_direct(const char *fn, const void *sendbuf, void *recvbuf,
+                                      int recvcount, MPI_Datatype dt, MPI_Op op, MPI_Comm comm,
+                                      int *rc);
 /* Packs input (send side) into r->tmp2 if needed; output into r->tmp with unpack at
  * completion. */
 int shim_coll_in(struct shim_req *r, const void *buf, int count, struct shim_dtype *t,

@@ -1063,7 +1063,12 @@ int PMPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount,
                               MPI_Op op, MPI_Comm comm)
 {
     MPI_Request req;
+    int rc;
 
+    if (!pg_dev_present() && shim_reduce_scatter_block_direct(SHIM_FN, sendbuf, recvbuf,
+                                                              recvcount, dt, op, comm, &rc)) {
+        return rc;
+    }
     return shim_coll_wait(
         SHIM_FN, (shim_outer_fn = SHIM_FN, PMPI_Ireduce_scatter_block(sendbuf, recvbuf, recvcount, dt, op, comm, &req)), &req);
 }

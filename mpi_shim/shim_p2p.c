@@ -425,7 +425,7 @@ static int message_handle(struct pg_msg *m, MPI_Message *message, MPI_Comm comm,
 {
     *message = shim_table_add(&messages, m);
     if (!*message) {
-        free(m);
+        pg_msg_free(m);
         return shim_error(comm, fn, MPI_ERR_NO_MEM, "no memory for a message handle");
     }
     return MPI_SUCCESS;

@@ -80,6 +80,7 @@ struct pg_msg {
     uint64_t sync_id;      /* synchronous send: the sender's cookie to ack, 0 if none */
     struct pg_req *self_send; /* a message from this process to itself: the send request */
     unsigned char *data;   /* eager payload (owned) */
+    int pool_class;        /* the free list its block returns to, or -1 (malloc'd to size) */
 };
 
 /* A group: a set of world ranks in group-rank order, with its own matching contexts. */
@@ -141,6 +142,8 @@ int pg_irecv(struct pg_group *g, void *buf, size_t cap, int src, int tag, struct
 int pg_iprobe(struct pg_group *g, int src, int tag, bool take, bool *found,
               struct pg_req *probe_req, struct pg_msg **msg);
 int pg_mrecv(struct pg_msg *msg, void *buf, size_t cap, struct pg_req *req);
+/* Frees a message taken by pg_iprobe that will not be received. */
+void pg_msg_free(struct pg_msg *msg);
 /* Cancels a posted receive that has not matched; sets req->cancelled and completes it. */
 int pg_cancel_recv(struct pg_req *req);
 
@@ -189,6 +192,11 @@ int pg_bcast_direct(struct pg_group *g, void *buf, size_t bytes, int root);
 int pg_reduce_direct(struct pg_group *g, const void *in, void *out, size_t count,
                      const struct pg_op_spec *op, int root);
 int pg_barrier_direct(struct pg_group *g);
+/* in: size * count elements (at most PG_DIRECT_MAX bytes in all); out: my count of them.
+ * A recursive-doubling allreduce and my block of it: for a few bytes, log2(size) rounds
+ * beat the size - 1 of the pairwise schedule. */
+int pg_reduce_scatter_block_direct(struct pg_group *g, const void *in, void *out, size_t count,
+                                   const struct pg_op_spec *op);
 /* Equal blocks of at most 8 * PG_DIRECT_MAX bytes in all, on at most PG_DIRECT_RANKS ranks;
  * in may be out + rank * block (in place). */
 #define PG_DIRECT_RANKS 16

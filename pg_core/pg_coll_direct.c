@@ -115,6 +115,19 @@ int pg_allreduce_direct(struct pg_group *g, const void *in, void *out, size_t co
     return rc;
 }
 
+int pg_reduce_scatter_block_direct(struct pg_group *g, const void *in, void *out, size_t count,
+                                   const struct pg_op_spec *op)
+{
+    unsigned char all[PG_DIRECT_MAX];
+    size_t block = count * op->elem_size;
+    int rc = pg_allreduce_direct(g, in, all, count * (size_t)g->size, op);
+
+    if (rc == PGC_OK) {
+        memcpy(out, all + (size_t)g->rank * block, block);
+    }
+    return rc;
+}
+
 int pg_bcast_direct(struct pg_group *g, void *buf, size_t bytes, int root)
 {
     int n = g->size, vr, mask = 1, tag;

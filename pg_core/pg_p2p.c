@@ -143,17 +143,63 @@ static void handle_ack(const struct pg_wire *w)
     MPS_WARN("acknowledgement for an unknown synchronous send from rank %u", w->src_world);
 }
 
+/* Unexpected eager messages come and go at the message rate (a sender running ahead of its
+ * receiver, as every rooted collective's leaves do), and a block of a few hundred bytes or
+ * more is past glibc's small per-thread cache: blocks of two size classes are therefore
+ * kept on free lists, MSG_POOL_MAX of each at most. */
+#define MSG_POOL_MAX 256
+static const size_t msg_class_bytes[2] = {256, 4096};
+
+static struct pg_msg *msg_alloc(size_t eager)
+{
+    int c = eager <= msg_class_bytes[0] ? 0 : eager <= msg_class_bytes[1] ? 1 : -1;
+    struct pg_msg *m;
+
+    if (c >= 0 && pg_w.msg_pool[c]) {
+        m = pg_w.msg_pool[c];
+        pg_w.msg_pool[c] = *(struct pg_msg **)m;
+        pg_w.msg_pool_n[c]--;
+    } else {
+        m = malloc(sizeof(*m) + (c >= 0 ? msg_class_bytes[c] : eager));
+    }
+    if (m) {
+        memset(m, 0, sizeof(*m));
+        m->pool_class = c;
+        m->data = (unsigned char *)(m + 1);
+    }
+    return m;
+}
+
+static void msg_free_locked(struct pg_msg *m)
+{
+    int c = m->pool_class;
+
+    if (c >= 0 && pg_w.msg_pool_n[c] < MSG_POOL_MAX) {
+        *(struct pg_msg **)m = pg_w.msg_pool[c];
+        pg_w.msg_pool[c] = m;
+        pg_w.msg_pool_n[c]++;
+    } else {
+        free(m);
+    }
+}
+
+void pg_msg_free(struct pg_msg *m)
+{
+    PG_LOCK();
+    msg_free_locked(m);
+    PG_UNLOCK();
+}
+
 static void queue_unexpected(const struct pg_wire *w, const void *payload)
 {
     size_t eager = w->kind == PG_WIRE_EAGER ? w->len : 0;
-    struct pg_msg *m = malloc(sizeof(*m) + eager);
+    struct pg_msg *m = msg_alloc(eager);
 
     if (!m) {
         MPS_ERR("no memory for an unexpected message of %zu bytes from rank %u", eager,
                 w->src_world);
         return;
     }
-    memset(m, 0, sizeof(*m));
     m->ctx = w->ctx;
     m->src = w->src;
     m->tag = w->tag;
@@ -162,7 +208,6 @@ static void queue_unexpected(const struct pg_wire *w, const void *payload)
     m->kind = w->kind;
     m->rndv_tag = w->rndv_tag;
     m->sync_id = w->sync_id;
-    m->data = (unsigned char *)(m + 1);
     memcpy(m->data, payload, eager);
     mps_list_push_back(&pg_w.unexpected, &m->link);
 }
@@ -371,7 +416,7 @@ int pg_irecv_ctx(struct pg_group *g, uint64_t ctx, void *buf, size_t cap, int sr
         if (envelope_matches(req, m->ctx, m->src, m->tag)) {
             mps_list_remove(&m->link);
             deliver(req, m, m->data);
-            free(m);
+            msg_free_locked(m);
             return PGC_OK;
         }
     }
@@ -448,8 +493,8 @@ int pg_mrecv(struct pg_msg *m, void *buf, size_t cap, struct pg_req *req)
     req->cap = cap;
     PG_LOCK();
     deliver(req, m, m->data);
+    msg_free_locked(m);
     PG_UNLOCK();
-    free(m);
     return PGC_OK;
 }
 
@@ -513,5 +558,13 @@ void pg_p2p_fini(void)
     {
         mps_list_remove(pos);
         free(container_of(pos, struct pg_msg, link));
+    }
+    for (int c = 0; c < 2; c++) {
+        while (pg_w.msg_pool[c]) {
+            struct pg_msg *m = pg_w.msg_pool[c];
+            pg_w.msg_pool[c] = *(struct pg_msg **)m;
+            free(m);
+        }
+        pg_w.msg_pool_n[c] = 0;
     }
 }
