@@ -15,12 +15,13 @@
 
 #include <sched.h>
 
-int pg_progress_locked(void)
+/* One round of progress; returns the number of fabric events handled, or an error. */
+static int progress_events(void)
 {
-    int rc = PGC_OK;
+    int rc = PGC_OK, events = 0;
 
     if (pg_w.fab) {
-        rc = fab_progress(pg_w.fab);
+        rc = events = fab_progress(pg_w.fab);
         if (rc >= 0 && (!mps_list_empty(&pg_w.rndv_todo) || !mps_list_empty(&pg_w.acks))) {
             rc = pg_p2p_flush_deferred();
         }
@@ -31,6 +32,13 @@ int pg_progress_locked(void)
     if (rc >= 0) {
         rc = pg_dev_progress();
     }
+    return rc < 0 ? rc : events;
+}
+
+int pg_progress_locked(void)
+{
+    int rc = progress_events();
+
     return rc < 0 ? rc : PGC_OK;
 }
 
@@ -56,8 +64,9 @@ bool pg_test(struct pg_req *req)
  * dropped around the yield so that other threads can progress (and complete our request). */
 static void wait_poll(int *spins)
 {
-    pg_progress_locked();
-    if (++*spins >= pg_w.spin_count) {
+    /* A poll that handled something may have completed what the caller waits for: look
+     * before giving the core away (with more ranks than cores, that is a context switch). */
+    if (progress_events() <= 0 && ++*spins >= pg_w.spin_count) {
         PG_UNLOCK();
         sched_yield();
         PG_LOCK();
