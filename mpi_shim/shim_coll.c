@@ -120,12 +120,17 @@ int PMPI_Ibarrier(MPI_Comm comm, MPI_Request *request)
 /* Whether a blocking collective of count elements of dt takes the direct path (no request,
  * no schedule): a valid, contiguous and small buffer. Invalid arguments go the usual way,
  * which raises the precise error. */
+static bool direct_args(MPI_Comm comm, int count, MPI_Datatype dt, struct shim_comm **c,
+                        struct shim_dtype **t)
+{
+    return shim_initialized() && shim_comm_get(comm, c) == MPI_SUCCESS && count >= 0 &&
+           shim_dtype_lookup(dt, t) == MPI_SUCCESS && (*t)->committed && (*t)->contig;
+}
+
 static bool direct_ok(MPI_Comm comm, int count, MPI_Datatype dt, struct shim_comm **c,
                       struct shim_dtype **t)
 {
-    return shim_initialized() && shim_comm_get(comm, c) == MPI_SUCCESS && count >= 0 &&
-           shim_dtype_lookup(dt, t) == MPI_SUCCESS && (*t)->committed && (*t)->contig &&
-           (size_t)count * (*t)->size <= PG_DIRECT_MAX;
+    return direct_args(comm, count, dt, c, t) && (size_t)count * (*t)->size <= PG_DIRECT_MAX;
 }
 
 static bool allreduce_direct(const char *fn, const void *sendbuf, void *recvbuf, int count,
@@ -202,7 +207,8 @@ static bool bcast_direct(const char *fn, void *buf, int count, MPI_Datatype dt, 
     struct shim_comm *c;
     struct shim_dtype *t;
 
-    if (!direct_ok(comm, count, dt, &c, &t) || root < 0 || root >= c->g->size ||
+    if (!direct_args(comm, count, dt, &c, &t) ||
+        !pg_bcast_direct_ok(c->g, (size_t)count * t->size) || root < 0 || root >= c->g->size ||
         buf == MPI_IN_PLACE || (count && !buf)) {
         return false;
     }

@@ -68,17 +68,22 @@ int pg_ibcast(struct pg_group *g, void *buf, size_t bytes, int root, struct pg_r
     if (!s) {
         return PGC_ERR_NOMEM;
     }
-    /* The binomial tree sends the whole buffer log2 n times down a path; scatter+allgather
-     * moves it about twice, which wins for large buffers on many ranks (measured: at 4 ranks
-     * on 2 cores the tree is faster up to 2 MiB, bench/results). */
-    if (algo_is(MPS_CFG_COLL_BCAST, "scatter_allgather") ||
-        (algo_is(MPS_CFG_COLL_BCAST, "auto") && g->size >= 8 && bytes >= 524288 &&
-         bytes >= (size_t)g->size)) {
-        pg_bcast_scatter_allgather(s, buf, bytes, root);
-    } else {
+    if (pg_bcast_binomial_chosen(g, bytes)) {
         pg_bcast_binomial(s, buf, bytes, root);
+    } else {
+        pg_bcast_scatter_allgather(s, buf, bytes, root);
     }
     return pg_sched_launch(s);
+}
+
+/* The binomial tree sends the whole buffer log2 n times down a path; scatter+allgather
+ * moves it about twice, which wins for large buffers on many ranks (measured: at 4 ranks
+ * on 2 cores the tree is faster up to 2 MiB, bench/results). */
+bool pg_bcast_binomial_chosen(const struct pg_group *g, size_t bytes)
+{
+    return !algo_is(MPS_CFG_COLL_BCAST, "scatter_allgather") &&
+           !(algo_is(MPS_CFG_COLL_BCAST, "auto") && g->size >= 8 && bytes >= 524288 &&
+             bytes >= (size_t)g->size);
 }
 
 int pg_ireduce(struct pg_group *g, const void *in, void *out, size_t count,

@@ -128,6 +128,11 @@ int pg_reduce_scatter_block_direct(struct pg_group *g, const void *in, void *out
     return rc;
 }
 
+bool pg_bcast_direct_ok(const struct pg_group *g, size_t bytes)
+{
+    return bytes <= PG_DIRECT_MAX || (bytes <= pg_w.eager_max && pg_bcast_binomial_chosen(g, bytes));
+}
+
 int pg_bcast_direct(struct pg_group *g, void *buf, size_t bytes, int root)
 {
     int n = g->size, vr, mask = 1, tag;

@@ -48,6 +48,8 @@ struct pg_ack {
     uint64_t sync_id;
 };
 
+#define PG_MSG_CLASSES 3
+
 struct pg_world {
     bool initialized;
     bool mt;
@@ -63,8 +65,8 @@ struct pg_world {
     struct pg_group *world, *self;
     struct mps_list posted;     /* posted receives (struct pg_req via link) */
     struct mps_list unexpected; /* struct pg_msg via link */
-    struct pg_msg *msg_pool[2]; /* free unexpected-message blocks by size class (pg_p2p.c) */
-    int msg_pool_n[2];
+    struct pg_msg *msg_pool[PG_MSG_CLASSES]; /* free unexpected-message blocks (pg_p2p.c) */
+    int msg_pool_n[PG_MSG_CLASSES];
     struct mps_list rndv_todo;  /* matched rendezvous receives to post (pg_req via link) */
     struct mps_list acks;       /* struct pg_ack to send */
     struct mps_list scheds;     /* active collective schedules */

@@ -145,16 +145,20 @@ static void handle_ack(const struct pg_wire *w)
 
 /* Unexpected eager messages come and go at the message rate (a sender running ahead of its
  * receiver, as every rooted collective's leaves do), and a block of a few hundred bytes or
- * more is past glibc's small per-thread cache: blocks of two size classes are therefore
- * kept on free lists, MSG_POOL_MAX of each at most. */
+ * more is past glibc's small per-thread cache: blocks of three size classes (up to the
+ * default eager limit) are therefore kept on free lists, MSG_POOL_MAX of each at most. */
 #define MSG_POOL_MAX 256
-static const size_t msg_class_bytes[2] = {256, 4096};
+static const size_t msg_class_bytes[PG_MSG_CLASSES] = {256, 4096, 16384};
 
 static struct pg_msg *msg_alloc(size_t eager)
 {
-    int c = eager <= msg_class_bytes[0] ? 0 : eager <= msg_class_bytes[1] ? 1 : -1;
+    int c = 0;
     struct pg_msg *m;
 
+    while (c < PG_MSG_CLASSES && eager > msg_class_bytes[c]) {
+        c++;
+    }
+    c = c < PG_MSG_CLASSES ? c : -1;
     if (c >= 0 && pg_w.msg_pool[c]) {
         m = pg_w.msg_pool[c];
         pg_w.msg_pool[c] = *(struct pg_msg **)m;
@@ -559,7 +563,7 @@ void pg_p2p_fini(void)
         mps_list_remove(pos);
         free(container_of(pos, struct pg_msg, link));
     }
-    for (int c = 0; c < 2; c++) {
+    for (int c = 0; c < PG_MSG_CLASSES; c++) {
         while (pg_w.msg_pool[c]) {
             struct pg_msg *m = pg_w.msg_pool[c];
             pg_w.msg_pool[c] = *(struct pg_msg **)m;
