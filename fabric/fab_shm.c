@@ -15,6 +15,15 @@
  * sender's memory with process_vm_readv and appends a FIN record (cookie, status) to the
  * sender's ring, which completes the send. A FIN that finds the ring full waits in a list
  * and goes out at the next progress, so progress never blocks.
+ *
+ * Shared copies: one core copies about 8.5 GB/s through process_vm_readv here, two cores
+ * copying halves about 15 GB/s. A large transfer (SPLIT_MIN bytes or more, and a core per
+ * local rank) therefore gets a slot in the sender's segment: the DATA record names it, the
+ * receiver publishes its buffer there, and both sides claim CHUNK-sized pieces with an
+ * atomic counter, the receiver reading, the sender (whenever it progresses, which it does
+ * while it waits for the send) writing with process_vm_writev. The receiver sends the FIN
+ * once every claimed chunk is done. A sender that never progresses costs nothing but the
+ * help it does not give: the receiver then claims every chunk itself.
  */
 #include "config.h"
 
@@ -36,6 +45,9 @@
 #include <unistd.h>
 
 #define RING_BYTES (256u * 1024u)
+#define SPLIT_MIN (256u * 1024u)
+#define CHUNK (128u * 1024u)
+#define NSLOTS 64
 #define REC_ALIGN 64u
 #define SEG_MAGIC 0x6d70697368696d31ULL /* "mpishim1" */
 
@@ -45,9 +57,22 @@ struct ring {
     _Alignas(64) unsigned char data[RING_BYTES];
 };
 
+/* A shared copy (see the top): in the sender's segment, state owned as noted. */
+enum { SLOT_FREE, SLOT_ANNOUNCED, SLOT_READY };
+struct slot {
+    _Alignas(64) uint32_t state; /* FREE -> ANNOUNCED (sender) -> READY (receiver) -> FREE (sender, on FIN) */
+    int32_t status;              /* the first error of the sender's chunks */
+    uint64_t src;                /* the sender's buffer (sender) */
+    uint64_t dst, bytes;         /* the receiver's buffer and what to copy (receiver) */
+    uint32_t nchunks;            /* (receiver) */
+    _Alignas(64) uint32_t next;  /* chunk claims, both sides */
+    _Alignas(64) uint32_t done;  /* chunks copied, both sides */
+};
+
 struct seg {
     uint64_t magic;
     uint32_t nrings;
+    struct slot slots[NSLOTS];
     _Alignas(64) struct ring rings[];
 };
 
@@ -63,12 +88,14 @@ struct rec_hdr {
 
 struct data_rts {
     uint64_t tag, addr, len, cookie;
+    uint32_t slot; /* the shared copy's slot in the sender's segment + 1, or 0 */
+    uint32_t pad;
 };
 
 struct data_fin {
     uint64_t cookie;
     int32_t status;
-    uint32_t pad;
+    uint32_t slot; /* as in data_rts: the sender frees it */
 };
 
 /* A DATA record whose receive is not posted yet. */
@@ -98,6 +125,9 @@ struct fab_shm {
     uint64_t *chead;       /* local index -> my private head of my ring for that sender */
     pid_t *pids;
     bool cma, unlinked;
+    bool split;              /* shared copies allowed (a core per local rank) */
+    uint64_t active_slots;   /* bit i: my slot i is in use */
+    int slot_peer[NSLOTS];   /* the receiver of my slot i's copy */
     struct fab_req *posted; /* posted receives, linked through ctx.internal[0] */
     struct pending_data *unexp;
     struct pending_fin *fins;
@@ -216,7 +246,9 @@ int fab_shm_open(struct fab *f)
         rc = create_segment(s);
     }
     if (rc == PGC_OK) {
+        cpu_set_t set;
         s->cma = probe_cma();
+        s->split = sched_getaffinity(0, sizeof(set), &set) == 0 && s->nlocal <= CPU_COUNT(&set);
         MPS_INFO("intra-node rings for %d local ranks; single copy (CMA) %s", s->nlocal,
                  s->cma ? "on" : "off: data through libfabric shm");
     }
@@ -401,17 +433,36 @@ int fab_shm_am_send(struct fab *f, int peer, const void *hdr, size_t hlen, const
     return append(f, peer, REC_AM, hdr, hlen, payload, plen, "fab_am_send");
 }
 
+/* A free slot of mine for a shared copy of buf, announced; 0 when none (copy alone). */
+static uint32_t slot_take(struct fab_shm *s, int peer, const void *buf, size_t len)
+{
+    for (uint32_t i = 0; s->split && len >= SPLIT_MIN && i < NSLOTS; i++) {
+        if (!(s->active_slots & (1ull << i))) {
+            struct slot *sl = &s->mine->slots[i];
+            sl->src = (uint64_t)(uintptr_t)buf;
+            sl->status = PGC_OK;
+            sl->next = sl->done = 0;
+            __atomic_store_n(&sl->state, SLOT_ANNOUNCED, __ATOMIC_RELEASE);
+            s->active_slots |= 1ull << i;
+            s->slot_peer[i] = peer;
+            return i + 1;
+        }
+    }
+    return 0;
+}
+
 int fab_shm_tsend(struct fab *f, int peer, const void *buf, size_t len, uint64_t tag,
                   struct fab_req *req)
 {
-    struct data_rts d = {tag, (uint64_t)(uintptr_t)buf, len, (uint64_t)(uintptr_t)req};
+    struct data_rts d = {tag, (uint64_t)(uintptr_t)buf, len, (uint64_t)(uintptr_t)req,
+                         slot_take(f->ring, peer, buf, len), 0};
 
     return append(f, peer, REC_DATA, &d, sizeof(d), NULL, 0, "fab_tsend");
 }
 
-static void send_fin(struct fab *f, int peer, uint64_t cookie, int status)
+static void send_fin(struct fab *f, int peer, uint64_t cookie, int status, uint32_t slot)
 {
-    struct data_fin fin = {.cookie = cookie, .status = status};
+    struct data_fin fin = {.cookie = cookie, .status = status, .slot = slot};
     struct pending_fin *p;
 
     if (!f->ring->fins && try_append(f, peer, REC_FIN, &fin, sizeof(fin), NULL, 0)) {
@@ -466,14 +517,72 @@ static int cma_read(struct fab_shm *s, int peer, void *buf, uint64_t addr, size_
     return PGC_OK;
 }
 
+static int cma_write(struct fab_shm *s, int peer, uint64_t addr, const void *buf, size_t len)
+{
+    size_t done = 0;
+
+    while (done < len) {
+        struct iovec l = {(char *)buf + done, len - done};
+        struct iovec r = {(void *)(uintptr_t)(addr + done), len - done};
+        ssize_t n = process_vm_writev(s->pids[peer], &l, 1, &r, 1, 0);
+        if (n <= 0) {
+            return mps_error(PGC_ERR_FABRIC, "process_vm_writev of %zu B to rank %d failed: %s",
+                             len, peer, n < 0 ? strerror(errno) : "no progress");
+        }
+        done += (size_t)n;
+    }
+    return PGC_OK;
+}
+
+/* Copies chunks claimed from sl until none is left; an error goes to sl->status before its
+ * chunk counts as done. Both sides run it: the receiver reading (peer = the sender), the
+ * sender writing (peer = the receiver). */
+static void copy_chunks(struct fab_shm *s, int peer, struct slot *sl, bool reader)
+{
+    uint32_t c;
+
+    while ((c = __atomic_fetch_add(&sl->next, 1, __ATOMIC_ACQ_REL)) < sl->nchunks) {
+        uint64_t off = (uint64_t)c * CHUNK;
+        size_t n = sl->bytes - off < CHUNK ? sl->bytes - off : CHUNK;
+        int32_t ok = PGC_OK;
+        int r = reader ? cma_read(s, peer, (void *)(uintptr_t)(sl->dst + off), sl->src + off, n)
+                       : cma_write(s, peer, sl->dst + off, (const void *)(uintptr_t)(sl->src + off), n);
+        if (r != PGC_OK) {
+            __atomic_compare_exchange_n(&sl->status, &ok, r, false, __ATOMIC_RELAXED,
+                                        __ATOMIC_RELAXED);
+        }
+        __atomic_fetch_add(&sl->done, 1, __ATOMIC_RELEASE);
+    }
+}
+
+/* The receiver's side of a shared copy of n bytes into buf: publish the buffer, copy
+ * chunks, wait for the sender's chunks in flight. */
+static int shared_read(struct fab *f, int peer, struct slot *sl, void *buf, size_t n)
+{
+    sl->dst = (uint64_t)(uintptr_t)buf;
+    sl->bytes = n;
+    sl->nchunks = (uint32_t)((n + CHUNK - 1) / CHUNK);
+    __atomic_store_n(&sl->state, SLOT_READY, __ATOMIC_RELEASE);
+    copy_chunks(f->ring, peer, sl, true);
+    /* The sender's last chunk is at most one CHUNK copy away (~15 us). */
+    for (unsigned i = 0; __atomic_load_n(&sl->done, __ATOMIC_ACQUIRE) < sl->nchunks; i++) {
+        if (i > 1000) {
+            sched_yield();
+        }
+    }
+    return __atomic_load_n(&sl->status, __ATOMIC_RELAXED);
+}
+
 /* Copies a DATA record's bytes into a posted receive, acks the sender, completes. */
 static void data_complete(struct fab *f, int peer, const struct data_rts *d, struct fab_req *req)
 {
     size_t cap = req->fab_len;
     size_t n = d->len < cap ? d->len : cap;
-    int rc = cma_read(f->ring, peer, req->ctx.internal[PR_BUF], d->addr, n);
+    int rc = d->slot ? shared_read(f, peer, &f->ring->peer_seg[peer]->slots[d->slot - 1],
+                                   req->ctx.internal[PR_BUF], n)
+                     : cma_read(f->ring, peer, req->ctx.internal[PR_BUF], d->addr, n);
 
-    send_fin(f, peer, d->cookie, rc);
+    send_fin(f, peer, d->cookie, rc, d->slot);
     if (rc == PGC_OK && d->len > cap) {
         rc = PGC_ERR_TRUNCATE;
     }
@@ -508,7 +617,7 @@ static void on_data(struct fab *f, int peer, const struct data_rts *d)
     p = malloc(sizeof(*p));
     if (!p) {
         MPS_ERR("fab_progress: no memory for a transfer announced by rank %d", peer);
-        send_fin(f, peer, d->cookie, PGC_ERR_NOMEM);
+        send_fin(f, peer, d->cookie, PGC_ERR_NOMEM, d->slot);
         return;
     }
     p->peer = peer;
@@ -517,9 +626,14 @@ static void on_data(struct fab *f, int peer, const struct data_rts *d)
     f->ring->unexp = p;
 }
 
-static void on_fin(const struct data_fin *fin)
+static void on_fin(struct fab_shm *s, const struct data_fin *fin)
 {
     struct fab_req *req = (struct fab_req *)(uintptr_t)fin->cookie;
+
+    if (fin->slot) {
+        __atomic_store_n(&s->mine->slots[fin->slot - 1].state, SLOT_FREE, __ATOMIC_RELEASE);
+        s->active_slots &= ~(1ull << (fin->slot - 1));
+    }
 
     req->complete(req, fin->status, 0);
 }
@@ -533,7 +647,7 @@ static void dispatch(struct fab *f, const struct rec_hdr *h)
     } else if (h->kind == REC_DATA) {
         on_data(f, h->src, payload);
     } else if (h->kind == REC_FIN) {
-        on_fin(payload);
+        on_fin(f->ring, payload);
     } else {
         MPS_ERR("fab_progress: unknown record kind %u from rank %d", h->kind, h->src);
     }
@@ -563,6 +677,23 @@ static __attribute__((noinline)) int drain(struct fab *f, int li, uint64_t tail)
     return n;
 }
 
+/* The sender's side of shared copies: chunks of every slot whose receiver is ready. */
+static int help_copies(struct fab_shm *s)
+{
+    int n = 0;
+
+    for (uint32_t i = 0; i < NSLOTS; i++) {
+        struct slot *sl = &s->mine->slots[i];
+        if ((s->active_slots & (1ull << i)) &&
+            __atomic_load_n(&sl->state, __ATOMIC_ACQUIRE) == SLOT_READY &&
+            __atomic_load_n(&sl->next, __ATOMIC_RELAXED) < sl->nchunks) {
+            copy_chunks(s, s->slot_peer[i], sl, false);
+            n++;
+        }
+    }
+    return n;
+}
+
 int fab_shm_progress(struct fab *f)
 {
     struct fab_shm *s = f->ring;
@@ -570,6 +701,9 @@ int fab_shm_progress(struct fab *f)
 
     if (mps_unlikely(s->fins != NULL)) {
         flush_fins(f);
+    }
+    if (mps_unlikely(s->active_slots != 0)) {
+        n += help_copies(s);
     }
     for (int li = 0; li < s->nlocal; li++) {
         uint64_t tail = __atomic_load_n(&s->mine->rings[li].tail, __ATOMIC_ACQUIRE);

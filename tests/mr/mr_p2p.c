@@ -2,6 +2,7 @@
 #include "mrtest.h"
 
 #include <string.h>
+#include <unistd.h>
 
 static int rank, size;
 
@@ -147,6 +148,50 @@ static void nonblocking_many(void)
     }
 }
 
+/* Large transfers, copied by both sides in chunks when the sender progresses (fabric's
+ * shared copies): sizes that are no multiple of a chunk, several messages in flight
+ * received out of order, and a sender that computes (no MPI calls) while the receiver
+ * copies, so that the receiver must take every chunk itself. */
+static void large_copies(void)
+{
+    enum { M = 3 };
+    static const int counts[M] = {1000003, 70001, 262147};
+    int right = (rank + 1) % size, left = (rank - 1 + size) % size;
+    int *out[M], *in[M];
+    MPI_Request reqs[2 * M];
+
+    for (int m = 0; m < M; m++) {
+        out[m] = malloc(sizeof(int) * (size_t)counts[m]);
+        in[m] = malloc(sizeof(int) * (size_t)counts[m]);
+        for (int i = 0; i < counts[m]; i++) {
+            out[m][i] = pattern(rank, right, i + m);
+            in[m][i] = -1;
+        }
+    }
+    for (int m = M - 1; m >= 0; m--) {
+        CHECK_MPI(MPI_Irecv(in[m], counts[m], MPI_INT, left, 40 + m, MPI_COMM_WORLD, &reqs[m]));
+    }
+    for (int m = 0; m < M; m++) {
+        CHECK_MPI(MPI_Isend(out[m], counts[m], MPI_INT, right, 40 + m, MPI_COMM_WORLD,
+                            &reqs[M + m]));
+    }
+    if (rank % 2 == 0) {
+        usleep(50000); /* busy elsewhere: no progress from this sender for a while */
+    }
+    CHECK_MPI(MPI_Waitall(2 * M, reqs, MPI_STATUSES_IGNORE));
+    for (int m = 0; m < M; m++) {
+        for (int i = 0; i < counts[m]; i++) {
+            if (in[m][i] != pattern(left, rank, i + m)) {
+                CHECK(0, "message %d element %d of %d: %d != %d", m, i, counts[m], in[m][i],
+                      pattern(left, rank, i + m));
+                break;
+            }
+        }
+        free(out[m]);
+        free(in[m]);
+    }
+}
+
 int main(int argc, char **argv)
 {
     mrt_init(&argc, &argv);
@@ -156,6 +201,7 @@ int main(int argc, char **argv)
     ring_blocking(1000);
     ring_blocking(300000); /* 1.2 MB: the rendezvous path */
     ring_blocking(0);
+    large_copies();
     any_source();
     ordering();
     tag_selection();
