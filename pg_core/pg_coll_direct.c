@@ -130,12 +130,13 @@ int pg_reduce_scatter_block_direct(struct pg_group *g, const void *in, void *out
 
 bool pg_bcast_direct_ok(const struct pg_group *g, size_t bytes)
 {
-    return bytes <= PG_DIRECT_MAX || (bytes <= pg_w.eager_max && pg_bcast_binomial_chosen(g, bytes));
+    return bytes <= PG_DIRECT_MAX || pg_bcast_binomial_chosen(g, bytes);
 }
 
 int pg_bcast_direct(struct pg_group *g, void *buf, size_t bytes, int root)
 {
-    int n = g->size, vr, mask = 1, tag;
+    struct pg_req sends[32]; /* a binomial tree node has at most log2(INT_MAX) children */
+    int n = g->size, vr, mask = 1, tag, nsend = 0;
     uint64_t ctx = pg_ctx_coll(g);
     int rc = pg_check_root(g, root);
 
@@ -151,10 +152,17 @@ int pg_bcast_direct(struct pg_group *g, void *buf, size_t bytes, int root)
             break;
         }
     }
+    /* Every child's send in flight at once: a large (rendezvous) send completes only when
+     * its child has the data, and the children copy in parallel. */
     for (mask >>= 1; mask > 0 && rc == PGC_OK; mask >>= 1) {
         if (vr + mask < n) {
-            rc = exchange(g, ctx, tag, buf, bytes, NULL, 0, (vr + mask + root) % n, -1);
+            pg_req_no_callback(&sends[nsend]);
+            rc = pg_isend_ctx(g, ctx, buf, bytes, (vr + mask + root) % n, tag, false,
+                              &sends[nsend++]);
         }
+    }
+    for (int i = 0; i < nsend && rc == PGC_OK; i++) {
+        rc = sends[i].done ? sends[i].status : pg_wait_locked(&sends[i], -1);
     }
     PG_UNLOCK();
     return rc;
