@@ -673,18 +673,24 @@ static int allgather_common(struct coll *k, const void *sendbuf, int sendcount,
 {
     int rc = coll_prepare(k, false);
     int me = k->me, pgrc;
+    const void *own = NULL;
 
-    if (rc == MPI_SUCCESS) {
+    /* A contiguous block of the right size goes to pg_core as it is: it is copied into
+     * place alongside the first transfer instead of before it. */
+    if (rc == MPI_SUCCESS && sendbuf != MPI_IN_PLACE && st->contig &&
+        (size_t)sendcount * st->size == k->rcnt[me]) {
+        own = sendbuf;
+    } else if (rc == MPI_SUCCESS) {
+        own = k->out + k->rdsp[me];
         rc = gather_root_own(k, sendbuf, sendcount, st);
     }
     if (rc != MPI_SUCCESS) {
         return coll_fail(k, rc);
     }
     if (v) {
-        pgrc = pg_iallgatherv(k->c->g, k->out + k->rdsp[me], k->rcnt[me], k->out, k->rcnt, k->rdsp,
-                              &k->r->pr);
+        pgrc = pg_iallgatherv(k->c->g, own, k->rcnt[me], k->out, k->rcnt, k->rdsp, &k->r->pr);
     } else {
-        pgrc = pg_iallgather(k->c->g, k->out + k->rdsp[me], k->out, k->rcnt[me], &k->r->pr);
+        pgrc = pg_iallgather(k->c->g, own, k->out, k->rcnt[me], &k->r->pr);
     }
     return coll_start(k, pgrc, request);
 }

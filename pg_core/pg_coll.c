@@ -193,12 +193,12 @@ int pg_iallgatherv(struct pg_group *g, const void *in, size_t inbytes, void *out
     if (cd) {
         memcpy(cd, counts, sizeof(size_t) * (size_t)g->size);
         memcpy(cd + g->size, displs, sizeof(size_t) * (size_t)g->size);
-        pg_sched_copy(s, (char *)out + displs[g->rank], in, inbytes);
-        pg_sched_fence(s);
         if (use_bruck(g, counts, displs)) {
+            pg_sched_copy(s, (char *)out + displs[g->rank], in, inbytes);
+            pg_sched_fence(s);
             pg_allgather_bruck(s, out, counts[0]);
         } else {
-            pg_allgatherv_ring(s, out, cd, cd + g->size);
+            pg_allgatherv_ring(s, in, out, cd, cd + g->size);
         }
     }
     return pg_sched_launch(s);

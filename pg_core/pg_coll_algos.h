@@ -21,8 +21,9 @@ void pg_allreduce_rabenseifner(struct pg_sched *s, void *acc, size_t count);
 void pg_bcast_scatter_allgather(struct pg_sched *s, void *buf, size_t bytes, int root);
 /* out holds my block at rank * block on entry; every block on return. */
 void pg_allgather_bruck(struct pg_sched *s, void *out, size_t block);
-/* Block i (counts[i] bytes at displs[i] bytes into buf) comes from rank i; mine is in place. */
-void pg_allgatherv_ring(struct pg_sched *s, void *buf, const size_t *counts,
+/* Block i (counts[i] bytes at displs[i] bytes into buf) comes from rank i; mine is at own
+ * (which may be its place in buf) and is copied into place alongside the first step. */
+void pg_allgatherv_ring(struct pg_sched *s, const void *own, void *buf, const size_t *counts,
                         const size_t *displs);
 
 #endif

@@ -6,7 +6,7 @@
 
 #include "pg_coll_algos.h"
 
-void pg_allgatherv_ring(struct pg_sched *s, void *buf, const size_t *counts,
+void pg_allgatherv_ring(struct pg_sched *s, const void *own, void *buf, const size_t *counts,
                         const size_t *displs)
 {
     int n = s->g->size, r = s->g->rank;
@@ -15,8 +15,15 @@ void pg_allgatherv_ring(struct pg_sched *s, void *buf, const size_t *counts,
 
     for (int step = 0; step < n - 1; step++) {
         int sb = (r - step + n) % n, rb = (r - step - 1 + n) % n;
-        pg_sched_send(s, b + displs[sb], counts[sb], right);
+        pg_sched_send(s, step == 0 ? own : b + displs[sb], counts[sb], right);
         pg_sched_recv(s, b + displs[rb], counts[rb], left);
+        if (step == 0) {
+            /* My block into place while the first transfers run. */
+            pg_sched_copy(s, b + displs[r], own, counts[r]);
+        }
         pg_sched_fence(s);
+    }
+    if (n == 1) {
+        pg_sched_copy(s, b + displs[r], own, counts[r]);
     }
 }

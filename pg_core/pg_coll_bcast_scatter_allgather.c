@@ -57,5 +57,5 @@ void pg_bcast_scatter_allgather(struct pg_sched *s, void *buf, size_t bytes, int
         cd[n + r] = chunk_off(bytes, n, c);
         cd[r] = chunk_off(bytes, n, c + 1) - cd[n + r];
     }
-    pg_allgatherv_ring(s, buf, cd, cd + n);
+    pg_allgatherv_ring(s, (char *)buf + cd[n + s->g->rank], buf, cd, cd + n);
 }
