@@ -21,13 +21,19 @@ void pg_alltoallv_pairwise(struct pg_sched *s, const void *in, const size_t *sco
     const char *i8 = in;
     char *o8 = out;
 
-    pg_sched_copy(s, o8 + rdispls[r], i8 + sdispls[r], scounts[r]);
     for (int k0 = 1; k0 < n; k0 += PG_A2A_WINDOW) {
         for (int k = k0; k < k0 + PG_A2A_WINDOW && k < n; k++) {
             int src = (r - k + n) % n, dst = (r + k) % n;
             pg_sched_recv(s, o8 + rdispls[src], rcounts[src], src);
             pg_sched_send(s, i8 + sdispls[dst], scounts[dst], dst);
         }
+        if (k0 == 1) {
+            /* My own block while the first window's transfers run. */
+            pg_sched_copy(s, o8 + rdispls[r], i8 + sdispls[r], scounts[r]);
+        }
         pg_sched_fence(s);
+    }
+    if (n == 1) {
+        pg_sched_copy(s, o8 + rdispls[r], i8 + sdispls[r], scounts[r]);
     }
 }
