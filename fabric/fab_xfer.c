@@ -17,6 +17,7 @@
 
 #include <rdma/fi_errno.h>
 #include <sched.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -252,6 +253,11 @@ static int check_peer(const struct fab *f, int peer, const char *call)
                          call, peer, f ? f->size : -1);
     }
     return PGC_OK;
+}
+
+size_t fab_eager_limit(const struct fab *f, int peer)
+{
+    return fab_shm_am_peer(f, peer) ? SIZE_MAX : f->net_eager;
 }
 
 int fab_am_send(struct fab *f, int peer, const void *hdr, size_t hlen, const void *payload,

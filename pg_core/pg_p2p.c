@@ -323,7 +323,7 @@ static int remote_send(uint64_t ctx, struct pg_group *g, const void *buf, size_t
                         .len = len};
     int rc;
 
-    if (len <= pg_w.eager_max) {
+    if (len <= pg_w.eager_max && len <= fab_eager_limit(pg_w.fab, dst_world)) {
         w.kind = PG_WIRE_EAGER;
         w.sync_id = sync ? (uint64_t)(uintptr_t)req : 0;
         rc = wire_send(dst_world, &w, buf, len);
@@ -373,7 +373,7 @@ int pg_isend_ctx(struct pg_group *g, uint64_t ctx, const void *buf, size_t len, 
     int dst_world;
 
     if (mps_likely(!sync && len <= pg_w.eager_max && dst >= 0 && dst < g->size &&
-                   g->ranks[dst] != pg_w.rank)) {
+                   g->ranks[dst] != pg_w.rank && len <= fab_eager_limit(pg_w.fab, g->ranks[dst]))) {
         return send_eager_now(ctx, g, buf, len, g->ranks[dst], tag, req);
     }
     req_reset(req, PG_REQ_SEND);
