@@ -66,6 +66,8 @@ struct fab_opts {
     fab_am_fn am_handler;
     void *am_arg;
     size_t am_max; /* requested AM payload size (MPISHIM_EAGER_MAX + header) */
+    long spin;     /* polls before a wait for room yields (0: MPISHIM_SPIN_COUNT); the
+                    * caller's choice, which is 1 when a node has more ranks than cores */
 };
 
 /* Opens the endpoints this process may need (both when the node names are mixed). */

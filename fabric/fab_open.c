@@ -290,7 +290,7 @@ static int copy_opts(struct fab *f, const struct fab_opts *o)
     f->am_arg = o->am_arg;
     f->am_max = o->am_max ? o->am_max : (size_t)mps_config_int(MPS_CFG_EAGER_MAX) + 64;
     f->timeout = mps_config_double(MPS_CFG_TIMEOUT);
-    f->spin = mps_config_int(MPS_CFG_SPIN_COUNT);
+    f->spin = o->spin > 0 ? o->spin : mps_config_int(MPS_CFG_SPIN_COUNT);
     f->net_eager = (size_t)mps_config_int(MPS_CFG_NET_EAGER_MAX);
     f->nodes = malloc((size_t)o->size * o->node_stride);
     f->peers = calloc((size_t)o->size, sizeof(*f->peers));

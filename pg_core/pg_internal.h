@@ -48,7 +48,7 @@ struct pg_ack {
     uint64_t sync_id;
 };
 
-#define PG_MSG_CLASSES 7
+#define PG_MSG_CLASSES 5
 
 struct pg_world {
     bool initialized;

@@ -144,17 +144,19 @@ static void handle_ack(const struct pg_wire *w)
 }
 
 /* Unexpected eager messages come and go at the message rate (a sender running ahead of its
- * receiver, as every rooted collective's leaves do), and a block of a few hundred bytes or
- * more is past glibc's small per-thread cache: blocks of PG_MSG_CLASSES size classes (up
- * to the default eager limit) are therefore kept on free lists, MSG_POOL_MAX of each at
- * most. */
+ * receiver, as every rooted collective's leaves do). Up to MSG_POOL_MIN bytes glibc's
+ * small-block caches serve them well (a pool measured slower there); larger blocks miss
+ * those caches, so blocks of PG_MSG_CLASSES power-of-two classes (1 KiB .. 16 KiB, the
+ * default eager limit) are kept on free lists, MSG_POOL_MAX of each at most. */
 #define MSG_POOL_MAX 256
-/* Payload capacity of class c: 256 << c bytes (256 B .. 16 KiB). Powers of two keep the
- * waste under half a block: coarser classes measured slower (a flood of 512 B messages in
- * 4 KiB blocks spreads over eight times the cache). */
+#define MSG_POOL_MIN 512
+
+/* Payload capacity of class c. Powers of two keep the waste under half a block: coarser
+ * classes measured slower (a flood of 512 B messages in 4 KiB blocks spreads over eight
+ * times the cache). */
 static size_t msg_class_bytes(int c)
 {
-    return (size_t)256 << c;
+    return (size_t)1024 << c;
 }
 
 static struct pg_msg *msg_alloc(size_t eager)
@@ -165,7 +167,7 @@ static struct pg_msg *msg_alloc(size_t eager)
     while (c < PG_MSG_CLASSES && eager > msg_class_bytes(c)) {
         c++;
     }
-    c = c < PG_MSG_CLASSES ? c : -1;
+    c = eager > MSG_POOL_MIN && c < PG_MSG_CLASSES ? c : -1;
     if (c >= 0 && pg_w.msg_pool[c]) {
         m = pg_w.msg_pool[c];
         pg_w.msg_pool[c] = *(struct pg_msg **)m;

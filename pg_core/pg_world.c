@@ -40,6 +40,7 @@ static int world_open_fabric(void)
         .am_handler = pg_am_handler,
         .am_arg = NULL,
         .am_max = pg_w.eager_max + sizeof(struct pg_wire_hdr) + sizeof(struct pg_wire_ext),
+        .spin = pg_w.spin_count,
     };
     unsigned char blob[FAB_ADDR_MAX];
     unsigned char *all = NULL;
