@@ -1,6 +1,7 @@
 /* Point-to-point semantics across ranks: values, envelopes, order, sizes, wildcards. */
 #include "mrtest.h"
 
+#include <stdbool.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -148,48 +149,79 @@ static void nonblocking_many(void)
     }
 }
 
-/* Large transfers, copied by both sides in chunks when the sender progresses (fabric's
- * shared copies): sizes that are no multiple of a chunk, several messages in flight
- * received out of order, and a sender that computes (no MPI calls) while the receiver
- * copies, so that the receiver must take every chunk itself. */
-static void large_copies(void)
-{
-    enum { M = 3 };
-    static const int counts[M] = {1000003, 70001, 262147};
-    int right = (rank + 1) % size, left = (rank - 1 + size) % size;
-    int *out[M], *in[M];
-    MPI_Request reqs[2 * M];
+/* Large transfers, which fabric's shared copies split between the two sides when the
+ * traffic goes one way (the receiver reading, the sender writing): sizes that are no
+ * multiple of a chunk, several messages in flight received out of order, and a sender that
+ * computes (no MPI calls) while its receiver copies, so that the receiver must take every
+ * chunk itself. Pairs (2k, 2k + 1): 2k sends, 2k + 1 receives; then the ring, both ways. */
+enum { LARGE_M = 3 };
+static const int large_counts[LARGE_M] = {1000003, 70001, 262147};
 
-    for (int m = 0; m < M; m++) {
-        out[m] = malloc(sizeof(int) * (size_t)counts[m]);
-        in[m] = malloc(sizeof(int) * (size_t)counts[m]);
-        for (int i = 0; i < counts[m]; i++) {
-            out[m][i] = pattern(rank, right, i + m);
-            in[m][i] = -1;
+static void large_post(int peer, bool send, int **bufs, MPI_Request *reqs)
+{
+    int from = send ? rank : peer, to = send ? peer : rank;
+
+    for (int m = LARGE_M - 1; m >= 0; m--) {
+        bufs[m] = malloc(sizeof(int) * (size_t)large_counts[m]);
+        for (int i = 0; i < large_counts[m]; i++) {
+            bufs[m][i] = send ? pattern(from, to, i + m) : -1;
+        }
+        if (send) {
+            CHECK_MPI(MPI_Isend(bufs[m], large_counts[m], MPI_INT, peer, 40 + m, MPI_COMM_WORLD,
+                                &reqs[m]));
+        } else {
+            CHECK_MPI(MPI_Irecv(bufs[m], large_counts[m], MPI_INT, peer, 40 + m, MPI_COMM_WORLD,
+                                &reqs[m]));
         }
     }
-    for (int m = M - 1; m >= 0; m--) {
-        CHECK_MPI(MPI_Irecv(in[m], counts[m], MPI_INT, left, 40 + m, MPI_COMM_WORLD, &reqs[m]));
-    }
-    for (int m = 0; m < M; m++) {
-        CHECK_MPI(MPI_Isend(out[m], counts[m], MPI_INT, right, 40 + m, MPI_COMM_WORLD,
-                            &reqs[M + m]));
-    }
-    if (rank % 2 == 0) {
-        usleep(50000); /* busy elsewhere: no progress from this sender for a while */
-    }
-    CHECK_MPI(MPI_Waitall(2 * M, reqs, MPI_STATUSES_IGNORE));
-    for (int m = 0; m < M; m++) {
-        for (int i = 0; i < counts[m]; i++) {
-            if (in[m][i] != pattern(left, rank, i + m)) {
-                CHECK(0, "message %d element %d of %d: %d != %d", m, i, counts[m], in[m][i],
-                      pattern(left, rank, i + m));
+}
+
+static void large_check(int from, int **bufs)
+{
+    for (int m = 0; m < LARGE_M; m++) {
+        for (int i = 0; i < large_counts[m]; i++) {
+            if (bufs[m][i] != pattern(from, rank, i + m)) {
+                CHECK(0, "message %d element %d of %d: %d != %d", m, i, large_counts[m],
+                      bufs[m][i], pattern(from, rank, i + m));
                 break;
             }
         }
-        free(out[m]);
-        free(in[m]);
     }
+}
+
+static void large_copies(bool both_ways, bool sender_naps)
+{
+    int right = (rank + 1) % size, left = (rank - 1 + size) % size;
+    bool sends = both_ways || (rank % 2 == 0 && rank + 1 < size);
+    bool recvs = both_ways || rank % 2 == 1;
+    int *out[LARGE_M], *in[LARGE_M];
+    MPI_Request reqs[2 * LARGE_M];
+    int nreq = 0;
+
+    if (recvs) {
+        large_post(left, false, in, reqs);
+        nreq += LARGE_M;
+    }
+    if (sends) {
+        large_post(right, true, out, reqs + nreq);
+        nreq += LARGE_M;
+    }
+    if (sends && sender_naps) {
+        usleep(50000); /* busy elsewhere: no progress from this sender for a while */
+    }
+    CHECK_MPI(MPI_Waitall(nreq, reqs, MPI_STATUSES_IGNORE));
+    if (recvs) {
+        large_check(left, in);
+    }
+    for (int m = 0; m < LARGE_M; m++) {
+        if (recvs) {
+            free(in[m]);
+        }
+        if (sends) {
+            free(out[m]);
+        }
+    }
+    CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
 }
 
 int main(int argc, char **argv)
@@ -201,7 +233,9 @@ int main(int argc, char **argv)
     ring_blocking(1000);
     ring_blocking(300000); /* 1.2 MB: the rendezvous path */
     ring_blocking(0);
-    large_copies();
+    large_copies(false, false);
+    large_copies(false, true);
+    large_copies(true, false);
     any_source();
     ordering();
     tag_selection();
