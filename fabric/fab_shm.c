@@ -517,40 +517,32 @@ static void flush_fins(struct fab *f)
 
 /* ---- consumer side ---- */
 
-static int cma_read(struct fab_shm *s, int peer, void *buf, uint64_t addr, size_t len)
+/* Copies len bytes between my buffer buf and peer's address addr with CMA: reading
+ * (process_vm_readv) or writing (process_vm_writev), until all of it moved. */
+static int cma_copy(struct fab_shm *s, int peer, void *buf, uint64_t addr, size_t len, bool write)
 {
     size_t done = 0;
 
     while (done < len) {
         struct iovec l = {(char *)buf + done, len - done};
         struct iovec r = {(void *)(uintptr_t)(addr + done), len - done};
-        ssize_t n = process_vm_readv(s->pids[peer], &l, 1, &r, 1, 0);
+        ssize_t n = write ? process_vm_writev(s->pids[peer], &l, 1, &r, 1, 0)
+                          : process_vm_readv(s->pids[peer], &l, 1, &r, 1, 0);
         if (n <= 0) {
             return mps_error(PGC_ERR_FABRIC,
-                             "process_vm_readv of %zu B from rank %d failed: %s (set "
+                             "process_vm_%s of %zu B %s rank %d failed: %s (set "
                              "MPISHIM_SHM_RING=0 to use libfabric's shm)",
-                             len, peer, n < 0 ? strerror(errno) : "no progress");
+                             write ? "writev" : "readv", len, write ? "to" : "from", peer,
+                             n < 0 ? strerror(errno) : "no progress");
         }
         done += (size_t)n;
     }
     return PGC_OK;
 }
 
-static int cma_write(struct fab_shm *s, int peer, uint64_t addr, const void *buf, size_t len)
+static int cma_read(struct fab_shm *s, int peer, void *buf, uint64_t addr, size_t len)
 {
-    size_t done = 0;
-
-    while (done < len) {
-        struct iovec l = {(char *)buf + done, len - done};
-        struct iovec r = {(void *)(uintptr_t)(addr + done), len - done};
-        ssize_t n = process_vm_writev(s->pids[peer], &l, 1, &r, 1, 0);
-        if (n <= 0) {
-            return mps_error(PGC_ERR_FABRIC, "process_vm_writev of %zu B to rank %d failed: %s",
-                             len, peer, n < 0 ? strerror(errno) : "no progress");
-        }
-        done += (size_t)n;
-    }
-    return PGC_OK;
+    return cma_copy(s, peer, buf, addr, len, false);
 }
 
 /* Copies chunks claimed from sl until none is left; an error goes to sl->status before its
@@ -565,7 +557,8 @@ static void copy_chunks(struct fab_shm *s, int peer, struct slot *sl, bool reade
         size_t n = sl->bytes - off < CHUNK ? sl->bytes - off : CHUNK;
         int32_t ok = PGC_OK;
         int r = reader ? cma_read(s, peer, (void *)(uintptr_t)(sl->dst + off), sl->src + off, n)
-                       : cma_write(s, peer, sl->dst + off, (const void *)(uintptr_t)(sl->src + off), n);
+                       : cma_copy(s, peer, (void *)(uintptr_t)(sl->src + off), sl->dst + off, n,
+                                  true);
         if (r != PGC_OK) {
             __atomic_compare_exchange_n(&sl->status, &ok, r, false, __ATOMIC_RELAXED,
                                         __ATOMIC_RELAXED);
