@@ -2,6 +2,7 @@
 #ifndef MPS_UTIL_H
 #define MPS_UTIL_H
 
+#include <sched.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <time.h>
@@ -13,6 +14,15 @@
 #define MPS_MAX(a, b) ((a) > (b) ? (a) : (b))
 #define mps_likely(x) __builtin_expect(!!(x), 1)
 #define mps_unlikely(x) __builtin_expect(!!(x), 0)
+
+/* The cores this process may run on (its affinity mask), or 0 if unknown. Needs
+ * _GNU_SOURCE (config.h) before the first system header. */
+static inline int mps_usable_cores(void)
+{
+    cpu_set_t set;
+
+    return sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : 0;
+}
 
 /* Monotonic time in seconds. */
 static inline double mps_now(void)

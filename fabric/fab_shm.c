@@ -22,8 +22,9 @@
  * receiver publishes its buffer there and asks for help with a HELP record, and both sides
  * claim CHUNK-sized pieces with an atomic counter, the receiver reading, the sender (when
  * it handles the HELP record, which it does while it waits for the send) writing with
- * process_vm_writev. The receiver sends the FIN once every claimed chunk is done. A sender that never progresses costs nothing but the
- * help it does not give: the receiver then claims every chunk itself.
+ * process_vm_writev. The receiver sends the FIN once every claimed chunk is done. A sender
+ * that never progresses costs nothing but the help it does not give: the receiver then
+ * claims every chunk itself.
  */
 #include "config.h"
 
@@ -34,6 +35,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -57,10 +59,11 @@ struct ring {
     _Alignas(64) unsigned char data[RING_BYTES];
 };
 
-/* A shared copy (see the top): in the sender's segment, state owned as noted. */
+/* A shared copy (see the top): in the sender's segment, each field written by the side
+ * noted. state: FREE -> ANNOUNCED (sender) -> READY (receiver) -> FREE (sender, on FIN). */
 enum { SLOT_FREE, SLOT_ANNOUNCED, SLOT_READY };
 struct slot {
-    _Alignas(64) uint32_t state; /* FREE -> ANNOUNCED (sender) -> READY (receiver) -> FREE (sender, on FIN) */
+    _Alignas(64) uint32_t state;
     int32_t status;              /* the first error of the sender's chunks */
     uint64_t src;                /* the sender's buffer (sender) */
     uint64_t dst, bytes;         /* the receiver's buffer and what to copy (receiver) */
@@ -246,9 +249,9 @@ int fab_shm_open(struct fab *f)
         rc = create_segment(s);
     }
     if (rc == PGC_OK) {
-        cpu_set_t set;
+        int cores = mps_usable_cores();
         s->cma = probe_cma();
-        s->split = sched_getaffinity(0, sizeof(set), &set) == 0 && s->nlocal <= CPU_COUNT(&set);
+        s->split = cores > 0 && s->nlocal <= cores;
         MPS_INFO("intra-node rings for %d local ranks; single copy (CMA) %s", s->nlocal,
                  s->cma ? "on" : "off: data through libfabric shm");
     }
@@ -455,19 +458,21 @@ int fab_shm_am_send(struct fab *f, int peer, const void *hdr, size_t hlen, const
 /* A free slot of mine for a shared copy of buf, announced; 0 when none (copy alone). */
 static uint32_t slot_take(struct fab_shm *s, int peer, const void *buf, size_t len)
 {
-    for (uint32_t i = 0; s->split && len >= SPLIT_MIN && i < NSLOTS; i++) {
-        if (!(s->active_slots & (1ull << i))) {
-            struct slot *sl = &s->mine->slots[i];
-            sl->src = (uint64_t)(uintptr_t)buf;
-            sl->status = PGC_OK;
-            sl->next = sl->done = 0;
-            __atomic_store_n(&sl->state, SLOT_ANNOUNCED, __ATOMIC_RELEASE);
-            s->active_slots |= 1ull << i;
-            s->slot_peer[i] = peer;
-            return i + 1;
-        }
+    struct slot *sl;
+    int i;
+
+    if (!s->split || len < SPLIT_MIN || s->active_slots == ~0ull) {
+        return 0;
     }
-    return 0;
+    i = __builtin_ctzll(~s->active_slots); /* the lowest free slot */
+    sl = &s->mine->slots[i];
+    sl->src = (uint64_t)(uintptr_t)buf;
+    sl->status = PGC_OK;
+    sl->next = sl->done = 0;
+    __atomic_store_n(&sl->state, SLOT_ANNOUNCED, __ATOMIC_RELEASE);
+    s->active_slots |= 1ull << i;
+    s->slot_peer[i] = peer;
+    return (uint32_t)i + 1;
 }
 
 int fab_shm_tsend(struct fab *f, int peer, const void *buf, size_t len, uint64_t tag,
@@ -567,6 +572,27 @@ static void copy_chunks(struct fab_shm *s, int peer, struct slot *sl, bool reade
     }
 }
 
+/* Waits for the chunks the sender claimed: each is at most one CHUNK copy away (~15 us),
+ * unless the sender died mid-copy, which the timeout catches. */
+static int wait_helper(struct fab *f, int peer, struct slot *sl)
+{
+    struct fab_wait w = {0};
+
+    while (__atomic_load_n(&sl->done, __ATOMIC_ACQUIRE) < sl->nchunks) {
+        if (w.polls++ == 0) {
+            w.deadline = mps_now() + f->timeout;
+        } else if (w.polls > 1000) {
+            sched_yield();
+        }
+        if ((w.polls & 255) == 0 && mps_now() > w.deadline) {
+            return mps_error(PGC_ERR_TIMEOUT, "fab_progress: rank %d did not finish its part "
+                             "of a %" PRIu64 " B transfer within %.0f s (did it die?)",
+                             peer, sl->bytes, f->timeout);
+        }
+    }
+    return __atomic_load_n(&sl->status, __ATOMIC_RELAXED);
+}
+
 /* The receiver's side of a shared copy of n bytes into buf: publish the buffer, copy
  * chunks, wait for the sender's chunks in flight. */
 static int shared_read(struct fab *f, int peer, uint32_t slot, void *buf, size_t n)
@@ -586,13 +612,7 @@ static int shared_read(struct fab *f, int peer, uint32_t slot, void *buf, size_t
     /* A full ring loses the request for help: I copy every chunk then. */
     try_append(f, peer, REC_HELP, &slot, sizeof(slot), NULL, 0);
     copy_chunks(f->ring, peer, sl, true);
-    /* The sender's last chunk is at most one CHUNK copy away (~15 us). */
-    for (unsigned i = 0; __atomic_load_n(&sl->done, __ATOMIC_ACQUIRE) < sl->nchunks; i++) {
-        if (i > 1000) {
-            sched_yield();
-        }
-    }
-    return __atomic_load_n(&sl->status, __ATOMIC_RELAXED);
+    return wait_helper(f, peer, sl);
 }
 
 /* Copies a DATA record's bytes into a posted receive, acks the sender, completes. */
@@ -663,10 +683,13 @@ static void on_fin(struct fab_shm *s, const struct data_fin *fin)
  * help (a REC_HELP record naming my slot). */
 static void on_help(struct fab_shm *s, uint32_t slot)
 {
-    struct slot *sl = &s->mine->slots[slot - 1];
+    struct slot *sl;
 
-    if (slot >= 1 && slot <= NSLOTS && (s->active_slots & (1ull << (slot - 1))) &&
-        __atomic_load_n(&sl->state, __ATOMIC_ACQUIRE) == SLOT_READY) {
+    if (slot < 1 || slot > NSLOTS || !(s->active_slots & (1ull << (slot - 1)))) {
+        return; /* not a copy of mine in flight: nothing to help with */
+    }
+    sl = &s->mine->slots[slot - 1];
+    if (__atomic_load_n(&sl->state, __ATOMIC_ACQUIRE) == SLOT_READY) {
         copy_chunks(s, s->slot_peer[slot - 1], sl, false);
     }
 }

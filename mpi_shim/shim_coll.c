@@ -163,7 +163,7 @@ bool shim_reduce_scatter_block_direct(const char *fn, const void *sendbuf, void 
     struct shim_op_call call;
     size_t scale;
 
-    if (!direct_ok(comm, recvcount, dt, &c, &t) ||
+    if (!direct_args(comm, recvcount, dt, &c, &t) ||
         (size_t)recvcount * t->size * (size_t)c->g->size > PG_DIRECT_MAX ||
         sendbuf == recvbuf || recvbuf == MPI_IN_PLACE || (recvcount && (!recvbuf || !sendbuf)) ||
         shim_op_spec(op, dt, t, &spec, &scale, &call) != MPI_SUCCESS) {

@@ -18,15 +18,11 @@ static size_t block_start(size_t count, int p, int i)
     return (size_t)i * base + ((size_t)i < extra ? (size_t)i : extra);
 }
 
-static int real_rank(int vr, int rem)
-{
-    return vr < rem ? vr * 2 + 1 : vr + rem;
-}
-
 /* The exchanges among the p remaining ranks; vr is my rank among them. */
-static void halving_doubling(struct pg_sched *s, char *acc, char *tmp, size_t count, int p,
-                             int vr, int rem)
+static void halving_doubling(struct pg_sched *s, char *acc, char *tmp, size_t count,
+                             const struct pg_fold *f)
 {
+    int p = f->p, vr = f->vr;
     size_t es = s->op.elem_size;
     int lo = 0, hi = p; /* the block range [lo, hi) I am responsible for */
     int mask;
@@ -37,8 +33,8 @@ static void halving_doubling(struct pg_sched *s, char *acc, char *tmp, size_t co
         int give_lo = vr < peer ? mid : lo, give_hi = vr < peer ? hi : mid;
         size_t g0 = block_start(count, p, give_lo), g1 = block_start(count, p, give_hi);
         size_t k0 = block_start(count, p, keep_lo), k1 = block_start(count, p, keep_hi);
-        pg_sched_send(s, acc + g0 * es, (g1 - g0) * es, real_rank(peer, rem));
-        pg_sched_recv(s, tmp + k0 * es, (k1 - k0) * es, real_rank(peer, rem));
+        pg_sched_send(s, acc + g0 * es, (g1 - g0) * es, pg_fold_real_rank(f, peer));
+        pg_sched_recv(s, tmp + k0 * es, (k1 - k0) * es, pg_fold_real_rank(f, peer));
         pg_sched_reduce(s, tmp + k0 * es, acc + k0 * es, k1 - k0);
         lo = keep_lo;
         hi = keep_hi;
@@ -48,8 +44,8 @@ static void halving_doubling(struct pg_sched *s, char *acc, char *tmp, size_t co
         int plo = vr < peer ? hi : lo - span, phi = plo + span;
         size_t m0 = block_start(count, p, lo), m1 = block_start(count, p, hi);
         size_t p0 = block_start(count, p, plo), p1 = block_start(count, p, phi);
-        pg_sched_send(s, acc + m0 * es, (m1 - m0) * es, real_rank(peer, rem));
-        pg_sched_recv(s, acc + p0 * es, (p1 - p0) * es, real_rank(peer, rem));
+        pg_sched_send(s, acc + m0 * es, (m1 - m0) * es, pg_fold_real_rank(f, peer));
+        pg_sched_recv(s, acc + p0 * es, (p1 - p0) * es, pg_fold_real_rank(f, peer));
         pg_sched_fence(s);
         lo = plo < lo ? plo : lo;
         hi = phi > hi ? phi : hi;
@@ -58,26 +54,12 @@ static void halving_doubling(struct pg_sched *s, char *acc, char *tmp, size_t co
 
 void pg_allreduce_rabenseifner(struct pg_sched *s, void *acc, size_t count)
 {
-    int n = s->g->size, r = s->g->rank;
-    size_t bytes = count * s->op.elem_size;
-    char *tmp = pg_sched_alloc(s, bytes);
-    int p = 1, rem;
+    char *tmp = pg_sched_alloc(s, count * s->op.elem_size);
+    struct pg_fold f = pg_fold_in(s, acc, tmp, count);
 
-    while (p * 2 <= n) {
-        p *= 2;
-    }
-    rem = n - p;
-    if (r < 2 * rem && r % 2 == 0) {
-        pg_sched_send(s, acc, bytes, r + 1);
-        pg_sched_recv(s, acc, bytes, r + 1);
+    if (f.vr < 0) {
         return;
     }
-    if (r < 2 * rem) {
-        pg_sched_recv(s, tmp, bytes, r - 1);
-        pg_sched_reduce(s, tmp, acc, count);
-    }
-    halving_doubling(s, acc, tmp, count, p, r < 2 * rem ? r / 2 : r - rem, rem);
-    if (r < 2 * rem) {
-        pg_sched_send(s, acc, bytes, r - 1);
-    }
+    halving_doubling(s, acc, tmp, count, &f);
+    pg_fold_out(s, acc, count, &f);
 }

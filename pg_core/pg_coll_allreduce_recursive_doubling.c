@@ -21,41 +21,20 @@ static void combine(struct pg_sched *s, void *acc, void *tmp, size_t count, bool
     }
 }
 
-/* The real rank of a rank numbered vr among the p remaining ones. */
-static int real_rank(int vr, int rem)
-{
-    return vr < rem ? vr * 2 + 1 : vr + rem;
-}
-
 void pg_allreduce_recursive_doubling(struct pg_sched *s, void *acc, size_t count)
 {
-    int n = s->g->size, r = s->g->rank;
     size_t bytes = count * s->op.elem_size;
     void *tmp = pg_sched_alloc(s, bytes);
-    int p = 1, rem, vr;
+    struct pg_fold f = pg_fold_in(s, acc, tmp, count);
 
-    while (p * 2 <= n) {
-        p *= 2;
-    }
-    rem = n - p;
-    if (r < 2 * rem && r % 2 == 0) {
-        /* Folded out: give my data to r + 1 and wait for the result. */
-        pg_sched_send(s, acc, bytes, r + 1);
-        pg_sched_recv(s, acc, bytes, r + 1);
+    if (f.vr < 0) {
         return;
     }
-    if (r < 2 * rem) {
-        pg_sched_recv(s, tmp, bytes, r - 1);
-        combine(s, acc, tmp, count, false);
-    }
-    vr = r < 2 * rem ? r / 2 : r - rem;
-    for (int mask = 1; mask < p; mask <<= 1) {
-        int partner = real_rank(vr ^ mask, rem);
+    for (int mask = 1; mask < f.p; mask <<= 1) {
+        int partner = pg_fold_real_rank(&f, f.vr ^ mask);
         pg_sched_send(s, acc, bytes, partner);
         pg_sched_recv(s, tmp, bytes, partner);
-        combine(s, acc, tmp, count, partner > r);
+        combine(s, acc, tmp, count, partner > s->g->rank);
     }
-    if (r < 2 * rem) {
-        pg_sched_send(s, acc, bytes, r - 1);
-    }
+    pg_fold_out(s, acc, count, &f);
 }

@@ -164,8 +164,10 @@ int pg_bcast_direct(struct pg_group *g, void *buf, size_t bytes, int root)
                               &sends[nsend++]);
         }
     }
-    for (int i = 0; i < nsend && rc == PGC_OK; i++) {
-        rc = sends[i].done ? sends[i].status : pg_wait_locked(&sends[i], -1);
+    /* Every posted send is waited for, even after an error: its request is on this stack. */
+    for (int i = 0; i < nsend; i++) {
+        int st = sends[i].done ? sends[i].status : pg_wait_locked(&sends[i], -1);
+        rc = rc == PGC_OK ? st : rc;
     }
     PG_UNLOCK();
     return rc;

@@ -102,14 +102,10 @@ static int world_make_groups(void)
  * wants. An explicit MPISHIM_SPIN_COUNT always wins. */
 static int choose_spin_count(void)
 {
-    cpu_set_t set;
-    int cores = 0;
+    int cores = mps_usable_cores();
 
     if (mps_config_is_set(MPS_CFG_SPIN_COUNT)) {
         return (int)mps_config_int(MPS_CFG_SPIN_COUNT);
-    }
-    if (sched_getaffinity(0, sizeof(set), &set) == 0) {
-        cores = CPU_COUNT(&set);
     }
     if (cores > 0 && boot_get_info(pg_w.boot)->local_size > cores) {
         MPS_INFO("%d ranks on %d cores: waiting ranks yield at once",
