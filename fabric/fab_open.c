@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <unistd.h>
 
 #define FAB_BLOB_VERSION 2
 #define FAB_SLOT_SHM 0
@@ -102,6 +103,20 @@ static int choose_net_info(struct fi_info **out)
                                      "tcp;ofi_rxm) for peers on other nodes");
 }
 
+/* libfabric's shm provider names its region after the pid ("<pid>:0:0" in /dev/shm) and
+ * cannot create it while a file of that name exists, which a killed process leaves behind:
+ * a later process given the same pid then failed fi_enable with -FI_EBUSY. A name with a
+ * per-process nonce never meets such a leftover. */
+static int name_shm_ep(struct fab_ep *e)
+{
+    static unsigned seq;
+    char name[64];
+
+    snprintf(name, sizeof(name), "mpishim-%d-%lx-%u", (int)getpid(),
+             (unsigned long)(mps_now() * 1e9) & 0xffffffffUL, seq++);
+    return fi_setname(&e->ep->fid, name, strlen(name) + 1);
+}
+
 static int open_objects(struct fab_ep *e)
 {
     struct fi_cq_attr cq_attr = {.format = FI_CQ_FORMAT_TAGGED, .wait_obj = FI_WAIT_NONE};
@@ -125,6 +140,9 @@ static int open_objects(struct fab_ep *e)
     }
     if (!rc && (call = "fi_ep_bind(av)")) {
         rc = fi_ep_bind(e->ep, &e->av->fid, 0);
+    }
+    if (!rc && strcmp(e->prov, "shm") == 0 && (call = "fi_setname")) {
+        rc = name_shm_ep(e);
     }
     if (!rc && (call = "fi_enable")) {
         rc = fi_enable(e->ep);
