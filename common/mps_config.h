@@ -27,10 +27,11 @@
       "reads (CMA); 0: through libfabric's shm provider")                                        \
     X(EAGER_MAX, "MPISHIM_EAGER_MAX", INT, "16384",                                                \
       "largest message (bytes) sent eagerly; larger ones use the rendezvous path")                 \
-    X(NET_EAGER_MAX, "MPISHIM_NET_EAGER_MAX", INT, "8192",                                         \
+    X(NET_EAGER_MAX, "MPISHIM_NET_EAGER_MAX", INT, "16384",                                        \
       "largest message sent eagerly to a peer reached through a libfabric provider (tcp, verbs, " \
-      "shm when forced); beyond a provider's own eager size its slower protocol costs more than " \
-      "our rendezvous")                                                                            \
+      "shm when forced); keep it below the provider's own eager size (ofi_rxm: "                 \
+      "FI_OFI_RXM_BUFFER_SIZE, 64 KiB as we set it), past which its slower protocol costs more "  \
+      "than our rendezvous")                                                                       \
     X(BOOT_METHOD, "MPISHIM_BOOT_METHOD", STRING, "auto",                                          \
       "bootstrap: auto, pmix, env, singleton (auto: PMIx if its variables are set, then env)")     \
     X(BOOT_STORE_EXTERNAL, "MPISHIM_BOOT_STORE_EXTERNAL", INT, "0",                                \
