@@ -126,6 +126,8 @@ struct fab_shm {
     uint64_t *ptail;       /* rank -> my private copy of the tail of my ring in its segment */
     uint64_t *phead;       /* rank -> last head seen there */
     uint64_t *chead;       /* local index -> my private head of my ring for that sender */
+    uint8_t *wfaulted;     /* rank -> the ring I write in its segment is mapped (prefault) */
+    uint8_t *rfaulted;     /* local index -> the ring I read for that sender is mapped */
     pid_t *pids;
     bool cma, unlinked;
     bool split;              /* shared copies allowed (a core per local rank) */
@@ -190,7 +192,8 @@ static int alloc_tables(struct fab *f, struct fab_shm *s)
     s->ptail = calloc((size_t)f->size, sizeof(uint64_t));
     s->phead = calloc((size_t)f->size, sizeof(uint64_t));
     s->pids = calloc((size_t)f->size, sizeof(pid_t));
-    if (!s->local_of || !s->peer_seg || !s->ptail || !s->phead || !s->pids) {
+    s->wfaulted = calloc((size_t)f->size, 1);
+    if (!s->local_of || !s->peer_seg || !s->ptail || !s->phead || !s->pids || !s->wfaulted) {
         return mps_error(PGC_ERR_NOMEM, "fab_open: no memory for the shared-memory tables");
     }
     s->nlocal = 0;
@@ -199,7 +202,9 @@ static int alloc_tables(struct fab *f, struct fab_shm *s)
     }
     s->my_local = s->local_of[f->rank];
     s->chead = calloc((size_t)s->nlocal, sizeof(uint64_t));
-    return s->chead ? PGC_OK : mps_error(PGC_ERR_NOMEM, "fab_open: no memory for ring heads");
+    s->rfaulted = calloc((size_t)s->nlocal, 1);
+    return s->chead && s->rfaulted ? PGC_OK
+                                   : mps_error(PGC_ERR_NOMEM, "fab_open: no memory for ring heads");
 }
 
 static int create_segment(struct fab_shm *s)
@@ -341,6 +346,8 @@ void fab_shm_close(struct fab *f)
     free(s->phead);
     free(s->pids);
     free(s->chead);
+    free(s->wfaulted);
+    free(s->rfaulted);
     free(s);
     f->ring = NULL;
 }
@@ -357,6 +364,25 @@ bool fab_shm_data_peer(const struct fab *f, int peer)
 
 /* ---- producer side ---- */
 
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23 /* Linux 5.14 */
+#endif
+
+/* Maps the pages of ring r writable in this process, all at once: the first pass over a
+ * fresh ring otherwise takes a page fault every 4 KiB, in the writer and in the reader,
+ * which at 64 B per small message added ~0.2 us to each of the first thousands of messages
+ * (2-rank barrier timed over 1000 calls: 0.48 -> 0.18 us). Done on first use of a ring,
+ * not at connect: 16 ranks mapping all their rings up front started 60 ms slower. The
+ * fallback touches each page with an atomic no-op, safe while the other side writes. */
+static void ring_prefault(struct ring *r)
+{
+    if (madvise(r, sizeof(*r), MADV_POPULATE_WRITE) != 0) {
+        for (size_t off = 0; off < sizeof(*r); off += 4096) {
+            __atomic_fetch_or((unsigned char *)r + off, 0, __ATOMIC_RELAXED);
+        }
+    }
+}
+
 /* Room for a record of `need` bytes in my ring inside peer's segment, or NULL when full.
  * *tail gets the tail to publish once the record is written. */
 static unsigned char *ring_claim(struct fab_shm *s, int peer, size_t need, uint64_t *tail)
@@ -365,6 +391,11 @@ static unsigned char *ring_claim(struct fab_shm *s, int peer, size_t need, uint6
     uint64_t t = s->ptail[peer];
     size_t off = t % RING_BYTES;
     size_t waste = off + need > RING_BYTES ? RING_BYTES - off : 0;
+
+    if (mps_unlikely(!s->wfaulted[peer])) {
+        ring_prefault(r);
+        s->wfaulted[peer] = 1;
+    }
 
     if (t + waste + need - s->phead[peer] > RING_BYTES) {
         s->phead[peer] = __atomic_load_n(&r->head, __ATOMIC_ACQUIRE);
@@ -719,6 +750,11 @@ static __attribute__((noinline)) int drain(struct fab *f, int li, uint64_t tail)
     struct ring *r = &s->mine->rings[li];
     uint64_t head = s->chead[li];
     int n = 0;
+
+    if (mps_unlikely(!s->rfaulted[li])) {
+        ring_prefault(r);
+        s->rfaulted[li] = 1;
+    }
 
     while (head != tail) {
         const struct rec_hdr *h = (const struct rec_hdr *)(r->data + head % RING_BYTES);
