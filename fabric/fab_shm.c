@@ -20,11 +20,14 @@
  * copying halves about 15 GB/s. A large transfer (SPLIT_MIN bytes or more, and a core per
  * local rank) therefore gets a slot in the sender's segment: the DATA record names it, the
  * receiver publishes its buffer there and asks for help with a HELP record, and both sides
- * claim CHUNK-sized pieces with an atomic counter, the receiver reading, the sender (when
- * it handles the HELP record, which it does while it waits for the send) writing with
- * process_vm_writev. The receiver sends the FIN once every claimed chunk is done. A sender
- * that never progresses costs nothing but the help it does not give: the receiver then
- * claims every chunk itself.
+ * claim pieces with an atomic counter, the receiver reading, the sender (when it handles
+ * the HELP record, which it does while it waits for the send) writing with
+ * process_vm_writev. A piece is half the transfer, between CHUNK_MIN and CHUNK: two halves
+ * give the two cores one system call each, and past 256 KiB pieces of CHUNK keep both busy
+ * to the end. From SPLIT_MIN = 32 KiB this measured faster than one read: bandwidth at
+ * 32/64/128 KiB 5.3/6.8/7.8 -> 6.6/10.0/13.2 GB/s, latency at 64 KiB 10.1 -> 7.0 us. The
+ * receiver sends the FIN once every claimed piece is done. A sender that never progresses
+ * costs nothing but the help it does not give: the receiver then claims every piece itself.
  */
 #include "config.h"
 
@@ -47,8 +50,9 @@
 #include <unistd.h>
 
 #define RING_BYTES (256u * 1024u)
-#define SPLIT_MIN (256u * 1024u)
+#define SPLIT_MIN (32u * 1024u)
 #define CHUNK (128u * 1024u)
+#define CHUNK_MIN (16u * 1024u)
 #define NSLOTS 64
 #define REC_ALIGN 64u
 #define SEG_MAGIC 0x6d70697368696d31ULL /* "mpishim1" */
@@ -67,7 +71,7 @@ struct slot {
     int32_t status;              /* the first error of the sender's chunks */
     uint64_t src;                /* the sender's buffer (sender) */
     uint64_t dst, bytes;         /* the receiver's buffer and what to copy (receiver) */
-    uint32_t nchunks;            /* (receiver) */
+    uint32_t nchunks, chunk;     /* (receiver) */
     _Alignas(64) uint32_t next;  /* chunk claims, both sides */
     _Alignas(64) uint32_t done;  /* chunks copied, both sides */
 };
@@ -589,8 +593,8 @@ static void copy_chunks(struct fab_shm *s, int peer, struct slot *sl, bool reade
     uint32_t c;
 
     while ((c = __atomic_fetch_add(&sl->next, 1, __ATOMIC_ACQ_REL)) < sl->nchunks) {
-        uint64_t off = (uint64_t)c * CHUNK;
-        size_t n = sl->bytes - off < CHUNK ? sl->bytes - off : CHUNK;
+        uint64_t off = (uint64_t)c * sl->chunk;
+        size_t n = sl->bytes - off < sl->chunk ? sl->bytes - off : sl->chunk;
         int32_t ok = PGC_OK;
         int r = reader ? cma_read(s, peer, (void *)(uintptr_t)(sl->dst + off), sl->src + off, n)
                        : cma_copy(s, peer, (void *)(uintptr_t)(sl->src + off), sl->dst + off, n,
@@ -638,7 +642,8 @@ static int shared_read(struct fab *f, int peer, uint32_t slot, void *buf, size_t
     }
     sl->dst = (uint64_t)(uintptr_t)buf;
     sl->bytes = n;
-    sl->nchunks = (uint32_t)((n + CHUNK - 1) / CHUNK);
+    sl->chunk = n / 2 < CHUNK_MIN ? CHUNK_MIN : n / 2 > CHUNK ? CHUNK : (uint32_t)(n / 2);
+    sl->nchunks = (uint32_t)((n + sl->chunk - 1) / sl->chunk);
     __atomic_store_n(&sl->state, SLOT_READY, __ATOMIC_RELEASE);
     /* A full ring loses the request for help: I copy every chunk then. */
     try_append(f, peer, REC_HELP, &slot, sizeof(slot), NULL, 0);
