@@ -154,8 +154,9 @@ static void nonblocking_many(void)
  * multiple of a chunk, several messages in flight received out of order, and a sender that
  * computes (no MPI calls) while its receiver copies, so that the receiver must take every
  * chunk itself. Pairs (2k, 2k + 1): 2k sends, 2k + 1 receives; then the ring, both ways. */
-enum { LARGE_M = 3 };
-static const int large_counts[LARGE_M] = {1000003, 70001, 262147};
+enum { LARGE_M = 5 };
+/* 4 MB, 280 KB and 1 MB (pieces of 128 KiB), 36 KB and 80 KB (two halves and a rest). */
+static const int large_counts[LARGE_M] = {1000003, 70001, 262147, 9001, 20011};
 
 static void large_post(int peer, bool send, int **bufs, MPI_Request *reqs)
 {
