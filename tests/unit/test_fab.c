@@ -515,6 +515,22 @@ static void test_list_providers_names_shm_and_tcp(void **state)
     assert_non_null(strstr(buf, "tcp;ofi_rxm"));
 }
 
+/* fab_open sizes ofi_rxm's buffers for our eager sizes, but a value the user set wins. */
+static void test_rxm_sizes_are_set_unless_the_user_set_them(void **state)
+{
+    struct fab *f = NULL;
+    struct fab_opts o = {
+        .rank = 0, .size = 1, .nodes = "solo", .node_stride = 5, .am_handler = am_handler};
+    (void)state;
+    unsetenv("FI_OFI_RXM_BUFFER_SIZE");
+    setenv("FI_OFI_RXM_MSG_RX_SIZE", "512", 1);
+    assert_int_equal(fab_open(&o, &f), PGC_OK);
+    assert_int_equal(fab_close(f), PGC_OK);
+    assert_string_equal(getenv("FI_OFI_RXM_BUFFER_SIZE"), "65536");
+    assert_string_equal(getenv("FI_OFI_RXM_MSG_RX_SIZE"), "512");
+    unsetenv("FI_OFI_RXM_MSG_RX_SIZE");
+}
+
 static void test_open_rejects_a_rank_outside_the_job(void **state)
 {
     struct fab *f = NULL;
@@ -548,6 +564,7 @@ int main(void)
         cmocka_unit_test(test_single_rank_sends_to_itself),
         cmocka_unit_test(test_peers_on_same_node_use_shm_and_others_the_network),
         cmocka_unit_test(test_list_providers_names_shm_and_tcp),
+        cmocka_unit_test(test_rxm_sizes_are_set_unless_the_user_set_them),
         cmocka_unit_test(test_open_rejects_a_rank_outside_the_job),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
