@@ -56,8 +56,9 @@ static inline bool p2p_args_common(MPI_Comm comm, int count, MPI_Datatype dt, in
 /* Checks shared by every point-to-point call. peer may be MPI_PROC_NULL, and for receives
  * MPI_ANY_SOURCE; tag for receives may be MPI_ANY_TAG. Inlined, so that the common case
  * costs its tests and not a nine-argument call. */
-static inline __attribute__((always_inline)) int p2p_check(const char *fn, MPI_Comm comm, int count, MPI_Datatype dt, int peer, int tag,
-                     bool recv, struct shim_comm **c, struct shim_dtype **t)
+static inline __attribute__((always_inline)) int
+p2p_check(const char *fn, MPI_Comm comm, int count, MPI_Datatype dt, int peer, int tag, bool recv,
+          struct shim_comm **c, struct shim_dtype **t)
 {
     if (mps_likely(p2p_args_common(comm, count, dt, peer, tag, recv, c, t))) {
         return MPI_SUCCESS;

@@ -325,6 +325,13 @@ static void rndv_send_done(struct fab_req *freq, int status, size_t len)
     pg_req_complete(s, status);
 }
 
+/* Whether len bytes to world rank dst go as one eager message: within our eager size and
+ * within what the fabric sends to that peer as one message without a slower protocol. */
+static inline bool eager_fits(size_t len, int dst_world)
+{
+    return len <= pg_w.eager_max && len <= fab_eager_limit(pg_w.fab, dst_world);
+}
+
 static int remote_send(uint64_t ctx, struct pg_group *g, const void *buf, size_t len,
                        int dst_world, int tag, bool sync, struct pg_req *req)
 {
@@ -332,7 +339,7 @@ static int remote_send(uint64_t ctx, struct pg_group *g, const void *buf, size_t
                         .len = len};
     int rc;
 
-    if (len <= pg_w.eager_max && len <= fab_eager_limit(pg_w.fab, dst_world)) {
+    if (eager_fits(len, dst_world)) {
         w.kind = PG_WIRE_EAGER;
         w.sync_id = sync ? (uint64_t)(uintptr_t)req : 0;
         rc = wire_send(dst_world, &w, buf, len);
@@ -381,8 +388,8 @@ int pg_isend_ctx(struct pg_group *g, uint64_t ctx, const void *buf, size_t len, 
 {
     int dst_world;
 
-    if (mps_likely(!sync && len <= pg_w.eager_max && dst >= 0 && dst < g->size &&
-                   g->ranks[dst] != pg_w.rank && len <= fab_eager_limit(pg_w.fab, g->ranks[dst]))) {
+    if (mps_likely(!sync && dst >= 0 && dst < g->size && g->ranks[dst] != pg_w.rank &&
+                   eager_fits(len, g->ranks[dst]))) {
         return send_eager_now(ctx, g, buf, len, g->ranks[dst], tag, req);
     }
     req_reset(req, PG_REQ_SEND);
