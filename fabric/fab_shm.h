@@ -15,6 +15,12 @@
 
 #include <stdbool.h>
 
+/* The ring's layout, for fab_shm.c and for the test that lays records out as it does: a
+ * ring's bytes, and records of a 16-byte header plus payload, each starting on a line. */
+#define FAB_SHM_RING_BYTES (256u * 1024u)
+#define FAB_SHM_REC_ALIGN 64u
+#define FAB_SHM_REC_HDR 16u
+
 /* Creates this rank's segment when the fast path applies (intra-node peers, no forced
  * provider, MPISHIM_SHM_RING=1). f->ring stays NULL when it does not. */
 int fab_shm_open(struct fab *f);

@@ -10,6 +10,7 @@
 #include "config.h"
 
 #include "fab.h"
+#include "fab_shm.h"
 #include "mps_config.h"
 #include "mps_util.h"
 #include "pgc_status.h"
@@ -61,6 +62,19 @@ static uint8_t pattern(uint32_t seq, size_t i)
     return (uint8_t)(seq * 31 + i * 7 + 1);
 }
 
+static bool pattern_ok(uint32_t seq, const uint8_t *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (p[i] != pattern(seq, i)) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* How the AM handler checks the n bytes after an AM's (seq, n) header. */
+static bool (*g_payload_ok)(uint32_t seq, const uint8_t *p, size_t n) = pattern_ok;
+
 static void am_handler(void *arg, int peer, const void *buf, size_t len)
 {
     uint32_t hdr[2];
@@ -72,24 +86,28 @@ static void am_handler(void *arg, int peer, const void *buf, size_t len)
         return;
     }
     memcpy(hdr, buf, sizeof(hdr));
-    int ok = hdr[0] == g_am.next[peer] && hdr[1] == len - sizeof(hdr);
-    for (size_t i = 0; ok && i < hdr[1]; i++) {
-        ok = p[i] == pattern(hdr[0], i);
-    }
+    int ok = hdr[0] == g_am.next[peer] && hdr[1] == len - sizeof(hdr) &&
+             g_payload_ok(hdr[0], p, hdr[1]);
     g_am.bad += !ok;
     g_am.next[peer] = hdr[0] + 1;
     g_am.count[peer]++;
 }
 
-/* Sends AM number seq with n pattern bytes; the (seq, n) header goes as the hdr part. */
+/* Sends AM number seq with the n bytes p; the (seq, n) header goes as the hdr part. */
+static int send_am_bytes(struct fab *f, int peer, uint32_t seq, const void *p, size_t n)
+{
+    uint32_t hdr[2] = {seq, (uint32_t)n};
+    return fab_am_send(f, peer, hdr, sizeof(hdr), p, n);
+}
+
+/* Sends AM number seq with n pattern bytes. */
 static int send_am(struct fab *f, int peer, uint32_t seq, size_t n)
 {
     static uint8_t payload[1 << 18];
-    uint32_t hdr[2] = {seq, (uint32_t)n};
     for (size_t i = 0; i < n; i++) {
         payload[i] = pattern(seq, i);
     }
-    return fab_am_send(f, peer, hdr, sizeof(hdr), payload, n);
+    return send_am_bytes(f, peer, seq, payload, n);
 }
 
 static void wait_ams(struct fab *f, int peer, int count)
@@ -158,6 +176,86 @@ static void burst(struct fab *f, int rank, int size)
     } else {
         wait_ams(f, 0, 1000);
         CHECK(send_am(f, 0, 0, 0) == PGC_OK);
+    }
+}
+
+/* Payloads that look like headers to a careless ring reader. The intra-node ring's reader
+ * polls the line where the next record will start for that record's stamp (its position
+ * + 1, fab_shm.c's rec_ready); a line that last held payload rather than a header could
+ * hold exactly that value, and must not pass for a record; there the reader must go by the
+ * tail, which the writer stores after the stamp. Here every line an AM's payload covers
+ * starts with the stamp a record starting there one lap later would have, and the lengths
+ * vary so that records start on such lines in later laps (about 30 laps). Each AM is
+ * acknowledged before the next goes, so that the reader waits at the head, where it reads
+ * a line before the writer has written it. The positions are computed here as fab_shm.c
+ * lays records out; the scenario means something on the rings only, and passes on the
+ * providers too. */
+enum { STAMP_AMS = 3000 };
+static uint64_t g_stamp_pos[STAMP_AMS]; /* AM seq's position in the ring */
+
+static size_t stamp_len(uint32_t seq)
+{
+    static const size_t lens[] = {5000, 40, 12000, 304, 8, 16000, 1000, 8, 8};
+    return lens[seq % 9];
+}
+
+static void stamp_layout(void)
+{
+    uint64_t pos = 0;
+    for (uint32_t i = 0; i < STAMP_AMS; i++) {
+        size_t need = FAB_SHM_REC_HDR + 8 + stamp_len(i);
+        size_t off = pos % FAB_SHM_RING_BYTES;
+        need = (need + FAB_SHM_REC_ALIGN - 1) / FAB_SHM_REC_ALIGN * FAB_SHM_REC_ALIGN;
+        if (off + need > FAB_SHM_RING_BYTES) {
+            pos += FAB_SHM_RING_BYTES - off; /* a record never straddles the end */
+        }
+        g_stamp_pos[i] = pos;
+        pos += need;
+    }
+}
+
+/* Word w of AM seq's payload: the next lap's stamp for the line the word is in. */
+static uint64_t stamp_word(uint32_t seq, size_t w)
+{
+    uint64_t at = g_stamp_pos[seq] + FAB_SHM_REC_HDR + 8 + 8 * w;
+    return at / FAB_SHM_REC_ALIGN * FAB_SHM_REC_ALIGN + FAB_SHM_RING_BYTES + 1;
+}
+
+static bool stamps_ok(uint32_t seq, const uint8_t *p, size_t n)
+{
+    if (seq >= STAMP_AMS || n != stamp_len(seq)) {
+        return false;
+    }
+    for (size_t w = 0; w < n / 8; w++) {
+        uint64_t v;
+        memcpy(&v, p + 8 * w, sizeof(v));
+        if (v != stamp_word(seq, w)) {
+            return false;
+        }
+    }
+    return true;
+}
+
+static void stale_stamps(struct fab *f, int rank, int size)
+{
+    (void)size;
+    stamp_layout();
+    if (rank == 0) {
+        static uint64_t words[16000 / 8];
+        for (uint32_t i = 0; i < STAMP_AMS; i++) {
+            for (size_t w = 0; w < stamp_len(i) / 8; w++) {
+                words[w] = stamp_word(i, w);
+            }
+            CHECK(send_am_bytes(f, 1, i, words, stamp_len(i)) == PGC_OK);
+            wait_ams(f, 1, (int)i + 1);
+        }
+    } else {
+        for (uint32_t i = 0; i < STAMP_AMS; i++) {
+            g_payload_ok = stamps_ok;
+            wait_ams(f, 0, (int)i + 1);
+            g_payload_ok = pattern_ok;
+            CHECK(send_am(f, 0, i, 0) == PGC_OK);
+        }
     }
 }
 
@@ -426,6 +524,11 @@ static void test_am_burst_of_1000_arrives_complete_and_in_order(void **state)
     run_two(state, burst);
 }
 
+static void test_am_payload_that_reads_as_a_ring_stamp_is_not_taken_for_a_record(void **state)
+{
+    run_two(state, stale_stamps);
+}
+
 static void test_am_of_exactly_am_max_bytes_arrives_and_one_more_is_refused(void **state)
 {
     run_two(state, exact_am_max);
@@ -555,6 +658,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         BOTH(test_am_ping_pong_delivers_exact_payloads),
         BOTH(test_am_burst_of_1000_arrives_complete_and_in_order),
+        BOTH(test_am_payload_that_reads_as_a_ring_stamp_is_not_taken_for_a_record),
         BOTH(test_am_of_exactly_am_max_bytes_arrives_and_one_more_is_refused),
         BOTH(test_tagged_4mib_arrives_when_recv_is_posted_first),
         BOTH(test_tagged_4mib_arrives_when_send_comes_first),
