@@ -25,8 +25,9 @@
     X(SHM_RING, "MPISHIM_SHM_RING", INT, "1",                                                      \
       "1: ranks of one node exchange messages through shared-memory rings and single-copy "      \
       "reads (CMA); 0: through libfabric's shm provider")                                        \
-    X(EAGER_MAX, "MPISHIM_EAGER_MAX", INT, "16384",                                                \
-      "largest message (bytes) sent eagerly; larger ones use the rendezvous path")                 \
+    X(EAGER_MAX, "MPISHIM_EAGER_MAX", INT, "32768",                                                \
+      "largest message (bytes) sent eagerly; larger ones use the rendezvous path (rooted "         \
+      "collectives' sends: at most 16384)")                                                        \
     X(NET_EAGER_MAX, "MPISHIM_NET_EAGER_MAX", INT, "16384",                                        \
       "largest message sent eagerly to a peer reached through a libfabric provider (tcp, verbs, " \
       "shm when forced); keep it below the provider's own eager size (ofi_rxm: "                 \

@@ -68,6 +68,7 @@ int pg_ibcast(struct pg_group *g, void *buf, size_t bytes, int root, struct pg_r
     if (!s) {
         return PGC_ERR_NOMEM;
     }
+    pg_sched_rooted(s);
     if (pg_bcast_binomial_chosen(g, bytes)) {
         pg_bcast_binomial(s, buf, bytes, root);
     } else {
@@ -105,6 +106,7 @@ int pg_ireduce(struct pg_group *g, const void *in, void *out, size_t count,
     if (!s) {
         return PGC_ERR_NOMEM;
     }
+    pg_sched_rooted(s);
     pg_sched_align_like(s, in);
     /* The root reduces into its output, inner ranks into scratch (their input is const);
      * leaves of the tree (odd positions) only send, straight from their input. */

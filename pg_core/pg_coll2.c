@@ -42,6 +42,7 @@ int pg_igather(struct pg_group *g, const void *in, void *out, size_t bytes, int 
     if (!s) {
         return PGC_ERR_NOMEM;
     }
+    pg_sched_rooted(s);
     pg_gather_binomial(s, in, out, bytes, root);
     return pg_sched_launch(s);
 }
@@ -66,6 +67,7 @@ int pg_igatherv(struct pg_group *g, const void *in, size_t inbytes, void *out, c
     if (!s) {
         return PGC_ERR_NOMEM;
     }
+    pg_sched_rooted(s);
     if (g->rank == root) {
         cd = keep_arrays(s, g->size, counts, displs, NULL, NULL);
     }
@@ -88,6 +90,7 @@ int pg_iscatter(struct pg_group *g, const void *in, void *out, size_t bytes, int
     if (!s) {
         return PGC_ERR_NOMEM;
     }
+    pg_sched_rooted(s);
     pg_scatter_binomial(s, in, out, bytes, root);
     return pg_sched_launch(s);
 }
@@ -113,6 +116,7 @@ int pg_iscatterv(struct pg_group *g, const void *in, const size_t *counts, const
     if (!s) {
         return PGC_ERR_NOMEM;
     }
+    pg_sched_rooted(s);
     if (g->rank == root) {
         cd = keep_arrays(s, g->size, counts, displs, NULL, NULL);
     }

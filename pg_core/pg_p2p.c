@@ -144,11 +144,13 @@ static void handle_ack(const struct pg_wire *w)
 }
 
 /* Unexpected eager messages come and go at the message rate (a sender running ahead of its
- * receiver, as every rooted collective's leaves do). Up to MSG_POOL_MIN bytes glibc's
- * small-block caches serve them well (a pool measured slower there); larger blocks miss
- * those caches, so blocks of PG_MSG_CLASSES power-of-two classes (1 KiB .. 16 KiB, the
- * default eager limit) are kept on free lists, MSG_POOL_MAX of each at most. */
+ * receiver). Up to MSG_POOL_MIN bytes glibc's small-block caches serve them well (a pool
+ * measured slower there); larger blocks miss those caches, and from 32 KiB each malloc and
+ * free moved the heap's top (2-rank reduce of 32 KiB: 25-35 -> 6-9 us with a pool), so
+ * blocks of PG_MSG_CLASSES power-of-two classes (1 KiB .. 64 KiB, twice the default eager
+ * limit) are kept on free lists, MSG_POOL_MAX or MSG_POOL_BYTES worth of each at most. */
 #define MSG_POOL_MAX 256
+#define MSG_POOL_BYTES (4u << 20)
 #define MSG_POOL_MIN 512
 
 /* Payload capacity of class c. Powers of two keep the waste under half a block: coarser
@@ -187,7 +189,8 @@ static void msg_free_locked(struct pg_msg *m)
 {
     int c = m->pool_class;
 
-    if (c >= 0 && pg_w.msg_pool_n[c] < MSG_POOL_MAX) {
+    if (c >= 0 && pg_w.msg_pool_n[c] < MSG_POOL_MAX &&
+        (size_t)pg_w.msg_pool_n[c] * msg_class_bytes(c) < MSG_POOL_BYTES) {
         *(struct pg_msg **)m = pg_w.msg_pool[c];
         pg_w.msg_pool[c] = m;
         pg_w.msg_pool_n[c]++;
@@ -325,21 +328,24 @@ static void rndv_send_done(struct fab_req *freq, int status, size_t len)
     pg_req_complete(s, status);
 }
 
-/* Whether len bytes to world rank dst go as one eager message: within our eager size and
- * within what the fabric sends to that peer as one message without a slower protocol. */
-static inline bool eager_fits(size_t len, int dst_world)
+/* Whether len bytes to world rank dst go as one eager message: within our eager size (a
+ * smaller one for rooted collectives, see PG_SEND_ROOTED) and within what the fabric sends
+ * to that peer as one message without a slower protocol. */
+static inline bool eager_fits(size_t len, int dst_world, unsigned flags)
 {
-    return len <= pg_w.eager_max && len <= fab_eager_limit(pg_w.fab, dst_world);
+    return len <= pg_w.eager_max && len <= fab_eager_limit(pg_w.fab, dst_world) &&
+           (len <= PG_ROOTED_EAGER_MAX || !(flags & PG_SEND_ROOTED));
 }
 
 static int remote_send(uint64_t ctx, struct pg_group *g, const void *buf, size_t len,
-                       int dst_world, int tag, bool sync, struct pg_req *req)
+                       int dst_world, int tag, unsigned flags, struct pg_req *req)
 {
     struct pg_wire w = {.ctx = ctx, .src = g->rank, .tag = tag, .src_world = (uint32_t)pg_w.rank,
                         .len = len};
+    bool sync = flags & PG_SEND_SYNC;
     int rc;
 
-    if (eager_fits(len, dst_world)) {
+    if (eager_fits(len, dst_world, flags)) {
         w.kind = PG_WIRE_EAGER;
         w.sync_id = sync ? (uint64_t)(uintptr_t)req : 0;
         rc = wire_send(dst_world, &w, buf, len);
@@ -384,12 +390,12 @@ static int send_eager_now(uint64_t ctx, struct pg_group *g, const void *buf, siz
 }
 
 int pg_isend_ctx(struct pg_group *g, uint64_t ctx, const void *buf, size_t len, int dst, int tag,
-                 bool sync, struct pg_req *req)
+                 unsigned flags, struct pg_req *req)
 {
     int dst_world;
 
-    if (mps_likely(!sync && dst >= 0 && dst < g->size && g->ranks[dst] != pg_w.rank &&
-                   eager_fits(len, g->ranks[dst]))) {
+    if (mps_likely(!(flags & PG_SEND_SYNC) && dst >= 0 && dst < g->size &&
+                   g->ranks[dst] != pg_w.rank && eager_fits(len, g->ranks[dst], flags))) {
         return send_eager_now(ctx, g, buf, len, g->ranks[dst], tag, req);
     }
     req_reset(req, PG_REQ_SEND);
@@ -404,9 +410,9 @@ int pg_isend_ctx(struct pg_group *g, uint64_t ctx, const void *buf, size_t len, 
     }
     dst_world = g->ranks[dst];
     if (dst_world == pg_w.rank) {
-        return self_send(ctx, g, buf, len, tag, sync, req);
+        return self_send(ctx, g, buf, len, tag, flags & PG_SEND_SYNC, req);
     }
-    return remote_send(ctx, g, buf, len, dst_world, tag, sync, req);
+    return remote_send(ctx, g, buf, len, dst_world, tag, flags, req);
 }
 
 int pg_irecv_ctx(struct pg_group *g, uint64_t ctx, void *buf, size_t cap, int src, int tag,
@@ -459,7 +465,7 @@ int pg_isend(struct pg_group *g, const void *buf, size_t len, int dst, int tag, 
 
     if (rc == PGC_OK) {
         PG_LOCK();
-        rc = pg_isend_ctx(g, pg_ctx_p2p(g), buf, len, dst, tag, sync, req);
+        rc = pg_isend_ctx(g, pg_ctx_p2p(g), buf, len, dst, tag, sync ? PG_SEND_SYNC : 0, req);
         PG_UNLOCK();
     }
     return rc;

@@ -63,6 +63,7 @@ static struct pg_sched *sched_get(void)
     s->nscratch = 0;
     s->inline_used = 0;
     s->page_offset = 0;
+    s->send_flags = 0;
     memset(&s->op, 0, sizeof(s->op));
     return s;
 }
@@ -84,6 +85,11 @@ struct pg_sched *pg_sched_new(struct pg_group *g, const struct pg_op_spec *op,
     }
     mps_list_init(&s->link);
     return s;
+}
+
+void pg_sched_rooted(struct pg_sched *s)
+{
+    s->send_flags |= PG_SEND_ROOTED;
 }
 
 static struct pg_step *add_step(struct pg_sched *s, enum pg_step_kind kind)
@@ -306,7 +312,8 @@ static int issue_comm(struct pg_sched *s, struct pg_step *st)
     st->req.on_complete = step_done;
     s->inflight++;
     if (st->kind == PG_STEP_SEND) {
-        rc = pg_isend_ctx(s->g, s->ctx, st->src, st->n, st->peer, s->tag, false, &st->req);
+        rc = pg_isend_ctx(s->g, s->ctx, st->src, st->n, st->peer, s->tag, s->send_flags,
+                          &st->req);
     } else {
         rc = pg_irecv_ctx(s->g, s->ctx, st->dst, st->n, st->peer, s->tag, &st->req);
     }

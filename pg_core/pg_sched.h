@@ -46,6 +46,7 @@ struct pg_sched {
     uint64_t ctx;
     int tag;
     int status;
+    unsigned send_flags; /* pg_isend_ctx's flags for every send (pg_sched_rooted) */
     struct pg_op_spec op;
     struct pg_step *steps;
     int n, cap, next, inflight;
@@ -61,6 +62,8 @@ struct pg_sched {
 /* A schedule on g that will complete req (initialised here). op may be NULL. */
 struct pg_sched *pg_sched_new(struct pg_group *g, const struct pg_op_spec *op,
                               struct pg_req *req);
+/* Marks s as a rooted collective's schedule (PG_SEND_ROOTED on its sends). */
+void pg_sched_rooted(struct pg_sched *s);
 void pg_sched_send(struct pg_sched *s, const void *buf, size_t bytes, int peer);
 void pg_sched_recv(struct pg_sched *s, void *buf, size_t bytes, int peer);
 /* inout = in op inout, count elements, with the schedule's op. */

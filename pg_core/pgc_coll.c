@@ -824,7 +824,7 @@ static int mb_post(struct pg_group *g, bool send, void *buf, size_t len, int pee
 
     PG_LOCK();
     if (send) {
-        rc = pg_isend_ctx(g, pg_ctx_coll(g), buf, len, peer, tag, false, req);
+        rc = pg_isend_ctx(g, pg_ctx_coll(g), buf, len, peer, tag, 0, req);
     } else {
         rc = pg_irecv_ctx(g, pg_ctx_coll(g), buf, len, peer, tag, req);
     }
