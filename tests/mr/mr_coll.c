@@ -212,11 +212,14 @@ int main(int argc, char **argv)
     }
     bcast_all_roots(1);
     bcast_all_roots(1000);
+    bcast_all_roots(6000); /* 24 KB: eager to a receive, rendezvous in a rooted collective */
     bcast_all_roots(200000);
     reduce_int_ops(1);
     reduce_int_ops(1001);
+    reduce_int_ops(6001);
     allreduce_double(1);
     allreduce_double(7);
+    allreduce_double(7001); /* 56 KB: exchanges of 28 KB halves, eager */
     allreduce_double(100000); /* large: the ring algorithm on more than 2 ranks */
     maxloc();
     noncommutative_user_op(1);
