@@ -185,7 +185,7 @@ static void burst(struct fab *f, int rank, int size)
  * hold exactly that value, and must not pass for a record; there the reader must go by the
  * tail, which the writer stores after the stamp. Here every line an AM's payload covers
  * starts with the stamp a record starting there one lap later would have, and the lengths
- * vary so that records start on such lines in later laps (about 30 laps). Each AM is
+ * vary so that records start on such lines in later laps (about 45 laps). Each AM is
  * acknowledged before the next goes, so that the reader waits at the head, where it reads
  * a line before the writer has written it. The positions are computed here as fab_shm.c
  * lays records out; the scenario means something on the rings only, and passes on the
