@@ -132,10 +132,9 @@ bool pg_bcast_direct_ok(const struct pg_group *g, size_t bytes)
 {
     /* Past the eager size on more than 2 ranks the schedule measured faster (4 ranks on 2
      * cores, 64 KiB: 50 against 34 us). */
-    bool eager = bytes <= pg_w.eager_max && bytes <= PG_ROOTED_EAGER_MAX;
-
     return bytes <= PG_DIRECT_MAX ||
-           ((eager || g->size == 2) && pg_bcast_binomial_chosen(g, bytes));
+           ((bytes <= pg_eager_max(PG_SEND_ROOTED) || g->size == 2) &&
+            pg_bcast_binomial_chosen(g, bytes));
 }
 
 int pg_bcast_direct(struct pg_group *g, void *buf, size_t bytes, int root)

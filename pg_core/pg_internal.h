@@ -109,6 +109,15 @@ void pg_am_handler(void *arg, int peer, const void *buf, size_t len);
 #define PG_SEND_SYNC 1u
 #define PG_SEND_ROOTED 2u
 #define PG_ROOTED_EAGER_MAX 16384
+
+/* The largest message sent eagerly with these pg_isend_ctx flags, to a peer whose fabric
+ * path takes it whole (fab_eager_limit may lower it further). */
+static inline size_t pg_eager_max(unsigned flags)
+{
+    return (flags & PG_SEND_ROOTED) && pg_w.eager_max > PG_ROOTED_EAGER_MAX ? PG_ROOTED_EAGER_MAX
+                                                                            : pg_w.eager_max;
+}
+
 int pg_isend_ctx(struct pg_group *g, uint64_t ctx, const void *buf, size_t len, int dst, int tag,
                  unsigned flags, struct pg_req *req);
 int pg_irecv_ctx(struct pg_group *g, uint64_t ctx, void *buf, size_t cap, int src, int tag,

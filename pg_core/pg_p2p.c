@@ -333,8 +333,7 @@ static void rndv_send_done(struct fab_req *freq, int status, size_t len)
  * to that peer as one message without a slower protocol. */
 static inline bool eager_fits(size_t len, int dst_world, unsigned flags)
 {
-    return len <= pg_w.eager_max && len <= fab_eager_limit(pg_w.fab, dst_world) &&
-           (len <= PG_ROOTED_EAGER_MAX || !(flags & PG_SEND_ROOTED));
+    return len <= pg_eager_max(flags) && len <= fab_eager_limit(pg_w.fab, dst_world);
 }
 
 static int remote_send(uint64_t ctx, struct pg_group *g, const void *buf, size_t len,
