@@ -14,6 +14,7 @@
 #include "config.h"
 
 #include "pg_internal.h"
+#include "mps_copy.h"
 #include "mps_log.h"
 #include "pgc_status.h"
 
@@ -111,11 +112,11 @@ static void deliver(struct pg_req *r, const struct pg_msg *m, const void *eager_
         queue_ack(m->src_world, m->sync_id);
     }
     if (m->self_send) {
-        memcpy(r->buf, m->self_send->buf, r->len);
+        mps_copy(r->buf, m->self_send->buf, r->len);
         pg_req_complete(m->self_send, PGC_OK);
         pg_req_complete(r, status);
     } else if (m->kind == PG_WIRE_EAGER) {
-        memcpy(r->buf, eager_data, r->len);
+        mps_copy(r->buf, eager_data, r->len);
         pg_req_complete(r, status);
     } else {
         /* The data transfer is posted from progress, outside the fabric's dispatch. */
@@ -224,7 +225,7 @@ static void queue_unexpected(const struct pg_wire *w, const void *payload)
     m->kind = w->kind;
     m->rndv_tag = w->rndv_tag;
     m->sync_id = w->sync_id;
-    memcpy(m->data, payload, eager);
+    mps_copy(m->data, payload, eager);
     mps_list_push_back(&pg_w.unexpected, &m->link);
 }
 

@@ -1,0 +1,53 @@
+/*
+ * mps_copy.c - memcpy for message payloads (see mps_copy.h for why not memcpy itself).
+ */
+#include "config.h"
+
+#include "mps_copy.h"
+
+#include <string.h>
+
+#if defined(__x86_64__)
+#include <emmintrin.h>
+#include <stdint.h>
+
+/* The destinations that `rep movsb` handles slowly: 1-63 bytes past the source modulo
+ * 4 KiB (measured slow at 8-24, fast from 32; the margin is cheap). Only sizes from about
+ * 2 KiB go to `rep movsb` at all; below, this test would cost more than it saves. */
+#define ALIAS_WINDOW 64u
+#define ALIAS_MIN 2048u
+
+/* A plain SSE2 loop (every x86-64 has it): 37-46 GB/s at any distance, where glibc's
+ * memcpy gave 2.9 in the window. Elsewhere glibc is as fast or faster (AVX2 moves on
+ * cache-resident data, non-temporal stores for huge copies), so it keeps those. */
+static void copy_sse2(unsigned char *d, const unsigned char *s, size_t n)
+{
+    size_t i = 0;
+
+    for (; i + 64 <= n; i += 64) {
+        __m128i a = _mm_loadu_si128((const __m128i *)(s + i));
+        __m128i b = _mm_loadu_si128((const __m128i *)(s + i + 16));
+        __m128i c = _mm_loadu_si128((const __m128i *)(s + i + 32));
+        __m128i e = _mm_loadu_si128((const __m128i *)(s + i + 48));
+        _mm_storeu_si128((__m128i *)(d + i), a);
+        _mm_storeu_si128((__m128i *)(d + i + 16), b);
+        _mm_storeu_si128((__m128i *)(d + i + 32), c);
+        _mm_storeu_si128((__m128i *)(d + i + 48), e);
+    }
+    memcpy(d + i, s + i, n - i);
+}
+
+void mps_copy(void *dst, const void *src, size_t n)
+{
+    if (n >= ALIAS_MIN && ((uintptr_t)dst - (uintptr_t)src) % 4096u - 1u < ALIAS_WINDOW - 1u) {
+        copy_sse2(dst, src, n);
+    } else {
+        memcpy(dst, src, n);
+    }
+}
+#else
+void mps_copy(void *dst, const void *src, size_t n)
+{
+    memcpy(dst, src, n);
+}
+#endif
