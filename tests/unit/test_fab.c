@@ -15,9 +15,11 @@
 #include "mps_util.h"
 #include "pgc_status.h"
 
+#include <sched.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -505,13 +507,44 @@ static void run_ranks(int size, const char *nodes, scenario_fn fn)
     assert_true(ok);
 }
 
+/* A state that runs both ranks on one core: with more ranks than cores, tagged data of
+ * 32 KiB or more is streamed through the rings instead of read with CMA (fab_shm.c). */
+#define ONE_CORE "one core"
+
+/* Restricts this process (and the children it forks) to its first allowed core, saving
+ * the mask it had in *saved. */
+static void pin_to_one_core(cpu_set_t *saved)
+{
+    cpu_set_t one;
+    int cpu = 0;
+
+    assert_int_equal(sched_getaffinity(0, sizeof(*saved), saved), 0);
+    while (!CPU_ISSET(cpu, saved)) {
+        cpu++;
+    }
+    CPU_ZERO(&one);
+    CPU_SET(cpu, &one);
+    assert_int_equal(sched_setaffinity(0, sizeof(one), &one), 0);
+    assert_int_equal(mps_usable_cores(), 1);
+}
+
 static void run_two(void **state, scenario_fn fn)
 {
-    /* The state names the forced provider ("" for the per-peer choice). */
+    /* The state names the forced provider ("" for the per-peer choice), or ONE_CORE. */
     const char *prov = *state;
+    bool pin = strcmp(prov, ONE_CORE) == 0;
+    cpu_set_t saved;
+
+    if (pin) {
+        pin_to_one_core(&saved);
+        prov = "";
+    }
     setenv("MPISHIM_FABRIC_PROVIDER", prov, 1);
     run_ranks(2, "node0\0\0\0node0\0\0\0", fn);
     unsetenv("MPISHIM_FABRIC_PROVIDER");
+    if (pin) {
+        assert_int_equal(sched_setaffinity(0, sizeof(saved), &saved), 0);
+    }
 }
 
 static void test_am_ping_pong_delivers_exact_payloads(void **state)
@@ -653,6 +686,9 @@ static void test_open_rejects_a_rank_outside_the_job(void **state)
 #fn "_over_tcp_rxm", fn, NULL, NULL, "tcp;ofi_rxm"                                         \
     }
 
+/* The tagged tests once more with both ranks on one core, where large data is streamed. */
+#define STREAMED(fn) {#fn "_streamed_on_one_core", fn, NULL, NULL, ONE_CORE}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -663,6 +699,9 @@ int main(void)
         BOTH(test_tagged_4mib_arrives_when_recv_is_posted_first),
         BOTH(test_tagged_4mib_arrives_when_send_comes_first),
         BOTH(test_tagged_recv_into_small_buffer_reports_truncate),
+        STREAMED(test_tagged_4mib_arrives_when_recv_is_posted_first),
+        STREAMED(test_tagged_4mib_arrives_when_send_comes_first),
+        STREAMED(test_tagged_recv_into_small_buffer_reports_truncate),
         BOTH(test_invalid_peer_or_tag_is_refused_and_never_completes),
         cmocka_unit_test(test_am_send_gives_up_after_the_timeout_when_the_peer_never_receives),
         cmocka_unit_test(test_single_rank_sends_to_itself),
