@@ -12,10 +12,12 @@
 #include <stdint.h>
 
 /* The destinations that `rep movsb` handles slowly: 1-63 bytes past the source modulo
- * 4 KiB (measured slow at 8-24, fast from 32; the margin is cheap). Only sizes from about
- * 2 KiB go to `rep movsb` at all; below, this test would cost more than it saves. */
+ * 4 KiB (measured slow at 8-24, fast from 32; the margin is cheap). glibc uses `rep movsb`
+ * from about 2 KiB (below, this test would cost more than it saves) up to the L2 size on
+ * AMD; from ALIAS_MAX on it copies with vector moves or non-temporal stores anyway. */
 #define ALIAS_WINDOW 64u
 #define ALIAS_MIN 2048u
+#define ALIAS_MAX (4u << 20)
 
 /* A plain SSE2 loop (every x86-64 has it): 37-46 GB/s at any distance, where glibc's
  * memcpy gave 2.9 in the window. Elsewhere glibc is as fast or faster (AVX2 moves on
@@ -39,7 +41,7 @@ static void copy_sse2(unsigned char *d, const unsigned char *s, size_t n)
 
 void mps_copy(void *dst, const void *src, size_t n)
 {
-    if (n >= ALIAS_MIN && ((uintptr_t)dst - (uintptr_t)src) % 4096u - 1u < ALIAS_WINDOW - 1u) {
+    if (n >= ALIAS_MIN && n < ALIAS_MAX && ((uintptr_t)dst - (uintptr_t)src) % 4096u - 1u < ALIAS_WINDOW - 1u) {
         copy_sse2(dst, src, n);
     } else {
         memcpy(dst, src, n);

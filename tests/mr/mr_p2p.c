@@ -150,10 +150,12 @@ static void nonblocking_many(void)
 }
 
 /* Large transfers, which fabric's shared copies split between the two sides when the
- * traffic goes one way (the receiver reading, the sender writing): sizes that are no
+ * traffic goes one way (the receiver reading, the sender writing), and which it streams
+ * through the rings in 32 KiB pieces when ranks outnumber cores: sizes that are no
  * multiple of a chunk, several messages in flight received out of order, and a sender that
  * computes (no MPI calls) while its receiver copies, so that the receiver must take every
- * chunk itself. Pairs (2k, 2k + 1): 2k sends, 2k + 1 receives; then the ring, both ways. */
+ * chunk itself (a stream instead waits for the sender's next call). Pairs (2k, 2k + 1): 2k
+ * sends, 2k + 1 receives; then the ring, both ways. */
 enum { LARGE_M = 5 };
 /* 4 MB, 280 KB and 1 MB (pieces of 128 KiB), 36 KB and 80 KB (two halves and a rest). */
 static const int large_counts[LARGE_M] = {1000003, 70001, 262147, 9001, 20011};

@@ -507,44 +507,43 @@ static void run_ranks(int size, const char *nodes, scenario_fn fn)
     assert_true(ok);
 }
 
-/* A state that runs both ranks on one core: with more ranks than cores, tagged data of
- * 32 KiB or more is streamed through the rings instead of read with CMA (fab_shm.c). */
-#define ONE_CORE "one core"
+static void run_two(void **state, scenario_fn fn)
+{
+    /* The state names the forced provider ("" for the per-peer choice). */
+    const char *prov = *state;
+    setenv("MPISHIM_FABRIC_PROVIDER", prov, 1);
+    run_ranks(2, "node0\0\0\0node0\0\0\0", fn);
+    unsetenv("MPISHIM_FABRIC_PROVIDER");
+}
 
-/* Restricts this process (and the children it forks) to its first allowed core, saving
- * the mask it had in *saved. */
-static void pin_to_one_core(cpu_set_t *saved)
+/* The affinity mask pin_to_one_core replaced, which unpin restores. */
+static cpu_set_t g_saved_mask;
+
+/* Setup: this process, and the children it forks, on its first allowed core only. With
+ * more ranks than cores, tagged data of 32 KiB or more is streamed through the rings
+ * instead of read with CMA (fab_shm.c). */
+static int pin_to_one_core(void **state)
 {
     cpu_set_t one;
     int cpu = 0;
 
-    assert_int_equal(sched_getaffinity(0, sizeof(*saved), saved), 0);
-    while (!CPU_ISSET(cpu, saved)) {
+    (void)state;
+    if (sched_getaffinity(0, sizeof(g_saved_mask), &g_saved_mask) != 0) {
+        return -1;
+    }
+    while (!CPU_ISSET(cpu, &g_saved_mask)) {
         cpu++;
     }
     CPU_ZERO(&one);
     CPU_SET(cpu, &one);
-    assert_int_equal(sched_setaffinity(0, sizeof(one), &one), 0);
-    assert_int_equal(mps_usable_cores(), 1);
+    return sched_setaffinity(0, sizeof(one), &one) == 0 && mps_usable_cores() == 1 ? 0 : -1;
 }
 
-static void run_two(void **state, scenario_fn fn)
+/* Teardown: the mask from before pin_to_one_core, also after a failed test. */
+static int unpin(void **state)
 {
-    /* The state names the forced provider ("" for the per-peer choice), or ONE_CORE. */
-    const char *prov = *state;
-    bool pin = strcmp(prov, ONE_CORE) == 0;
-    cpu_set_t saved;
-
-    if (pin) {
-        pin_to_one_core(&saved);
-        prov = "";
-    }
-    setenv("MPISHIM_FABRIC_PROVIDER", prov, 1);
-    run_ranks(2, "node0\0\0\0node0\0\0\0", fn);
-    unsetenv("MPISHIM_FABRIC_PROVIDER");
-    if (pin) {
-        assert_int_equal(sched_setaffinity(0, sizeof(saved), &saved), 0);
-    }
+    (void)state;
+    return sched_setaffinity(0, sizeof(g_saved_mask), &g_saved_mask);
 }
 
 static void test_am_ping_pong_delivers_exact_payloads(void **state)
@@ -687,7 +686,7 @@ static void test_open_rejects_a_rank_outside_the_job(void **state)
     }
 
 /* The tagged tests once more with both ranks on one core, where large data is streamed. */
-#define STREAMED(fn) {#fn "_streamed_on_one_core", fn, NULL, NULL, ONE_CORE}
+#define STREAMED(fn) {#fn "_streamed_on_one_core", fn, pin_to_one_core, unpin, ""}
 
 int main(void)
 {
