@@ -122,7 +122,7 @@ static void am_recv_done(struct fab_req *req, int status, size_t len)
     }
     if (status == PGC_OK && len >= sizeof(*h) && h->len == len - sizeof(*h) && h->src >= 0 &&
         h->src < f->size) {
-        f->am_handler(f->am_arg, h->src, b->mem + sizeof(*h), h->len);
+        (void)f->am_handler(f->am_arg, h->src, b->mem + sizeof(*h), h->len, false);
     } else {
         MPS_ERR("fab_progress: dropped a malformed AM (status %d, %zu B, src %d)", status, len,
                 (int)h->src);

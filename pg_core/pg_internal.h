@@ -99,7 +99,8 @@ static inline uint64_t pg_ctx_coll(const struct pg_group *g)
 }
 
 /* pg_p2p.c */
-void pg_am_handler(void *arg, int peer, const void *buf, size_t len);
+enum fab_am_result pg_am_handler(void *arg, int peer, const void *buf, size_t len,
+                                 bool may_defer);
 /* pg_isend_ctx's flags. PG_SEND_ROOTED marks the sends of a rooted collective (bcast,
  * reduce, gather, scatter), whose senders run ahead of their receivers: every message then
  * arrives unexpected and costs a second copy and a block when eager, so such sends are

@@ -267,7 +267,10 @@ static int wire_send(int dst_world, const struct pg_wire *w, const void *payload
                        plen);
 }
 
-void pg_am_handler(void *arg, int peer, const void *buf, size_t len)
+/* An unmatched message is left with the fabric when it may keep it (see fab_am_fn): the
+ * receive the caller posts next is likely its match, and takes it without a second copy. */
+enum fab_am_result pg_am_handler(void *arg, int peer, const void *buf, size_t len,
+                                 bool may_defer)
 {
     struct pg_wire w;
     const void *payload = wire_decode(buf, len, peer, &w);
@@ -275,11 +278,11 @@ void pg_am_handler(void *arg, int peer, const void *buf, size_t len)
 
     if (!payload) {
         MPS_ERR("short active message (%zu bytes) from rank %d dropped", len, peer);
-        return;
+        return FAB_AM_TAKEN;
     }
     if (w.kind == PG_WIRE_ACK) {
         handle_ack(&w);
-        return;
+        return FAB_AM_TAKEN;
     }
     r = find_posted(w.ctx, w.src, w.tag);
     if (r) {
@@ -287,9 +290,13 @@ void pg_am_handler(void *arg, int peer, const void *buf, size_t len)
                            .src_world = (int)w.src_world, .len = w.len, .kind = w.kind,
                            .rndv_tag = w.rndv_tag, .sync_id = w.sync_id};
         deliver(r, &m, payload);
-    } else {
-        queue_unexpected(&w, payload);
+        return FAB_AM_MATCHED;
     }
+    if (may_defer) {
+        return FAB_AM_DEFER;
+    }
+    queue_unexpected(&w, payload);
+    return FAB_AM_TAKEN;
 }
 
 /* A send to this same process: no fabric; the envelope waits in the unexpected queue.

@@ -77,15 +77,17 @@ static bool pattern_ok(uint32_t seq, const uint8_t *p, size_t n)
 /* How the AM handler checks the n bytes after an AM's (seq, n) header. */
 static bool (*g_payload_ok)(uint32_t seq, const uint8_t *p, size_t n) = pattern_ok;
 
-static void am_handler(void *arg, int peer, const void *buf, size_t len)
+static enum fab_am_result am_handler(void *arg, int peer, const void *buf, size_t len,
+                                     bool may_defer)
 {
     uint32_t hdr[2];
     const uint8_t *p = (const uint8_t *)buf + sizeof(hdr);
     (void)arg;
+    (void)may_defer;
     g_am.last_len = len;
     if (peer < 0 || peer >= MAX_RANKS || len < sizeof(hdr)) {
         g_am.bad++;
-        return;
+        return FAB_AM_TAKEN;
     }
     memcpy(hdr, buf, sizeof(hdr));
     int ok = hdr[0] == g_am.next[peer] && hdr[1] == len - sizeof(hdr) &&
@@ -93,6 +95,7 @@ static void am_handler(void *arg, int peer, const void *buf, size_t len)
     g_am.bad += !ok;
     g_am.next[peer] = hdr[0] + 1;
     g_am.count[peer]++;
+    return FAB_AM_TAKEN;
 }
 
 /* Sends AM number seq with the n bytes p; the (seq, n) header goes as the hdr part. */
