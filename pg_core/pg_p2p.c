@@ -4,7 +4,9 @@
  *
  * Eager: a message of at most MPISHIM_EAGER_MAX bytes travels inside one active message
  * (header + payload); the receiver copies it into the posted buffer, or keeps a copy in
- * the unexpected queue until a receive matches. Rendezvous: a larger message sends only
+ * the unexpected queue until a receive matches (or, right after a message completed a
+ * posted receive, leaves it in the intra-node ring for the next receive: see
+ * pg_am_handler). Rendezvous: a larger message sends only
  * its header (RTS) as an active message and its data as a tagged transfer with a tag
  * unique to the sender; the receiver posts the tagged receive into the user buffer once
  * the RTS matches, so the provider moves the data once (CMA for shm).
