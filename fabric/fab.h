@@ -54,13 +54,14 @@ typedef void (*fab_complete_fn)(struct fab_req *req, int status, size_t len);
 /* What an AM handler did with a message. */
 enum fab_am_result {
     FAB_AM_TAKEN,   /* handled or kept by the caller */
-    FAB_AM_MATCHED, /* handled, and it completed something the caller waited for */
+    FAB_AM_MATCHED, /* handled by a receive the caller had posted */
     FAB_AM_DEFER    /* not taken: hand it over again later (only when may_defer) */
 };
 /* AM handler: peer is the sender's rank, buf/len the message (valid during the call).
  * may_defer: the transport can keep the message where it is and hand it over again at a
- * later progress, in order; it is set only after the same sender's previous message in
- * this progress call was MATCHED. A receiver whose sender runs ahead then keeps the next
+ * later progress, in order; fab_shm sets it (with a core per rank only) once an earlier
+ * message from the same sender in the same drain was MATCHED, never for the first one, so
+ * every drain takes at least one. A receiver whose sender runs ahead then keeps the next
  * messages in the ring rather than copying them aside, and its next receive, posted as
  * soon as the wait returns, takes them straight from there (see fab_shm.c's drain). */
 typedef enum fab_am_result (*fab_am_fn)(void *arg, int peer, const void *buf, size_t len,
