@@ -41,7 +41,9 @@ static void copy_sse2(unsigned char *d, const unsigned char *s, size_t n)
 
 void mps_copy(void *dst, const void *src, size_t n)
 {
-    if (n >= ALIAS_MIN && n < ALIAS_MAX && ((uintptr_t)dst - (uintptr_t)src) % 4096u - 1u < ALIAS_WINDOW - 1u) {
+    size_t dist = ((uintptr_t)dst - (uintptr_t)src) % 4096u;
+
+    if (n >= ALIAS_MIN && n < ALIAS_MAX && dist - 1u < ALIAS_WINDOW - 1u) {
         copy_sse2(dst, src, n);
     } else {
         memcpy(dst, src, n);
