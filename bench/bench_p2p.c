@@ -12,6 +12,9 @@
  *                                                 post 64 MPI_Irecv and 64 MPI_Isend per
  *                                                 window; bytes in both directions count
  *                                                 (as osu_bibw)
+ *   mpiexec -n 2 ./bench_p2p memcpy [options]    rank 0 alone: memcpy of the bw window (64
+ *                                                 copies of sbuf into rbuf) in MB/s, the
+ *                                                 single-core reference that bw is held to
  * Options are bench_util.h's. Ranks beyond the second only take part in the agreement on
  * iteration counts. Output: "size value" per size.
  */
@@ -19,7 +22,7 @@
 
 #define WINDOW 64
 
-enum mode { MODE_LATENCY, MODE_BW, MODE_BIBW };
+enum mode { MODE_LATENCY, MODE_BW, MODE_BIBW, MODE_MEMCPY };
 
 struct p2p {
     enum mode mode;
@@ -79,14 +82,30 @@ static void window_bi(struct p2p *p, size_t size)
     MPI_Waitall(2 * WINDOW, p->reqs, MPI_STATUSES_IGNORE);
 }
 
+/* One window's worth of bytes copied by rank 0 from the same buffers bw sends from and
+ * receives into: what one core moves without a second process. */
+static void window_memcpy(struct p2p *p, size_t size)
+{
+    if (p->rank != 0) {
+        return;
+    }
+    for (int w = 0; w < WINDOW; w++) {
+        memcpy(p->rbuf, p->sbuf, size);
+        /* The compiler must not drop a copy whose destination is never read. */
+        __asm__ volatile("" : : "r"(p->rbuf) : "memory");
+    }
+}
+
 static void step(struct p2p *p, size_t size)
 {
     if (p->mode == MODE_LATENCY) {
         pingpong(p, size);
     } else if (p->mode == MODE_BW) {
         window_uni(p, size);
-    } else {
+    } else if (p->mode == MODE_BIBW) {
         window_bi(p, size);
+    } else {
+        window_memcpy(p, size);
     }
 }
 
@@ -132,16 +151,19 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &p.rank);
     MPI_Comm_size(MPI_COMM_WORLD, &nranks);
     if (argc < 2 || nranks < 2) {
-        bench_die("usage: mpiexec -n 2 bench_p2p latency|bw|bibw [options]");
+        bench_die("usage: mpiexec -n 2 bench_p2p latency|bw|bibw|memcpy [options]");
     }
     if (strcmp(argv[1], "latency") == 0) {
         p.mode = MODE_LATENCY;
         bench_parse(argc, argv, 2, 0, 10000, &o);
-    } else if (strcmp(argv[1], "bw") == 0 || strcmp(argv[1], "bibw") == 0) {
-        p.mode = strcmp(argv[1], "bw") == 0 ? MODE_BW : MODE_BIBW;
+    } else if (strcmp(argv[1], "bw") == 0 || strcmp(argv[1], "bibw") == 0 ||
+               strcmp(argv[1], "memcpy") == 0) {
+        p.mode = strcmp(argv[1], "bw") == 0     ? MODE_BW
+                 : strcmp(argv[1], "bibw") == 0 ? MODE_BIBW
+                                                : MODE_MEMCPY;
         bench_parse(argc, argv, 2, 1, 100, &o);
     } else {
-        bench_die("mode must be latency, bw or bibw");
+        bench_die("mode must be latency, bw, bibw or memcpy");
     }
     for (int i = 0; i < o.nsizes; i++) {
         max = o.sizes[i] > max ? o.sizes[i] : max;
