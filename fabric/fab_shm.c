@@ -45,6 +45,12 @@
  * at 4 MiB was 19-22 GB/s against CMA's 16-18 when they sat close, and 6 against 15 when
  * they sat apart. A choice by measured cost per transfer did not work: a stream's time
  * includes its wait behind the sender's other work, so samples were off by 20-50 times.
+ * The receiver's own copy of each chunk out of the ring, timed alone, does tell the two
+ * placements apart with no waiting in it: 32 KiB chunks copied at 20-30+ GB/s near and
+ * 10-15 GB/s apart (60-100 thousand chunks per 4 MiB bw run, every run one mode or the
+ * other). Streamed near, 2-rank alltoall of 1 MiB took 143-165 us against CMA's 176-204,
+ * but bibw of 1 MiB fell to 16-18 GB/s against CMA's 18-21, so a choice on that signal
+ * would also need to know when many sends are in flight both ways; not done.
  */
 #include "config.h"
 
