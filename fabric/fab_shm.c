@@ -50,7 +50,13 @@
  * 10-15 GB/s apart (60-100 thousand chunks per 4 MiB bw run, every run one mode or the
  * other). Streamed near, 2-rank alltoall of 1 MiB took 143-165 us against CMA's 176-204,
  * but bibw of 1 MiB fell to 16-18 GB/s against CMA's 18-21, so a choice on that signal
- * would also need to know when many sends are in flight both ways; not done.
+ * would also need to know when many sends are in flight both ways. Tried and dropped: the
+ * receiver published its chunk rate (EWMA) in the ring and the sender streamed above 18
+ * GB/s, probing once per 100 ms when the figure was stale. One streamed transfer as the
+ * probe, amid a window of shared copies, measured their interference and mostly kept CMA
+ * (near: 706 streamed, 1086 copied; bw 4 MiB 12.7-13.3 against 16-20 streamed); streaming
+ * everything for 2 ms as the probe cost far placements 25 % (a bw window issues its 64
+ * sends within microseconds, so 2 ms covered all of them).
  */
 #include "config.h"
 
