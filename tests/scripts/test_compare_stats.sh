@@ -8,18 +8,8 @@ set -uo pipefail
 srcdir=${srcdir:-$(cd "$(dirname "$0")/../.." && pwd)}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-failures=0
-
-expect() {
-    if [ "$2" = "$3" ]; then
-        echo "ok   - $1"
-    else
-        echo "FAIL - $1"
-        echo "       expected: $2"
-        echo "       got:      $3"
-        failures=$((failures + 1))
-    fi
-}
+# shellcheck source=tests/scripts/expect.sh
+. "$(dirname "$0")/expect.sh"
 
 if ! command -v python3 >/dev/null; then
     echo "SKIP: python3 is not installed (bench/compare needs it)"
@@ -123,5 +113,4 @@ expect "4 rounds: the paired median is still there" "0.750" "$(field allreduce 8
 expect "4 rounds: no interval" "" "$(field allreduce 8 paired_ci_low)"
 expect "4 rounds 50 % slower every time: unsure, not REGRESSED" "unsure" "$(flag allreduce 8)"
 
-[ "$failures" -eq 0 ] && echo "all passed" || echo "$failures failed"
-[ "$failures" -eq 0 ]
+expect_done

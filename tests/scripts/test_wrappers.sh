@@ -10,18 +10,8 @@ MPICC=$top_builddir/tools/mpicc
 MPICXX=$top_builddir/tools/mpicxx
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-failures=0
-
-expect() {
-    if [ "$2" = "$3" ]; then
-        echo "ok   - $1"
-    else
-        echo "FAIL - $1"
-        echo "       expected: $(printf %q "$2")"
-        echo "       got:      $(printf %q "$3")"
-        failures=$((failures + 1))
-    fi
-}
+# shellcheck source=tests/scripts/expect.sh
+. "$(dirname "$0")/expect.sh"
 
 libdir=$top_builddir/.libs
 link="-L$libdir -Wl,-rpath,$libdir -lmpishim"
@@ -82,5 +72,4 @@ top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/../.." && pwd)}
 expect "mpicc builds examples/hello.c and it runs on 2 ranks" \
     "$(printf 'Hello from rank 0 of 2\nHello from rank 1 of 2')" "$out"
 
-echo "$failures failed"
-[ $failures = 0 ]
+expect_done
