@@ -107,8 +107,8 @@ enum fab_am_result pg_am_handler(void *arg, int peer, const void *buf, size_t le
  * eager only up to PG_ROOTED_EAGER_MAX (2 and 4 ranks, 32 KiB: bcast 5 -> 12 us, reduce
  * 20 -> 50 us at 4 ranks when eager). Measured before fab_shm could leave such messages in
  * its ring (drain), which with a core per rank removes the second copy; not measured again
- * since. Receives that are posted first (exchanges, and most
- * point-to-point) gain from eager up to MPISHIM_EAGER_MAX. */
+ * since. Receives that are posted first (exchanges, most point-to-point) gain from eager
+ * up to MPISHIM_EAGER_MAX. */
 #define PG_SEND_SYNC 1u
 #define PG_SEND_ROOTED 2u
 #define PG_ROOTED_EAGER_MAX 16384
