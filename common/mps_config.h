@@ -25,6 +25,13 @@
     X(SHM_RING, "MPISHIM_SHM_RING", INT, "1",                                                      \
       "1: ranks of one node exchange messages through shared-memory rings and single-copy "      \
       "reads (CMA); 0: through libfabric's shm provider")                                        \
+    X(HEAP, "MPISHIM_HEAP", INT, "1",                                                              \
+      "1: once ranks share a node, malloc serves blocks of MPISHIM_HEAP_MIN bytes or more from "   \
+      "a shared heap the other local ranks map, so large messages are one memcpy; 0: off")        \
+    X(HEAP_MIN, "MPISHIM_HEAP_MIN", INT, "65536",                                                  \
+      "smallest allocation (bytes) the shared heap serves")                                        \
+    X(HEAP_SIZE, "MPISHIM_HEAP_SIZE", INT, "0",                                                    \
+      "bytes of address space the shared heap reserves (0: the node's memory, at most 64 GiB)")   \
     X(EAGER_MAX, "MPISHIM_EAGER_MAX", INT, "32768",                                                \
       "largest message (bytes) sent eagerly; larger ones use the rendezvous path (rooted "         \
       "collectives' sends: at most 16384)")                                                        \

@@ -61,6 +61,7 @@
 #include "config.h"
 
 #include "fab_shm.h"
+#include "fab_heap.h"
 #include "mps_config.h"
 #include "mps_copy.h"
 #include "mps_log.h"
@@ -91,7 +92,7 @@
 #define STREAM_MIN (32u * 1024u)
 #define REC_ALIGN FAB_SHM_REC_ALIGN
 #define LINES (RING_BYTES / REC_ALIGN)
-#define SEG_MAGIC 0x6d70697368696d31ULL /* "mpishim1" */
+#define SEG_MAGIC 0x6d70697368696d32ULL /* "mpishim2" */
 
 struct ring {
     _Alignas(64) uint64_t tail; /* written by the producer */
@@ -116,6 +117,7 @@ struct slot {
 struct seg {
     uint64_t magic;
     uint32_t nrings;
+    struct fab_heap_info heap; /* the owner's shared heap (size 0: none) */
     struct slot slots[NSLOTS];
     _Alignas(64) struct ring rings[];
 };
@@ -196,6 +198,9 @@ struct fab_shm {
     uint8_t *wfaulted;     /* rank -> the ring I write in its segment is mapped (prefault) */
     uint8_t *rfaulted;     /* local index -> the ring I read for that sender is mapped */
     pid_t *pids;
+    struct fab_heap_info *heap; /* rank -> its shared heap, copied at connect */
+    char **heap_at;             /* rank -> where its heap is mapped here (first use) */
+    uint8_t *heap_tried;        /* rank -> mapping it was tried */
     bool cma, unlinked;
     bool split;              /* a core per local rank: shared copies, early head (drain) */
     uint64_t active_slots;   /* bit i: my slot i is in use */
@@ -263,7 +268,11 @@ static int alloc_tables(struct fab *f, struct fab_shm *s)
     s->phead = calloc((size_t)f->size, sizeof(uint64_t));
     s->pids = calloc((size_t)f->size, sizeof(pid_t));
     s->wfaulted = calloc((size_t)f->size, 1);
-    if (!s->local_of || !s->peer_seg || !s->ptail || !s->phead || !s->pids || !s->wfaulted) {
+    s->heap = calloc((size_t)f->size, sizeof(*s->heap));
+    s->heap_at = calloc((size_t)f->size, sizeof(*s->heap_at));
+    s->heap_tried = calloc((size_t)f->size, 1);
+    if (!s->local_of || !s->peer_seg || !s->ptail || !s->phead || !s->pids || !s->wfaulted ||
+        !s->heap || !s->heap_at || !s->heap_tried) {
         return mps_error(PGC_ERR_NOMEM, "fab_open: no memory for the shared-memory tables");
     }
     s->nlocal = 0;
@@ -312,6 +321,9 @@ static int create_segment(struct fab_shm *s)
     }
     s->mine->nrings = (uint32_t)s->nlocal;
     s->mine->magic = SEG_MAGIC;
+    if (s->cma && s->nlocal > 1) {
+        fab_heap_start(&s->mine->heap);
+    }
     return PGC_OK;
 }
 
@@ -329,12 +341,12 @@ int fab_shm_open(struct fab *f)
     }
     f->ring = s;
     rc = alloc_tables(f, s);
+    s->cma = probe_cma();
     if (rc == PGC_OK) {
         rc = create_segment(s);
     }
     if (rc == PGC_OK) {
         int cores = mps_usable_cores();
-        s->cma = probe_cma();
         s->split = cores > 0 && s->nlocal <= cores;
         MPS_INFO("intra-node rings for %d local ranks; single copy (CMA) %s", s->nlocal,
                  s->cma ? "on" : "off: data through libfabric shm");
@@ -382,6 +394,7 @@ int fab_shm_connect(struct fab *f, int peer, uint32_t pid, uint32_t nonce)
     }
     s->peer_seg[peer] = seg;
     s->pids[peer] = (pid_t)pid;
+    s->heap[peer] = seg->heap;
     return PGC_OK;
 }
 
@@ -405,6 +418,7 @@ void fab_shm_close(struct fab *f)
         if (s->peer_seg[r] && s->peer_seg[r] != s->mine) {
             munmap(s->peer_seg[r], s->seg_bytes);
         }
+        fab_heap_unmap(s->heap_at[r], &s->heap[r]);
     }
     if (s->mine) {
         munmap(s->mine, s->seg_bytes);
@@ -424,6 +438,9 @@ void fab_shm_close(struct fab *f)
     free(s->ptail);
     free(s->phead);
     free(s->pids);
+    free(s->heap);
+    free(s->heap_at);
+    free(s->heap_tried);
     free(s->chead);
     free(s->wfaulted);
     free(s->rfaulted);
@@ -619,7 +636,8 @@ static uint32_t slot_take(struct fab_shm *s, int peer, const void *buf, size_t l
 int fab_shm_tsend(struct fab *f, int peer, const void *buf, size_t len, uint64_t tag,
                   struct fab_req *req)
 {
-    bool stream = !f->ring->split && len >= STREAM_MIN;
+    /* A buffer in the shared heap is one memcpy away for the receiver: cheaper than two. */
+    bool stream = !f->ring->split && len >= STREAM_MIN && !fab_heap_owns(buf);
     struct data_rts d = {tag, (uint64_t)(uintptr_t)buf, len, (uint64_t)(uintptr_t)req,
                          stream ? 0 : slot_take(f->ring, peer, buf, len), stream};
 
@@ -734,12 +752,38 @@ static void on_cts(struct fab *f, int peer, const struct data_cts *c)
 
 /* ---- consumer side ---- */
 
-/* Copies len bytes between my buffer buf and peer's address addr with CMA: reading
- * (process_vm_readv) or writing (process_vm_writev), until all of it moved. */
+/* Where peer's bytes [addr, addr + len) are mapped here, when they lie in its shared
+ * heap (fab_heap.h) and that can be mapped (tried once, at its first use); else NULL. */
+static char *heap_addr(struct fab_shm *s, int peer, uint64_t addr, size_t len)
+{
+    const struct fab_heap_info *h = &s->heap[peer];
+    uint64_t off = addr - h->base;
+
+    if (off >= h->size || len > h->size - off) {
+        return NULL;
+    }
+    if (mps_unlikely(!s->heap_tried[peer])) {
+        s->heap_tried[peer] = 1;
+        s->heap_at[peer] = fab_heap_map((uint32_t)s->pids[peer], h);
+        if (s->heap_at[peer]) {
+            MPS_INFO("rank %d's shared heap mapped: its large buffers are a memcpy away", peer);
+        }
+    }
+    return s->heap_at[peer] ? s->heap_at[peer] + off : NULL;
+}
+
+/* Copies len bytes between my buffer buf and peer's address addr: with memcpy where that
+ * lies in peer's shared heap, else with CMA, reading (process_vm_readv) or writing
+ * (process_vm_writev), until all of it moved. */
 static int cma_copy(struct fab_shm *s, int peer, void *buf, uint64_t addr, size_t len, bool write)
 {
+    char *mapped = heap_addr(s, peer, addr, len);
     size_t done = 0;
 
+    if (mapped) {
+        mps_copy(write ? mapped : buf, write ? buf : mapped, len);
+        return PGC_OK;
+    }
     while (done < len) {
         struct iovec l = {(char *)buf + done, len - done};
         struct iovec r = {(void *)(uintptr_t)(addr + done), len - done};
