@@ -6,6 +6,8 @@
  * data is copied once, by the receiver, with process_vm_readv (CMA) from the sender's
  * buffer. This is what Open MPI's vader and MPICH's shm do; it costs one cache-line
  * transfer for a small message instead of the libfabric shm provider's command queues.
+ * Buffers in a peer's shared heap (fab_heap.h: what malloc handed out in large blocks
+ * after the rings came up) are copied with memcpy instead, through a mapping of it.
  * libfabric still carries everything between nodes, and local data when CMA is refused.
  */
 #ifndef FAB_SHM_H
