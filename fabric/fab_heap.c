@@ -208,14 +208,30 @@ size_t fab_heap_usable(const void *p)
     return (size_t)H.pages[((const char *)p - H.base) / PAGE] * PAGE;
 }
 
+/* Stops the process, as glibc does for a pointer it never handed out: going on would hand
+ * the same pages out twice. */
+static void bad_free(const void *p)
+{
+    fprintf(stderr, "mpishim: free(%p): not a block of the shared heap (freed twice, or not "
+                    "the start of a block)\n", p);
+    abort();
+}
+
 void fab_heap_free(void *p)
 {
     size_t off = (size_t)((char *)p - H.base);
+    size_t pages;
 
     pthread_mutex_lock(&H.lock);
-    give(off, (size_t)H.pages[off / PAGE] * PAGE);
-    H.pages[off / PAGE] = 0;
+    pages = off % PAGE == 0 ? H.pages[off / PAGE] : 0;
+    if (pages) {
+        give(off, pages * PAGE);
+        H.pages[off / PAGE] = 0;
+    }
     pthread_mutex_unlock(&H.lock);
+    if (!pages) {
+        bad_free(p);
+    }
 }
 
 /* ---- fork ---- */
@@ -230,10 +246,23 @@ static void fork_parent(void)
     pthread_mutex_unlock(&H.lock);
 }
 
-/* The child must not share its parent's blocks: every byte handed out so far is copied
- * into private memory moved over the same addresses, the rest of the range is dropped,
- * and the heap serves no new requests (the child frees the old blocks into a private
- * heap). A child that cannot get the memory stops: sharing would corrupt the parent. */
+/* Copies the blocks in use below top (what lies between the free spans) to copy: the free
+ * spans are not read, which would fault in pages of the file for nothing. */
+static void copy_used(char *copy)
+{
+    size_t at = 0;
+
+    for (const struct span *s = H.free; s; s = s->next) {
+        memcpy(copy + at, H.base + at, s->off - at);
+        at = s->off + s->len;
+    }
+    memcpy(copy + at, H.base + at, H.top - at);
+}
+
+/* The child must not share its parent's blocks: every block in use is copied into private
+ * memory moved over the same addresses, the rest of the range is dropped, and the heap
+ * serves no new requests (the child frees the old blocks into a private heap). A child
+ * that cannot get the memory stops: sharing would corrupt the parent. */
 static void fork_child(void)
 {
     size_t n = H.top;
@@ -242,7 +271,7 @@ static void fork_child(void)
 
     fab_heap_min = SIZE_MAX;
     if (copy == MAP_FAILED ||
-        (n && (memcpy(copy, H.base, n),
+        (n && (copy_used(copy),
                mremap(copy, n, n, MREMAP_MAYMOVE | MREMAP_FIXED, H.base) == MAP_FAILED)) ||
         (H.size > n && mmap(H.base + n, H.size - n, PROT_NONE,
                             MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1,

@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <malloc.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -178,19 +179,23 @@ static void test_trim(void **state)
     }
 }
 
-/* A forked child writes into a block it inherited; the parent's copy must not change. */
+/* A forked child sees its parent's blocks (around a freed one, which the copy skips) and
+ * writes into one; the parent's copy must not change. */
 static void test_fork_private(void **state)
 {
     (void)state;
-    char *p = malloc(MIB);
+    char *p = malloc(MIB), *gap = malloc(MIB), *r = malloc(MIB);
     int status = 0;
     pid_t pid;
 
     memset(p, 'P', MIB);
+    memset(r, 'R', MIB);
+    free(gap);
     pid = fork();
     if (pid == 0) {
         char *q = malloc(2 * MIB); /* the child's heap serves nothing new */
-        int ok = p[0] == 'P' && p[MIB - 1] == 'P' && q && !fab_heap_owns(q);
+        int ok = p[0] == 'P' && p[MIB - 1] == 'P' && r[0] == 'R' && r[MIB - 1] == 'R' && q &&
+                 !fab_heap_owns(q);
         memset(p, 'C', MIB);
         free(p);
         free(q);
@@ -203,6 +208,28 @@ static void test_fork_private(void **state)
     assert_int_equal(p[0], 'P');
     assert_int_equal(p[MIB - 1], 'P');
     free(p);
+    free(r);
+}
+
+/* A pointer freed twice stops the process with a message, as glibc does. The block comes
+ * from the parent: a forked child's heap serves no new blocks, but frees its old ones. */
+static void test_double_free_aborts(void **state)
+{
+    (void)state;
+    char *volatile p = malloc(MIB);
+    int status = 0;
+    pid_t pid = fork();
+
+    if (pid == 0) {
+        free(p);
+        free(p);
+        _exit(0);
+    }
+    free(p);
+    assert_true(pid > 0);
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFSIGNALED(status));
+    assert_int_equal(WTERMSIG(status), SIGABRT);
 }
 
 /* What a peer maps (the same file, through /proc) shows the owner's bytes and takes
@@ -234,7 +261,8 @@ int main(void)
         cmocka_unit_test(test_trim), cmocka_unit_test(test_reuse_and_merge),
         cmocka_unit_test(test_realloc_moves),
         cmocka_unit_test(test_aligned),
-        cmocka_unit_test(test_fork_private), cmocka_unit_test(test_peer_mapping),
+        cmocka_unit_test(test_fork_private), cmocka_unit_test(test_double_free_aborts),
+        cmocka_unit_test(test_peer_mapping),
     };
     return cmocka_run_group_tests(tests, start_heap, NULL);
 }
