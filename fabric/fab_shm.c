@@ -426,7 +426,9 @@ void fab_shm_close(struct fab *f)
         if (s->peer_seg[r] && s->peer_seg[r] != s->mine) {
             munmap(s->peer_seg[r], s->seg_bytes);
         }
-        fab_heap_unmap(s->heap_at[r], &s->heap[r]);
+        if (s->heap_at && s->heap_at[r]) { /* tables may be partial after a failed open */
+            fab_heap_unmap(s->heap_at[r], &s->heap[r]);
+        }
     }
     if (s->mine) {
         munmap(s->mine, s->seg_bytes);
