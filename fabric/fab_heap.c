@@ -389,18 +389,23 @@ char *fab_heap_map(uint32_t pid, const struct fab_heap_info *info)
     char path[64];
     struct stat st;
     char *base = MAP_FAILED;
+    const char *why = NULL;
     int fd;
 
     snprintf(path, sizeof(path), "/proc/%" PRIu32 "/fd/%" PRId32, pid, info->fd);
     fd = open(path, O_RDWR | O_CLOEXEC);
-    if (fd >= 0 && fstat(fd, &st) == 0 && (uint64_t)st.st_ino == info->ino &&
-        (uint64_t)st.st_size == info->size) {
+    if (fd < 0 || fstat(fd, &st) != 0) {
+        why = strerror(errno);
+    } else if ((uint64_t)st.st_ino != info->ino || (uint64_t)st.st_size != info->size) {
+        why = "not the file it announced";
+    } else {
         base = mmap(NULL, info->size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, fd,
                     0);
+        why = strerror(errno); /* read only when mmap failed */
     }
     if (base == MAP_FAILED) {
         MPS_INFO("cannot map process %" PRIu32 "'s shared heap (%s): its messages go through "
-                 "CMA", pid, fd < 0 ? strerror(errno) : "not the file it announced");
+                 "CMA", pid, why);
         base = NULL;
     }
     if (fd >= 0) {

@@ -208,7 +208,6 @@ struct fab_shm {
     pid_t *pids;
     struct fab_heap_info *heap; /* rank -> its shared heap, copied at connect */
     char **heap_at;             /* rank -> where its heap is mapped here (first use) */
-    uint8_t *heap_tried;        /* rank -> mapping it was tried */
     bool cma, unlinked;
     bool split;              /* a core per local rank: shared copies, early head (drain) */
     uint64_t active_slots;   /* bit i: my slot i is in use */
@@ -278,9 +277,8 @@ static int alloc_tables(struct fab *f, struct fab_shm *s)
     s->wfaulted = calloc((size_t)f->size, 1);
     s->heap = calloc((size_t)f->size, sizeof(*s->heap));
     s->heap_at = calloc((size_t)f->size, sizeof(*s->heap_at));
-    s->heap_tried = calloc((size_t)f->size, 1);
     if (!s->local_of || !s->peer_seg || !s->ptail || !s->phead || !s->pids || !s->wfaulted ||
-        !s->heap || !s->heap_at || !s->heap_tried) {
+        !s->heap || !s->heap_at) {
         return mps_error(PGC_ERR_NOMEM, "fab_open: no memory for the shared-memory tables");
     }
     s->nlocal = 0;
@@ -450,7 +448,6 @@ void fab_shm_close(struct fab *f)
     free(s->pids);
     free(s->heap);
     free(s->heap_at);
-    free(s->heap_tried);
     free(s->chead);
     free(s->wfaulted);
     free(s->rfaulted);
@@ -763,7 +760,8 @@ static void on_cts(struct fab *f, int peer, const struct data_cts *c)
 /* ---- consumer side ---- */
 
 /* Where peer's bytes [addr, addr + len) are mapped here, when they lie in its shared
- * heap (fab_heap.h) and that can be mapped (tried once, at its first use); else NULL. */
+ * heap (fab_heap.h) and that can be mapped (at its first use; a heap that cannot is
+ * forgotten, size 0, so it is tried once); else NULL. */
 static char *heap_addr(struct fab_shm *s, int peer, uint64_t addr, size_t len)
 {
     const struct fab_heap_info *h = &s->heap[peer];
@@ -772,14 +770,15 @@ static char *heap_addr(struct fab_shm *s, int peer, uint64_t addr, size_t len)
     if (off >= h->size || len > h->size - off) {
         return NULL;
     }
-    if (mps_unlikely(!s->heap_tried[peer])) {
-        s->heap_tried[peer] = 1;
+    if (mps_unlikely(!s->heap_at[peer])) {
         s->heap_at[peer] = fab_heap_map((uint32_t)s->pids[peer], h);
-        if (s->heap_at[peer]) {
-            MPS_INFO("rank %d's shared heap mapped: its large buffers are a memcpy away", peer);
+        if (!s->heap_at[peer]) {
+            s->heap[peer].size = 0;
+            return NULL;
         }
+        MPS_INFO("rank %d's shared heap mapped: its large buffers are a memcpy away", peer);
     }
-    return s->heap_at[peer] ? s->heap_at[peer] + off : NULL;
+    return s->heap_at[peer] + off;
 }
 
 /* Copies len bytes between my buffer buf and peer's address addr: with memcpy where that
