@@ -57,6 +57,9 @@
       "broadcast algorithm: auto, binomial, scatter_allgather")                                    \
     X(COLL_ALLGATHER, "MPISHIM_COLL_ALLGATHER", STRING, "auto",                                    \
       "allgather algorithm: auto, bruck (also for recursive_doubling), ring")                                \
+    X(COLL_SHM, "MPISHIM_COLL_SHM", INT, "1",                                                      \
+      "1: allreduce, bcast and barrier of up to 2 KiB on a group within one node go through "    \
+      "shared memory in one round (pg_coll_shm.c); 0: through messages")                        \
     X(PGC_DEBUG, "MPISHIM_PGC_DEBUG", STRING, "off",                                               \
       "pgc_ API checks: off, info, detail (detail: ranks compare collective arguments first)")
 

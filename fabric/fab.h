@@ -111,6 +111,12 @@ int fab_tsend(struct fab *f, int peer, const void *buf, size_t len, uint64_t tag
 int fab_trecv(struct fab *f, int peer, void *buf, size_t len, uint64_t tag, struct fab_req *req);
 /* Polls every completion queue once; returns the number of events handled or an error. */
 int fab_progress(struct fab *f);
+/* Shared memory for collectives among the ranks of a node (pg_coll_shm.c lays it out):
+ * FAB_COLL_BYTES in each rank's ring segment, written by its owner and readable by every
+ * rank of the node. Returns that area of rank (this rank included), or NULL when rank is
+ * not reached through the shared-memory rings (another node, no rings here). */
+#define FAB_COLL_BYTES (272u * 1024u)
+void *fab_coll_area(const struct fab *f, int rank);
 /* The provider name used for peer (for the info tool and the logs). */
 const char *fab_peer_provider(const struct fab *f, int peer);
 /* The version of the libfabric loaded at run time (FI_VERSION encoding), 0 if none. */

@@ -100,7 +100,7 @@
 #define STREAM_MIN (32u * 1024u)
 #define REC_ALIGN FAB_SHM_REC_ALIGN
 #define LINES (RING_BYTES / REC_ALIGN)
-#define SEG_MAGIC 0x6d70697368696d32ULL /* "mpishim2" */
+#define SEG_MAGIC 0x6d70697368696d33ULL /* "mpishim3" */
 
 struct ring {
     _Alignas(64) uint64_t tail; /* written by the producer */
@@ -127,6 +127,7 @@ struct seg {
     uint32_t nrings;
     struct fab_heap_info heap; /* the owner's shared heap (size 0: none) */
     struct slot slots[NSLOTS];
+    _Alignas(64) unsigned char coll[FAB_COLL_BYTES]; /* fab_coll_area */
     _Alignas(64) struct ring rings[];
 };
 
@@ -460,6 +461,11 @@ void fab_shm_close(struct fab *f)
 bool fab_shm_am_peer(const struct fab *f, int peer)
 {
     return f->ring && f->ring->peer_seg[peer] != NULL;
+}
+
+void *fab_coll_area(const struct fab *f, int rank)
+{
+    return f->ring && f->ring->peer_seg[rank] ? f->ring->peer_seg[rank]->coll : NULL;
 }
 
 bool fab_shm_data_peer(const struct fab *f, int peer)

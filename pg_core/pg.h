@@ -93,6 +93,7 @@ struct pg_group {
     void *user;          /* the upper layer's object (an MPI communicator) */
     struct pg_group_dev *dev; /* device (NCCL) state, created lazily */
     int *local_of;       /* world rank -> group rank, or NULL (computed lazily) */
+    struct pg_shm *shm;  /* flat shared-memory collectives (pg_coll_shm.c), or NULL */
 };
 
 /* What a reduction does: a built-in op on an element type, or a user function. */

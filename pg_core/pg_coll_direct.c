@@ -4,7 +4,9 @@
  * stack. Same algorithms and costs as the schedule versions (pg_coll_*.c), minus building
  * and running a schedule, which for a few bytes costs more than the messages themselves.
  * They take the group's next collective tag like a schedule does, so they mix freely with
- * non-blocking collectives in flight on the same group.
+ * non-blocking collectives in flight on the same group. Allreduce, broadcast and barrier of
+ * a group within one node go through shared memory instead (pg_coll_shm.c), which does not
+ * touch the tags.
  */
 #include "config.h"
 
@@ -106,11 +108,16 @@ int pg_allreduce_direct(struct pg_group *g, const void *in, void *out, size_t co
                             : mps_error(PGC_ERR_INVALID_COUNT, "%zu bytes exceed the direct path",
                                         count * op->elem_size);
     }
-    if (in != out) {
-        memcpy(out, in, count * op->elem_size);
-    }
     PG_LOCK();
-    rc = allreduce_rd(g, pg_ctx_coll(g), (int)(g->coll_seq++ & PG_TAG_UB), out, tmp, count, op);
+    if (pg_shm_usable(g, PG_SHM_ALLREDUCE, count * op->elem_size)) {
+        rc = pg_allreduce_shm(g, in, out, count, op);
+    } else {
+        if (in != out) {
+            memcpy(out, in, count * op->elem_size);
+        }
+        rc = allreduce_rd(g, pg_ctx_coll(g), (int)(g->coll_seq++ & PG_TAG_UB), out, tmp, count,
+                          op);
+    }
     PG_UNLOCK();
     return rc;
 }
@@ -137,19 +144,13 @@ bool pg_bcast_direct_ok(const struct pg_group *g, size_t bytes)
             pg_bcast_binomial_chosen(g, bytes));
 }
 
-int pg_bcast_direct(struct pg_group *g, void *buf, size_t bytes, int root)
+static int bcast_binomial(struct pg_group *g, void *buf, size_t bytes, int root)
 {
     struct pg_req sends[32]; /* a binomial tree node has at most log2(INT_MAX) children */
-    int n = g->size, vr, mask = 1, tag, nsend = 0;
+    int n = g->size, vr = (g->rank - root + n) % n, mask = 1, nsend = 0, rc = PGC_OK;
+    int tag = (int)(g->coll_seq++ & PG_TAG_UB);
     uint64_t ctx = pg_ctx_coll(g);
-    int rc = pg_check_root(g, root);
 
-    if (rc != PGC_OK) {
-        return rc;
-    }
-    vr = (g->rank - root + n) % n;
-    PG_LOCK();
-    tag = (int)(g->coll_seq++ & PG_TAG_UB);
     for (; mask < n; mask <<= 1) {
         if (vr & mask) {
             rc = exchange(g, ctx, tag, NULL, 0, buf, bytes, -1, (vr - mask + root) % n);
@@ -170,20 +171,40 @@ int pg_bcast_direct(struct pg_group *g, void *buf, size_t bytes, int root)
         int st = sends[i].done ? sends[i].status : pg_wait_locked(&sends[i], -1);
         rc = rc == PGC_OK ? st : rc;
     }
+    return rc;
+}
+
+int pg_bcast_direct(struct pg_group *g, void *buf, size_t bytes, int root)
+{
+    int rc = pg_check_root(g, root);
+
+    if (rc != PGC_OK) {
+        return rc;
+    }
+    PG_LOCK();
+    rc = pg_shm_usable(g, PG_SHM_BCAST, bytes) ? pg_bcast_shm(g, buf, bytes, root)
+                                 : bcast_binomial(g, buf, bytes, root);
     PG_UNLOCK();
+    return rc;
+}
+
+static int barrier_dissemination(struct pg_group *g)
+{
+    int n = g->size, r = g->rank, rc = PGC_OK;
+    int tag = (int)(g->coll_seq++ & PG_TAG_UB);
+
+    for (int k = 1; k < n && rc == PGC_OK; k <<= 1) {
+        rc = exchange(g, pg_ctx_coll(g), tag, NULL, 0, NULL, 0, (r + k) % n, (r - k + n) % n);
+    }
     return rc;
 }
 
 int pg_barrier_direct(struct pg_group *g)
 {
-    int n = g->size, r = g->rank, tag, rc = PGC_OK;
-    uint64_t ctx = pg_ctx_coll(g);
+    int rc;
 
     PG_LOCK();
-    tag = (int)(g->coll_seq++ & PG_TAG_UB);
-    for (int k = 1; k < n && rc == PGC_OK; k <<= 1) {
-        rc = exchange(g, ctx, tag, NULL, 0, NULL, 0, (r + k) % n, (r - k + n) % n);
-    }
+    rc = pg_shm_usable(g, PG_SHM_BARRIER, 0) ? pg_barrier_shm(g) : barrier_dissemination(g);
     PG_UNLOCK();
     return rc;
 }

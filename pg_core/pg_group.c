@@ -17,7 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-int pg_group_new(uint64_t ctx, int rank, int size, const int *world_ranks, struct pg_group **out)
+int pg_group_new(uint64_t ctx, int chan, int rank, int size, const int *world_ranks,
+                 struct pg_group **out)
 {
     struct pg_group *g = calloc(1, sizeof(*g));
     int *ranks = malloc(sizeof(int) * (size_t)(size > 0 ? size : 1));
@@ -33,6 +34,7 @@ int pg_group_new(uint64_t ctx, int rank, int size, const int *world_ranks, struc
     g->size = size;
     g->ranks = ranks;
     g->refs = 1;
+    pg_shm_attach(g, chan);
     *out = g;
     return PGC_OK;
 }
@@ -46,6 +48,7 @@ void pg_group_release(struct pg_group *g)
 {
     if (g && --g->refs == 0) {
         pg_dev_group_free(g);
+        pg_shm_detach(g);
         free(g->ranks);
         free(g->local_of);
         free(g);
@@ -62,16 +65,35 @@ int pg_group_rank_of(struct pg_group *g, int world_rank)
     return -1;
 }
 
-/* One allreduce(max) of next_ctx over parent: the id of the group being created. */
-static int agree_ctx(struct pg_group *parent, uint64_t *ctx)
+/* The agreement's element: the largest next_ctx, and the channels anyone holds. */
+struct ids {
+    uint64_t ctx;
+    uint64_t busy;
+};
+
+static void ids_combine(const void *in, void *inout, size_t count, void *unused)
 {
-    struct pg_op_spec max = {.dt = PG_UINT64, .op = PG_OP_MAX, .elem_size = 8,
-                             .commutative = true};
-    uint64_t mine = pg_w.next_ctx;
-    int rc = pg_allreduce(parent, &mine, ctx, 1, &max);
+    const struct ids *a = in;
+    struct ids *b = inout;
+
+    (void)unused;
+    for (size_t i = 0; i < count; i++) {
+        b[i].ctx = a[i].ctx > b[i].ctx ? a[i].ctx : b[i].ctx;
+        b[i].busy |= a[i].busy;
+    }
+}
+
+int pg_agree_ids(struct pg_group *over, uint64_t *ctx, int *chan)
+{
+    struct pg_op_spec op = {.dt = PG_BYTE, .elem_size = sizeof(struct ids),
+                            .user_fn = ids_combine, .commutative = true};
+    struct ids mine = {pg_w.next_ctx, pg_shm_busy()}, all;
+    int rc = pg_allreduce(over, &mine, &all, 1, &op);
 
     if (rc == PGC_OK) {
-        pg_w.next_ctx = *ctx + 1;
+        pg_w.next_ctx = all.ctx + 1;
+        *ctx = all.ctx;
+        *chan = pg_shm_pick((uint32_t)all.busy);
     }
     return rc;
 }
@@ -82,10 +104,10 @@ int pg_group_create(struct pg_group *parent, const int *parent_ranks, int n,
     int *world = NULL;
     int me = -1;
     uint64_t ctx;
-    int rc;
+    int chan, rc;
 
     *out = NULL;
-    rc = agree_ctx(parent, &ctx);
+    rc = pg_agree_ids(parent, &ctx, &chan);
     if (rc != PGC_OK) {
         return rc;
     }
@@ -105,7 +127,7 @@ int pg_group_create(struct pg_group *parent, const int *parent_ranks, int n,
         }
     }
     if (me >= 0) {
-        rc = pg_group_new(ctx, me, n, world, out);
+        rc = pg_group_new(ctx, chan, me, n, world, out);
     }
 fail:
     free(world);
@@ -115,12 +137,13 @@ fail:
 int pg_group_dup(struct pg_group *parent, struct pg_group **out)
 {
     uint64_t ctx;
-    int rc = agree_ctx(parent, &ctx);
+    int chan;
+    int rc = pg_agree_ids(parent, &ctx, &chan);
 
     if (rc != PGC_OK) {
         return rc;
     }
-    return pg_group_new(ctx, parent->rank, parent->size, parent->ranks, out);
+    return pg_group_new(ctx, chan, parent->rank, parent->size, parent->ranks, out);
 }
 
 struct split_entry {
@@ -168,7 +191,7 @@ int pg_group_split(struct pg_group *parent, int color, int key, struct pg_group 
     struct split_entry mine = {color, key, parent->rank};
     struct split_entry *all = malloc(sizeof(*all) * (size_t)parent->size);
     int *world = NULL;
-    int n = 0, me = -1;
+    int n = 0, me = -1, chan = -1;
     uint64_t ctx;
     int rc;
 
@@ -176,7 +199,7 @@ int pg_group_split(struct pg_group *parent, int color, int key, struct pg_group 
     if (!all) {
         return mps_error(PGC_ERR_NOMEM, "no memory to split a group of %d", parent->size);
     }
-    rc = agree_ctx(parent, &ctx);
+    rc = pg_agree_ids(parent, &ctx, &chan);
     if (rc == PGC_OK) {
         rc = pg_allgather(parent, &mine, all, sizeof(mine));
     }
@@ -185,7 +208,7 @@ int pg_group_split(struct pg_group *parent, int color, int key, struct pg_group 
         rc = split_members(parent, all, color, &world, &n, &me);
     }
     if (rc == PGC_OK && color >= 0) {
-        rc = pg_group_new(ctx, me, n, world, out);
+        rc = pg_group_new(ctx, chan, me, n, world, out);
     }
     free(all);
     free(world);

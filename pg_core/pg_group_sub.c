@@ -75,11 +75,10 @@ static int member_list(struct pg_group *parent, const int *parent_ranks, int n, 
 int pg_group_create_sub(struct pg_group *parent, const int *parent_ranks, int n, int tag,
                         struct pg_group **out)
 {
-    struct pg_op_spec max = {.dt = PG_UINT64, .op = PG_OP_MAX, .elem_size = 8, .commutative = true};
     struct pg_group *tmp = NULL;
     int *world = malloc(sizeof(int) * (size_t)(n > 0 ? n : 1));
-    uint64_t mine = pg_w.next_ctx, ctx = 0;
-    int me, rc;
+    uint64_t ctx = 0;
+    int me, chan = -1, rc;
 
     *out = NULL;
     if (!world) {
@@ -87,14 +86,13 @@ int pg_group_create_sub(struct pg_group *parent, const int *parent_ranks, int n,
     }
     rc = member_list(parent, parent_ranks, n, world, &me);
     if (rc == PGC_OK) {
-        rc = pg_group_new(temp_ctx(parent, tag, world, n), me, n, world, &tmp);
+        rc = pg_group_new(temp_ctx(parent, tag, world, n), -1, me, n, world, &tmp);
     }
     if (rc == PGC_OK) {
-        rc = pg_allreduce(tmp, &mine, &ctx, 1, &max);
+        rc = pg_agree_ids(tmp, &ctx, &chan);
     }
     if (rc == PGC_OK) {
-        pg_w.next_ctx = ctx + 1;
-        rc = pg_group_new(ctx, me, n, world, out);
+        rc = pg_group_new(ctx, chan, me, n, world, out);
     }
     pg_group_release(tmp);
     free(world);

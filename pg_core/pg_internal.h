@@ -58,6 +58,7 @@ struct pg_world {
     struct fab *fab; /* NULL for a world of one */
     int rank, size;
     int spin_count;
+    bool oversubscribed; /* more ranks than usable cores on this node */
     double timeout;
     size_t eager_max;
     uint32_t rndv_seq;
@@ -133,6 +134,9 @@ bool pg_unpost_recv(struct pg_req *req);
 /* pg_progress.c */
 int pg_progress_locked(void);
 int pg_wait_locked(struct pg_req *req, double timeout);
+/* Progresses as a wait does until ready(arg) holds: PGC_OK, or PGC_ERR_TIMEOUT with no
+ * message after timeout seconds (< 0: MPISHIM_TIMEOUT), the caller knowing what it awaited. */
+int pg_wait_until_locked(bool (*ready)(void *arg), void *arg, double timeout);
 
 /* pg_sched.c */
 int pg_sched_progress(void);
@@ -144,7 +148,34 @@ int pg_check_root(const struct pg_group *g, int root);
 int pg_check_op(const struct pg_op_spec *op);
 
 /* pg_group.c */
-int pg_group_new(uint64_t ctx, int rank, int size, const int *world_ranks,
+/* chan: the group's shared-memory channel (pg_coll_shm.c), -1 for none. */
+int pg_group_new(uint64_t ctx, int chan, int rank, int size, const int *world_ranks,
                  struct pg_group **out);
+/* One allreduce over `over`: the context id of a group being created (the largest next_ctx)
+ * and its shared-memory channel (the lowest that no participant holds, or -1). */
+int pg_agree_ids(struct pg_group *over, uint64_t *ctx, int *chan);
+
+/* pg_coll_shm.c: flat shared-memory collectives of at most PG_SHM_MAX bytes on groups whose
+ * members share this node; each such group holds one of PG_SHM_CHANNELS channels. */
+#define PG_SHM_CHANNELS 16
+#define PG_SHM_MAX PG_DIRECT_MAX
+/* Channels this process holds (bit c), channel 0 (the world's) always. */
+uint32_t pg_shm_busy(void);
+/* The lowest channel free in busy (the participants' masks or'ed), or -1. */
+int pg_shm_pick(uint32_t busy);
+/* Gives g channel chan (agreed by every member; -1: none) if all its members share this
+ * node's rings; pg_shm_detach gives it back when g is freed. */
+void pg_shm_attach(struct pg_group *g, int chan);
+void pg_shm_detach(struct pg_group *g);
+/* Forgets every channel (a new world). */
+void pg_shm_reset(void);
+/* Whether a collective of bytes on g takes the flat path (measured choices: see there). */
+enum pg_shm_coll { PG_SHM_ALLREDUCE, PG_SHM_BCAST, PG_SHM_BARRIER };
+bool pg_shm_usable(const struct pg_group *g, enum pg_shm_coll coll, size_t bytes);
+/* The collectives, with the lock held; the caller checked the arguments. */
+int pg_allreduce_shm(struct pg_group *g, const void *in, void *out, size_t count,
+                     const struct pg_op_spec *op);
+int pg_bcast_shm(struct pg_group *g, void *buf, size_t bytes, int root);
+int pg_barrier_shm(struct pg_group *g);
 
 #endif

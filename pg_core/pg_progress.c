@@ -93,7 +93,7 @@ static int wait_timed_out(struct pg_req *req, double timeout)
                      timeout);
 }
 
-int pg_wait_locked(struct pg_req *req, double timeout)
+int pg_wait_until_locked(bool (*ready)(void *arg), void *arg, double timeout)
 {
     double deadline = 0;
     int spins = 0;
@@ -101,7 +101,7 @@ int pg_wait_locked(struct pg_req *req, double timeout)
     if (timeout < 0) {
         timeout = pg_w.timeout;
     }
-    for (unsigned iter = 0; !req->done; iter++) {
+    for (unsigned iter = 0; !ready(arg); iter++) {
         wait_poll(&spins);
         /* Reading the clock costs ~20 ns: check it every 256 polls only, and not on the
          * first (most waits end within a few polls). The timeout counts from there. */
@@ -109,10 +109,26 @@ int pg_wait_locked(struct pg_req *req, double timeout)
             double now = mps_now();
             if (deadline == 0) {
                 deadline = now + timeout;
-            } else if (now > deadline && !req->done) {
-                return wait_timed_out(req, timeout);
+            } else if (now > deadline && !ready(arg)) {
+                return PGC_ERR_TIMEOUT;
             }
         }
+    }
+    return PGC_OK;
+}
+
+static bool req_done(void *req)
+{
+    return ((struct pg_req *)req)->done;
+}
+
+int pg_wait_locked(struct pg_req *req, double timeout)
+{
+    if (timeout < 0) {
+        timeout = pg_w.timeout;
+    }
+    if (pg_wait_until_locked(req_done, req, timeout) != PGC_OK) {
+        return wait_timed_out(req, timeout);
     }
     return req->status;
 }
@@ -127,31 +143,38 @@ int pg_wait(struct pg_req *req, double timeout)
     return rc;
 }
 
-static int first_done(struct pg_req **reqs, int n)
+struct any_done {
+    struct pg_req **reqs;
+    int n, index;
+};
+
+static bool first_done(void *arg)
 {
-    for (int i = 0; i < n; i++) {
-        if (reqs[i] && reqs[i]->done) {
-            return i;
+    struct any_done *a = arg;
+
+    for (a->index = 0; a->index < a->n; a->index++) {
+        if (a->reqs[a->index] && a->reqs[a->index]->done) {
+            return true;
         }
     }
-    return -1;
+    a->index = -1;
+    return false;
 }
 
 int pg_wait_any(struct pg_req **reqs, int n, int *index, double timeout)
 {
-    double deadline = mps_now() + (timeout < 0 ? pg_w.timeout : timeout);
-    int spins = 0;
-    int rc = PGC_OK;
+    struct any_done a = {reqs, n, -1};
+    int rc;
 
-    PG_LOCK();
-    for (unsigned iter = 0; (*index = first_done(reqs, n)) < 0; iter++) {
-        wait_poll(&spins);
-        if ((iter & 255) == 255 && mps_now() > deadline) {
-            rc = mps_error(PGC_ERR_TIMEOUT, "none of %d requests completed within %.0f s", n,
-                           timeout < 0 ? pg_w.timeout : timeout);
-            break;
-        }
+    if (timeout < 0) {
+        timeout = pg_w.timeout;
     }
+    PG_LOCK();
+    rc = pg_wait_until_locked(first_done, &a, timeout);
     PG_UNLOCK();
+    *index = a.index;
+    if (rc != PGC_OK) {
+        rc = mps_error(rc, "none of %d requests completed within %.0f s", n, timeout);
+    }
     return rc;
 }

@@ -87,13 +87,21 @@ static int world_make_groups(void)
     for (int i = 0; i < pg_w.size; i++) {
         ranks[i] = i;
     }
-    rc = pg_group_new(0, pg_w.rank, pg_w.size, ranks, &pg_w.world);
+    rc = pg_group_new(0, 0, pg_w.rank, pg_w.size, ranks, &pg_w.world);
     if (rc == PGC_OK) {
-        rc = pg_group_new(1, 0, 1, &pg_w.rank, &pg_w.self);
+        rc = pg_group_new(1, -1, 0, 1, &pg_w.rank, &pg_w.self);
     }
     free(ranks);
     pg_w.next_ctx = 2;
     return rc;
+}
+
+/* Whether this node has more ranks than usable cores. */
+static bool node_oversubscribed(void)
+{
+    int cores = mps_usable_cores();
+
+    return cores > 0 && boot_get_info(pg_w.boot)->local_size > cores;
 }
 
 /* A rank that waits must give its core away at once when the node has more ranks than
@@ -102,14 +110,12 @@ static int world_make_groups(void)
  * wants. An explicit MPISHIM_SPIN_COUNT always wins. */
 static int choose_spin_count(void)
 {
-    int cores = mps_usable_cores();
-
     if (mps_config_is_set(MPS_CFG_SPIN_COUNT)) {
         return (int)mps_config_int(MPS_CFG_SPIN_COUNT);
     }
-    if (cores > 0 && boot_get_info(pg_w.boot)->local_size > cores) {
+    if (pg_w.oversubscribed) {
         MPS_INFO("%d ranks on %d cores: waiting ranks yield at once",
-                 boot_get_info(pg_w.boot)->local_size, cores);
+                 boot_get_info(pg_w.boot)->local_size, mps_usable_cores());
         return 1;
     }
     return (int)mps_config_int(MPS_CFG_SPIN_COUNT);
@@ -125,6 +131,7 @@ int pg_init(const char *init_method, int rank, int size, double timeout, bool mt
         return mps_error(PGC_ERR_ALREADY_INITIALIZED, "the process group world already exists");
     }
     world_reset_lists();
+    pg_shm_reset();
     pg_w.mt = mt;
     pg_w.timeout = timeout > 0 ? timeout : mps_config_double(MPS_CFG_TIMEOUT);
     pg_w.eager_max = (size_t)mps_config_int(MPS_CFG_EAGER_MAX);
@@ -132,6 +139,7 @@ int pg_init(const char *init_method, int rank, int size, double timeout, bool mt
     if (rc != PGC_OK) {
         goto fail;
     }
+    pg_w.oversubscribed = node_oversubscribed();
     pg_w.spin_count = choose_spin_count();
     pg_w.rank = boot_get_info(pg_w.boot)->rank;
     pg_w.size = boot_get_info(pg_w.boot)->size;

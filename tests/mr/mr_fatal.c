@@ -8,11 +8,14 @@
  *   truncate     a truncated receive under the default handler
  *   killed       rank 1 dies by SIGKILL while rank 0 waits for it in MPI_Recv
  *   hang         rank 1 never sends; rank 0's MPI_Recv gives up after MPISHIM_TIMEOUT
+ *   collhang     rank 1 never enters MPI_Barrier; rank 0's gives up after MPISHIM_TIMEOUT
+ *   collmismatch the ranks pass MPI_Allreduce different counts
  */
 #include <mpi.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 int main(int argc, char **argv)
 {
@@ -43,6 +46,14 @@ int main(int argc, char **argv)
         if (rank == 0) {
             MPI_Recv(buf, 1, MPI_INT, 1, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
         }
+    } else if (strcmp(mode, "collhang") == 0 && size > 1) {
+        if (rank == 0) {
+            MPI_Barrier(MPI_COMM_WORLD);
+        } else {
+            sleep(30); /* rank 0's error ends the job first */
+        }
+    } else if (strcmp(mode, "collmismatch") == 0) {
+        MPI_Allreduce(&v, buf, rank == 0 ? 2 : 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     }
     MPI_Finalize();
     if (strcmp(mode, "postfinalize") == 0) {

@@ -44,6 +44,12 @@ expect killed 20 'rank 1 .*(signal 9|SIGKILL|killed)' "$mpiexec" -n 2 "$prog" ki
 # A peer that never sends: the receive gives up after MPISHIM_TIMEOUT (5 s) on its own.
 expect hang 25 'MPI_Recv \(rank 0\): no message from source 1 with tag 0 arrived within 5 s' \
     "$mpiexec" -n 2 "$prog" hang
+# The same for a collective, and counts that differ between ranks (within one node both
+# go through shared memory, pg_coll_shm.c).
+expect collhang 25 'MPI_Barrier \(rank 0\): .*rank 1 did not arrive within 5 s' \
+    "$mpiexec" -n 2 "$prog" collhang
+expect collmismatch 20 'MPI_Allreduce \(rank [01]\): .*rank [01] gave [48] bytes, this rank [48]' \
+    "$mpiexec" -n 2 "$prog" collmismatch
 # A rendezvous that nobody serves: env:// pointing at a closed port.
 expect unreachable 25 '(unreachable|could not connect|connect).*127\.0\.0\.1' \
     env RANK=1 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=1 MPISHIM_BOOT_STORE_EXTERNAL=1 \
