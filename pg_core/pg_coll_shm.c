@@ -154,41 +154,44 @@ int pg_shm_pick(uint32_t busy)
     return -1;
 }
 
-/* The state of a group on channel chan: NULL when a member is not on this node's rings (then
- * every member finds one: reaching through the rings is mutual) or the path is off. */
-static struct pg_shm *shm_new(const struct pg_group *g, int chan)
+/* Whether g can have a channel: every member on this node's rings (reaching through the
+ * rings is mutual, so every member finds the same), a size and id the layout takes. */
+static bool shm_applies(const struct pg_group *g, int chan)
+{
+    if (chan < 0 || !pg_w.fab || g->size < 2 || g->size > PG_DIRECT_RANKS ||
+        g->ctx >= (UINT64_C(1) << 31) || !mps_config_int(MPS_CFG_COLL_SHM)) {
+        return false;
+    }
+    for (int i = 0; i < g->size; i++) {
+        if (!fab_coll_area(pg_w.fab, g->ranks[i])) {
+            return false;
+        }
+    }
+    return true;
+}
+
+int pg_shm_attach(struct pg_group *g, int chan)
 {
     struct pg_shm *s;
 
-    if (chan < 0 || !pg_w.fab || g->size < 2 || g->size > PG_DIRECT_RANKS ||
-        g->ctx >= (UINT64_C(1) << 31) || !mps_config_int(MPS_CFG_COLL_SHM)) {
-        return NULL;
+    if (!shm_applies(g, chan)) {
+        return PGC_OK;
     }
+    /* Failing here fails the group's creation: its other members take this path. */
     s = calloc(1, sizeof(*s) + sizeof(s->at[0]) * (size_t)g->size);
     if (!s) {
-        return NULL; /* the messages path still works */
+        return mps_error(PGC_ERR_NOMEM, "no memory for a group of %d", g->size);
     }
     for (int i = 0; i < g->size; i++) {
-        char *area = fab_coll_area(pg_w.fab, g->ranks[i]);
-        if (!area) {
-            free(s);
-            return NULL;
-        }
-        s->at[i] = (struct shm_chan *)area + chan;
+        s->at[i] = (struct shm_chan *)fab_coll_area(pg_w.fab, g->ranks[i]) + chan;
     }
     s->ctx = g->ctx;
     s->chan = chan;
-    return s;
-}
-
-void pg_shm_attach(struct pg_group *g, int chan)
-{
-    g->shm = shm_new(g, chan);
-    if (g->shm) {
-        shm.held |= 1u << chan;
-        MPS_INFO("group %" PRIu64 " of %d ranks: small collectives through shared memory "
-                 "(channel %d)", g->ctx, g->size, chan);
-    }
+    g->shm = s;
+    shm.held |= 1u << chan;
+    MPS_INFO("group %" PRIu64 " of %d ranks: small collectives through shared memory "
+             "(channel %d)", g->ctx, g->size, chan);
+    return PGC_OK;
 }
 
 void pg_shm_detach(struct pg_group *g)
@@ -197,8 +200,13 @@ void pg_shm_detach(struct pg_group *g)
     struct shm_drain *d;
 
     g->shm = NULL;
-    if (!s || s->chan == 0 || !pg_w.fab) {
-        free(s); /* the world's channel is never reused; without the fabric, nothing is */
+    if (!s || s->chan == 0 || !pg_w.fab || s->safe >= s->seq) {
+        /* the world's channel is never reused; without the fabric, nothing is; and when
+         * every member is known to be done, the channel is free at once */
+        if (s && s->chan != 0) {
+            shm.held &= ~(1u << s->chan);
+        }
+        free(s);
         return;
     }
     d = &shm.drain[s->chan];

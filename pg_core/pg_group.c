@@ -22,6 +22,7 @@ int pg_group_new(uint64_t ctx, int chan, int rank, int size, const int *world_ra
 {
     struct pg_group *g = calloc(1, sizeof(*g));
     int *ranks = malloc(sizeof(int) * (size_t)(size > 0 ? size : 1));
+    int rc;
 
     if (!g || !ranks) {
         free(g);
@@ -34,9 +35,13 @@ int pg_group_new(uint64_t ctx, int chan, int rank, int size, const int *world_ra
     g->size = size;
     g->ranks = ranks;
     g->refs = 1;
-    pg_shm_attach(g, chan);
     *out = g;
-    return PGC_OK;
+    rc = pg_shm_attach(g, chan);
+    if (rc != PGC_OK) {
+        pg_group_release(g);
+        *out = NULL;
+    }
+    return rc;
 }
 
 void pg_group_retain(struct pg_group *g)

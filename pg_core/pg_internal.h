@@ -58,7 +58,7 @@ struct pg_world {
     struct fab *fab; /* NULL for a world of one */
     int rank, size;
     int spin_count;
-    bool oversubscribed; /* more ranks than usable cores on this node */
+    bool oversubscribed; /* more ranks than usable cores on some node (agreed at init) */
     double timeout;
     size_t eager_max;
     uint32_t rndv_seq;
@@ -165,7 +165,7 @@ uint32_t pg_shm_busy(void);
 int pg_shm_pick(uint32_t busy);
 /* Gives g channel chan (agreed by every member; -1: none) if all its members share this
  * node's rings; pg_shm_detach gives it back when g is freed. */
-void pg_shm_attach(struct pg_group *g, int chan);
+int pg_shm_attach(struct pg_group *g, int chan);
 void pg_shm_detach(struct pg_group *g);
 /* Forgets every channel (a new world). */
 void pg_shm_reset(void);

@@ -121,6 +121,20 @@ static int choose_spin_count(void)
     return (int)mps_config_int(MPS_CFG_SPIN_COUNT);
 }
 
+/* Whether any node has more ranks than cores, agreed by all (an allreduce, which also makes
+ * init a fence): algorithms chosen by it must be chosen alike on every rank, and a rank's
+ * cores can differ from its neighbour's (affinity masks). */
+static int agree_oversubscribed(void)
+{
+    struct pg_op_spec max = {.dt = PG_INT32, .op = PG_OP_MAX, .elem_size = 4,
+                             .commutative = true};
+    int32_t mine = pg_w.oversubscribed, any = mine;
+    int rc = pg_allreduce_direct(pg_w.world, &mine, &any, 1, &max);
+
+    pg_w.oversubscribed = any != 0;
+    return rc;
+}
+
 int pg_init(const char *init_method, int rank, int size, double timeout, bool mt)
 {
     struct boot_opts bo = {.init_method = init_method, .rank = rank, .size = size,
@@ -157,7 +171,7 @@ int pg_init(const char *init_method, int rank, int size, double timeout, bool mt
     pg_w.initialized = true;
     /* Leave together, as other MPIs do (their init ends with a fence): the first timed
      * call of a program should not absorb the ranks' skew in getting here. */
-    rc = pg_barrier_direct(pg_w.world);
+    rc = agree_oversubscribed();
     if (rc != PGC_OK) {
         pg_w.initialized = false;
         goto fail;
