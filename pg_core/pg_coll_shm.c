@@ -61,7 +61,7 @@ struct shm_slot {
 
 struct shm_chan {
     _Alignas(64) uint64_t done; /* stamp of the last collective this rank finished */
-    int32_t cpu;                /* where this rank ran when it last posted or finished */
+    int32_t cpu;                /* where this rank ran when it last wrote its slot */
     struct shm_slot slot[SHM_SLOTS];
 };
 
@@ -284,7 +284,7 @@ static bool awaited_here(const struct shm_wait *w, int cpu)
  * the rank awaited last ran on another CPU, and at most SHM_SPIN_S: it is running there,
  * and giving the core away would cost a context switch (~2.5 us here). A rank awaited on
  * this CPU cannot arrive before this one yields. 4 ranks on 2 cores, barrier: 1.8 context
- * switches per call and core when yielding at once. */
+ * switches per call and core when yielding at once, 1.1 so; 4.6 -> 2.9-4 us per call. */
 static bool shm_ready(void *arg)
 {
     struct shm_wait *w = arg;
@@ -308,7 +308,7 @@ static bool shm_ready(void *arg)
     return true;
 }
 
-static int shm_wait(struct pg_group *g, struct shm_wait *w, const char *what)
+static int shm_wait(struct shm_wait *w, const char *what)
 {
     int rc = pg_wait_until_locked(shm_ready, w, -1);
 
@@ -320,14 +320,14 @@ static int shm_wait(struct pg_group *g, struct shm_wait *w, const char *what)
     return rc;
 }
 
-/* Waits for every member's stamp of sequence seq (all but skip; only) in its slot. */
+/* Waits until members [first, end), but me, have stamped their slot for seq. */
 static int wait_slots(struct pg_group *g, uint64_t seq, int first, int end, const char *what)
 {
     struct pg_shm *s = g->shm;
     struct shm_wait w = {.s = s, .off = offsetof(struct shm_chan, slot[seq % SHM_SLOTS].stamp),
                          .want = stamp_of(s, seq), .next = first, .end = end, .skip = g->rank};
 
-    return shm_wait(g, &w, what);
+    return shm_wait(&w, what);
 }
 
 /* Before writing my slot for seq: every reader is done with seq - SHM_SLOTS. */
@@ -342,7 +342,7 @@ static int wait_reuse(struct pg_group *g, uint64_t seq, const char *what)
     if (seq <= SHM_SLOTS || s->safe >= seq - SHM_SLOTS) {
         return PGC_OK;
     }
-    rc = shm_wait(g, &w, what);
+    rc = shm_wait(&w, what);
     if (rc == PGC_OK) {
         s->safe = seq - SHM_SLOTS;
     }
