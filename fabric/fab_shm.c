@@ -10,7 +10,9 @@
  * old payload (rec_ready), handles the records in place and gives the space back by
  * storing `head`. tail and head sit on separate cache lines so the two sides never write
  * the same line. Records are 64-byte aligned; a record that would straddle the end is
- * preceded by a WRAP record.
+ * preceded by a WRAP record. The segment also holds FAB_COLL_BYTES that only its owner
+ * writes and every local rank reads, for the collectives in shared memory (fab_coll_area;
+ * pg_core/pg_coll_shm.c lays it out); pages untouched there cost no memory.
  *
  * Tagged data: the sender appends a DATA record (tag, address, length, cookie); the
  * receiver, once its receive for (peer, tag) is posted, reads the bytes straight from the
