@@ -183,7 +183,7 @@ int pg_bcast_direct(struct pg_group *g, void *buf, size_t bytes, int root)
     }
     PG_LOCK();
     rc = pg_shm_usable(g, PG_SHM_BCAST, bytes) ? pg_bcast_shm(g, buf, bytes, root)
-                                 : bcast_binomial(g, buf, bytes, root);
+                                               : bcast_binomial(g, buf, bytes, root);
     PG_UNLOCK();
     return rc;
 }

@@ -401,7 +401,7 @@ static int reduce_slots(struct pg_group *g, void *out, size_t count, const struc
     for (int r = 0; r < n && rc == PGC_OK; r++) {
         rc = check_bytes(&s->at[r]->slot[slot], bytes, r, "allreduce");
     }
-    if (rc == PGC_OK) {
+    if (rc == PGC_OK && bytes) { /* count 0 may come with NULL buffers */
         memcpy(out, s->at[n - 1]->slot[slot].data, bytes);
     }
     for (int r = n - 2; r >= 0 && rc == PGC_OK; r--) {
@@ -442,7 +442,7 @@ int pg_bcast_shm(struct pg_group *g, void *buf, size_t bytes, int root)
     slot = &s->at[root]->slot[s->seq % SHM_SLOTS];
     if (rc == PGC_OK) {
         rc = check_bytes(slot, bytes, root, "bcast");
-        if (rc == PGC_OK) {
+        if (rc == PGC_OK && bytes) {
             memcpy(buf, slot->data, bytes);
         }
         finish(g, false);

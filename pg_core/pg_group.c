@@ -5,7 +5,9 @@
  * group's id is the maximum of next_ctx over the processes that take part in creating it
  * (one allreduce), so it is unused by every one of them; groups with disjoint members may
  * share an id, which is harmless because no process sees both. MPICH agrees on ids the
- * same way, with a bit mask instead of a counter.
+ * same way, with a bit mask instead of a counter. The same allreduce agrees the group's
+ * channel for collectives in shared memory (pg_coll_shm.c): the lowest that none of the
+ * creators holds (pg_agree_ids).
  */
 #include "config.h"
 #include "pg_device.h"
