@@ -16,4 +16,33 @@
 /* Copies n bytes from src to dst (which must not overlap), like memcpy. */
 void mps_copy(void *dst, const void *src, size_t n);
 
+/* mps_copy for the few bytes of a header or a small payload, inline: a call into libc
+ * costs more than such a copy. Two overlapping fixed-size moves cover any n up to twice
+ * their size. */
+static inline void mps_copy_small(void *dst, const void *src, size_t n)
+{
+    unsigned char *d = dst;
+    const unsigned char *s = src;
+
+    if (n > 64) {
+        mps_copy(d, s, n);
+    } else if (n >= 32) {
+        __builtin_memcpy(d, s, 32);
+        __builtin_memcpy(d + n - 32, s + n - 32, 32);
+    } else if (n >= 16) {
+        __builtin_memcpy(d, s, 16);
+        __builtin_memcpy(d + n - 16, s + n - 16, 16);
+    } else if (n >= 8) {
+        __builtin_memcpy(d, s, 8);
+        __builtin_memcpy(d + n - 8, s + n - 8, 8);
+    } else if (n >= 4) {
+        __builtin_memcpy(d, s, 4);
+        __builtin_memcpy(d + n - 4, s + n - 4, 4);
+    } else if (n > 0) {
+        d[0] = s[0];
+        d[n / 2] = s[n / 2];
+        d[n - 1] = s[n - 1];
+    }
+}
+
 #endif

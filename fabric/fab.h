@@ -111,6 +111,14 @@ int fab_tsend(struct fab *f, int peer, const void *buf, size_t len, uint64_t tag
 int fab_trecv(struct fab *f, int peer, void *buf, size_t len, uint64_t tag, struct fab_req *req);
 /* Polls every completion queue once; returns the number of events handled or an error. */
 int fab_progress(struct fab *f);
+/* The oldest AM from peer not yet handed to the handler, looked at in place, for a caller
+ * that can take it without progress (a blocking receive). 1: it is at *buf (*len bytes)
+ * and stays there until fab_am_consume(f, peer) or the next progress; 0: nothing from peer
+ * is waiting; -1: the next thing from peer is not an AM, or peer is not reached through the
+ * shared-memory rings (progress must handle it). */
+int fab_am_peek(struct fab *f, int peer, const void **buf, size_t *len);
+/* Drops the AM that fab_am_peek returned 1 for. */
+void fab_am_consume(struct fab *f, int peer);
 /* Shared memory for collectives among the ranks of a node (pg_coll_shm.c lays it out):
  * FAB_COLL_BYTES in each rank's ring segment, written by its owner and readable by every
  * rank of the node. Returns that area of rank (this rank included), or NULL when rank is

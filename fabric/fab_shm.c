@@ -208,6 +208,7 @@ struct fab_shm {
                             * starts with bytes of an old payload, not a header (rec_ready) */
     uint8_t *wfaulted;     /* rank -> the ring I write in its segment is mapped (prefault) */
     uint8_t *rfaulted;     /* local index -> the ring I read for that sender is mapped */
+    uint8_t *peek_small;   /* local index -> the last AM taken by fab_shm_am_peek was small */
     pid_t *pids;
     struct fab_heap_info *heap; /* rank -> its shared heap, copied at connect */
     char **heap_at;             /* rank -> where its heap is mapped here (first use) */
@@ -291,9 +292,10 @@ static int alloc_tables(struct fab *f, struct fab_shm *s)
     s->my_local = s->local_of[f->rank];
     s->chead = calloc((size_t)s->nlocal, sizeof(uint64_t));
     s->rfaulted = calloc((size_t)s->nlocal, 1);
+    s->peek_small = calloc((size_t)s->nlocal, 1);
     s->rank_of = malloc(sizeof(int) * (size_t)s->nlocal);
     s->stale = calloc((size_t)s->nlocal, LINES);
-    if (!s->chead || !s->rfaulted || !s->rank_of || !s->stale) {
+    if (!s->chead || !s->rfaulted || !s->peek_small || !s->rank_of || !s->stale) {
         return mps_error(PGC_ERR_NOMEM, "fab_open: no memory for ring heads");
     }
     for (int r = 0; r < f->size; r++) {
@@ -454,6 +456,7 @@ void fab_shm_close(struct fab *f)
     free(s->chead);
     free(s->wfaulted);
     free(s->rfaulted);
+    free(s->peek_small);
     free(s->rank_of);
     free(s->stale);
     free(s);
@@ -496,9 +499,25 @@ static void ring_prefault(struct ring *r)
     }
 }
 
+/* Whether my ring in peer's segment has room up to position end, once the head is read
+ * again; if not, the reader is told that a writer waits (starved). */
+static __attribute__((noinline)) bool ring_room(struct fab_shm *s, struct ring *r, int peer,
+                                                uint64_t end)
+{
+    s->phead[peer] = __atomic_load_n(&r->head, __ATOMIC_ACQUIRE);
+    if (end - s->phead[peer] <= RING_BYTES) {
+        return true;
+    }
+    if (!__atomic_load_n(&r->starved, __ATOMIC_RELAXED)) {
+        __atomic_store_n(&r->starved, 1, __ATOMIC_RELAXED);
+    }
+    return false;
+}
+
 /* Room for a record of `need` bytes in my ring inside peer's segment, or NULL when full.
- * *tail gets the tail to publish once the record is written. */
-static unsigned char *ring_claim(struct fab_shm *s, int peer, size_t need, uint64_t *tail)
+ * *tail gets the tail to publish once the record is written. Inline, with the rare cases
+ * out of line: every small message comes through here. */
+static inline unsigned char *ring_claim(struct fab_shm *s, int peer, size_t need, uint64_t *tail)
 {
     struct ring *r = &s->peer_seg[peer]->rings[s->my_local];
     uint64_t t = s->ptail[peer];
@@ -509,17 +528,11 @@ static unsigned char *ring_claim(struct fab_shm *s, int peer, size_t need, uint6
         ring_prefault(r);
         s->wfaulted[peer] = 1;
     }
-
-    if (t + waste + need - s->phead[peer] > RING_BYTES) {
-        s->phead[peer] = __atomic_load_n(&r->head, __ATOMIC_ACQUIRE);
-        if (t + waste + need - s->phead[peer] > RING_BYTES) {
-            if (!__atomic_load_n(&r->starved, __ATOMIC_RELAXED)) {
-                __atomic_store_n(&r->starved, 1, __ATOMIC_RELAXED);
-            }
-            return NULL;
-        }
+    if (mps_unlikely(t + waste + need - s->phead[peer] > RING_BYTES) &&
+        !ring_room(s, r, peer, t + waste + need)) {
+        return NULL;
     }
-    if (waste) {
+    if (mps_unlikely(waste)) {
         struct rec_hdr *w = (struct rec_hdr *)(r->data + off);
         w->kind = REC_WRAP;
         w->len = (uint32_t)waste;
@@ -533,8 +546,8 @@ static unsigned char *ring_claim(struct fab_shm *s, int peer, size_t need, uint6
 
 /* Publishes the record h, which ends at tail: its stamp for a reader that polls the
  * record's line, then the tail for one that cannot trust that line (rec_ready). */
-static void ring_publish(struct fab_shm *s, int peer, struct rec_hdr *h, size_t need,
-                         uint64_t tail)
+static inline void ring_publish(struct fab_shm *s, int peer, struct rec_hdr *h, size_t need,
+                                uint64_t tail)
 {
     struct ring *r = &s->peer_seg[peer]->rings[s->my_local];
 
@@ -543,40 +556,17 @@ static void ring_publish(struct fab_shm *s, int peer, struct rec_hdr *h, size_t 
     __atomic_store_n(&r->tail, tail, __ATOMIC_RELEASE);
 }
 
-/* memcpy for the few bytes of a header or a small payload, inline: a call into libc
- * costs more than such a copy. Two overlapping fixed-size moves cover any n up to twice
- * their size. */
-static inline void copy_small(unsigned char *d, const unsigned char *src, size_t n)
-{
-    if (n > 64) {
-        mps_copy(d, src, n);
-    } else if (n >= 32) {
-        __builtin_memcpy(d, src, 32);
-        __builtin_memcpy(d + n - 32, src + n - 32, 32);
-    } else if (n >= 16) {
-        __builtin_memcpy(d, src, 16);
-        __builtin_memcpy(d + n - 16, src + n - 16, 16);
-    } else if (n >= 8) {
-        __builtin_memcpy(d, src, 8);
-        __builtin_memcpy(d + n - 8, src + n - 8, 8);
-    } else {
-        for (size_t i = 0; i < n; i++) {
-            d[i] = src[i];
-        }
-    }
-}
-
 /* Copies bytes [lo, hi) of the payload a (alen bytes) followed by b to d + lo. */
 static void copy_range(unsigned char *d, const unsigned char *a, size_t alen,
                        const unsigned char *b, size_t lo, size_t hi)
 {
     if (lo < alen && lo < hi) {
         size_t end = hi < alen ? hi : alen;
-        copy_small(d + lo, a + lo, end - lo);
+        mps_copy_small(d + lo, a + lo, end - lo);
         lo = end;
     }
     if (lo < hi) {
-        copy_small(d + lo, b + (lo - alen), hi - lo);
+        mps_copy_small(d + lo, b + (lo - alen), hi - lo);
     }
 }
 
@@ -584,8 +574,9 @@ static void copy_range(unsigned char *d, const unsigned char *a, size_t alen,
  * The record's first line, which the reader may be polling (rec_ready), is written last
  * and at once: the payload's later lines first, then the first line's bytes, header and
  * stamp, so that the line moves to this core once rather than once per store. */
-static bool try_append(struct fab *f, int peer, enum rec_kind kind, const void *a, size_t alen,
-                       const void *b, size_t blen)
+static inline __attribute__((always_inline)) bool
+try_append(struct fab *f, int peer, enum rec_kind kind, const void *a, size_t alen, const void *b,
+           size_t blen)
 {
     struct fab_shm *s = f->ring;
     uint64_t tail;
@@ -597,9 +588,15 @@ static bool try_append(struct fab *f, int peer, enum rec_kind kind, const void *
         return false;
     }
     size_t plen = alen + blen, first = REC_ALIGN - sizeof(*h);
-    first = plen < first ? plen : first;
-    copy_range(dst + sizeof(*h), a, alen, b, first, plen);
-    copy_range(dst + sizeof(*h), a, alen, b, 0, first);
+    if (need == REC_ALIGN) {
+        /* A small message: one line, its two pieces copied in place. */
+        mps_copy_small(dst + sizeof(*h), a, alen);
+        mps_copy_small(dst + sizeof(*h) + alen, b, blen);
+    } else {
+        first = plen < first ? plen : first;
+        copy_range(dst + sizeof(*h), a, alen, b, first, plen);
+        copy_range(dst + sizeof(*h), a, alen, b, 0, first);
+    }
     h->len = (uint32_t)plen;
     h->kind = (uint16_t)kind;
     ring_publish(s, peer, h, need, tail);
@@ -625,6 +622,9 @@ static int append(struct fab *f, int peer, enum rec_kind kind, const void *a, si
 int fab_shm_am_send(struct fab *f, int peer, const void *hdr, size_t hlen, const void *payload,
                     size_t plen)
 {
+    if (mps_likely(try_append(f, peer, REC_AM, hdr, hlen, payload, plen))) {
+        return PGC_OK;
+    }
     return append(f, peer, REC_AM, hdr, hlen, payload, plen, "fab_am_send");
 }
 
@@ -1121,6 +1121,54 @@ static __attribute__((noinline)) int drain(struct fab *f, int li)
     s->chead[li] = head;
     __atomic_store_n(&r->head, head, __ATOMIC_RELEASE);
     return n;
+}
+
+/* The record at the head of my ring for peer, for a receive that takes the next AM in
+ * place (fab_am_peek): what drain would dispatch next, so taking it keeps the order. A
+ * WRAP, a ring not yet touched and any other record are left to drain.
+ * While nothing is there, and the last record taken was small, the line after the polled
+ * one is prefetched too: a record of two lines (a message of 33-112 bytes) then arrives
+ * with both lines fetched together rather than one after the other. 64 B latency with the
+ * vCPUs apart: 0.47-0.69 -> 0.38-0.50 us. After a larger record it is not, as the
+ * prefetches then contend with the writer for the second of many lines (1 KiB: 0.69-0.88
+ * -> 0.81-0.96 us). */
+int fab_shm_am_peek(struct fab *f, int peer, const void **buf, size_t *len)
+{
+    struct fab_shm *s = f->ring;
+    int li = s->local_of[peer];
+    uint64_t head = s->chead[li];
+    const struct rec_hdr *h;
+
+    if (mps_unlikely(!s->rfaulted[li])) {
+        return -1;
+    }
+    if (!rec_ready(s, li, head)) {
+        if (s->peek_small[li]) {
+            __builtin_prefetch(s->mine->rings[li].data + (head + REC_ALIGN) % RING_BYTES);
+        }
+        return 0;
+    }
+    h = (const struct rec_hdr *)(s->mine->rings[li].data + head % RING_BYTES);
+    if (h->kind != REC_AM) {
+        return -1;
+    }
+    *buf = h + 1;
+    *len = h->len;
+    return 1;
+}
+
+void fab_shm_am_consume(struct fab *f, int peer)
+{
+    struct fab_shm *s = f->ring;
+    int li = s->local_of[peer];
+    uint64_t head = s->chead[li];
+    size_t off = head % RING_BYTES;
+    size_t bytes = rec_size(((const struct rec_hdr *)(s->mine->rings[li].data + off))->len);
+
+    mark_consumed(s, li, off, bytes, false);
+    s->peek_small[li] = bytes <= 2 * REC_ALIGN;
+    s->chead[li] = head + bytes;
+    __atomic_store_n(&s->mine->rings[li].head, head + bytes, __ATOMIC_RELEASE);
 }
 
 int fab_shm_progress(struct fab *f)

@@ -45,6 +45,9 @@ int fab_shm_tsend(struct fab *f, int peer, const void *buf, size_t len, uint64_t
                   struct fab_req *req);
 int fab_shm_trecv(struct fab *f, int peer, void *buf, size_t len, uint64_t tag,
                   struct fab_req *req);
+/* fab_am_peek and fab_am_consume for a peer whose AMs come through the rings. */
+int fab_shm_am_peek(struct fab *f, int peer, const void **buf, size_t *len);
+void fab_shm_am_consume(struct fab *f, int peer);
 /* Drains the inbound rings; returns the number of records handled. */
 int fab_shm_progress(struct fab *f);
 

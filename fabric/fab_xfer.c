@@ -472,6 +472,19 @@ int fab_progress(struct fab *f)
     return total;
 }
 
+int fab_am_peek(struct fab *f, int peer, const void **buf, size_t *len)
+{
+    if (mps_likely(f->ring && (unsigned)peer < (unsigned)f->size && fab_shm_am_peer(f, peer))) {
+        return fab_shm_am_peek(f, peer, buf, len);
+    }
+    return -1;
+}
+
+void fab_am_consume(struct fab *f, int peer)
+{
+    fab_shm_am_consume(f, peer);
+}
+
 int fab_drain(struct fab *f, double limit)
 {
     double deadline = mps_now() + limit;

@@ -66,10 +66,9 @@ p2p_check(const char *fn, MPI_Comm comm, int count, MPI_Datatype dt, int peer, i
     return p2p_check_full(fn, comm, count, dt, peer, tag, recv, c, t);
 }
 
-/* Whether buf (count elements of t) is device memory: those go through pinned staging
- * (pg_dev_isend/pg_dev_irecv), contiguous ones only. Without a GPU this is one branch. */
-static int device_buffer(const char *fn, MPI_Comm comm, const void *buf, int count,
-                         const struct shim_dtype *t, bool *dev)
+/* device_buffer where a device is present. */
+static int device_buffer_check(const char *fn, MPI_Comm comm, const void *buf, int count,
+                               const struct shim_dtype *t, bool *dev)
 {
     int route = pg_dev_route(buf, (size_t)count * t->size, NULL, 0);
 
@@ -82,6 +81,17 @@ static int device_buffer(const char *fn, MPI_Comm comm, const void *buf, int cou
                           "non-contiguous datatypes on device buffers are not supported");
     }
     return MPI_SUCCESS;
+}
+
+/* Whether buf (count elements of t) is device memory: those go through pinned staging
+ * (pg_dev_isend/pg_dev_irecv), contiguous ones only. Without a GPU this is one branch,
+ * inline. */
+static inline int device_buffer(const char *fn, MPI_Comm comm, const void *buf, int count,
+                                const struct shim_dtype *t, bool *dev)
+{
+    *dev = false;
+    return mps_likely(!pg_dev_present()) ? MPI_SUCCESS
+                                         : device_buffer_check(fn, comm, buf, count, t, dev);
 }
 
 /* Starts a send into r (a new or persistent request); r owns any packed temporary. */
@@ -276,7 +286,12 @@ int PMPI_Recv(void *buf, int count, MPI_Datatype dt, int source, int tag, MPI_Co
         rc = irecv_impl(buf, count, dt, source, tag, comm, &req, SHIM_FN);
         return rc == MPI_SUCCESS ? shim_wait_named(&req, status, SHIM_FN) : rc;
     }
-    /* The common case needs no request object: receive straight into buf and wait. */
+    /* The common case needs no request object: take the message from the sender's ring,
+     * or receive straight into buf and wait. */
+    if (pg_recv_direct(c->g, buf, (size_t)count * t->size, source, tag, &pr)) {
+        shim_status_set(status, &pr, MPI_SUCCESS);
+        return MPI_SUCCESS;
+    }
     rc = pg_irecv(c->g, buf, (size_t)count * t->size, source, tag, &pr);
     if (rc == PGC_OK && !pr.done) {
         rc = pg_wait(&pr, -1);

@@ -137,6 +137,11 @@ int pg_group_rank_of(struct pg_group *g, int world_rank);
 int pg_isend(struct pg_group *g, const void *buf, size_t len, int dst, int tag, bool sync,
              struct pg_req *req);
 int pg_irecv(struct pg_group *g, void *buf, size_t cap, int src, int tag, struct pg_req *req);
+/* A blocking receive's fast path, tried before pg_irecv: true when the message from src
+ * (not a wildcard) was taken into buf and req completed with its status; false when the
+ * caller must post the receive (nothing was changed). Waits a few microseconds at most. */
+bool pg_recv_direct(struct pg_group *g, void *buf, size_t cap, int src, int tag,
+                    struct pg_req *req);
 /* Probe: *found set when a matching message is queued; its source, tag and length go
  * into *probe_req (source, tag, len). With take, the message is removed and returned in
  * *msg for pg_mrecv (matched probe). */

@@ -97,6 +97,10 @@ int pg_agree_ids(struct pg_group *over, uint64_t *ctx, int *chan)
     struct ids mine = {pg_w.next_ctx, pg_shm_busy()}, all;
     int rc = pg_allreduce(over, &mine, &all, 1, &op);
 
+    if (rc == PGC_OK && all.ctx >= PG_CTX_LIMIT) {
+        rc = mps_error(PGC_ERR_NOMEM, "no context id left for a new group (%llu made)",
+                       (unsigned long long)all.ctx);
+    }
     if (rc == PGC_OK) {
         pg_w.next_ctx = all.ctx + 1;
         *ctx = all.ctx;

@@ -6,8 +6,10 @@
  * pg_group.c). Here only the members take part, so they first need a group of their own to
  * run that allreduce on. Its id cannot be agreed (that is the problem being solved), so each
  * member derives it from what all members know alike: the parent's id, the tag and the
- * member list, hashed into the ids with bit 62 set. Real ids are small counters and never
- * reach that bit; ids are shifted left by one on the wire, so bit 63 stays free.
+ * member list, hashed into the ids from PG_CTX_LIMIT (2^30) up to 2^31. Real ids are
+ * counters that pg_agree_ids keeps below PG_CTX_LIMIT; ids are shifted left by one on the
+ * wire, whose context field has 32 bits. Two temporary ids collide with a chance of 2^-30,
+ * and matter only if their creations overlap on some rank.
  */
 #include "config.h"
 
@@ -18,7 +20,7 @@
 
 #include <stdlib.h>
 
-#define SUB_CTX_BIT (UINT64_C(1) << 62)
+#define SUB_CTX_BIT PG_CTX_LIMIT
 
 static uint64_t fnv_mix(uint64_t h, uint64_t v)
 {

@@ -25,16 +25,18 @@ struct pg_wire {
     uint64_t sync_id;  /* synchronous eager send: the cookie to ack; ACK: that cookie */
 };
 
-/* On the wire: 24 bytes for a standard eager message, so that the ring record of a small
- * message (record header, this, payload) fits one cache line; rendezvous, synchronous and
- * ack messages add the extension. The sender's world rank comes from the transport. */
+/* On the wire: 16 bytes for a standard eager message of less than 64 KiB, so that the ring
+ * record of a message of up to 32 bytes (record header, this, payload) fits one cache line;
+ * rendezvous, synchronous, ack and longer messages add the extension. Context ids stay
+ * below 2^32 (pg_agree_ids refuses more). The sender's world rank comes from the transport. */
 struct pg_wire_hdr {
-    uint64_t ctx;
+    uint32_t ctx;
     int32_t src, tag;
-    uint32_t len; /* eager payload bytes (the extension holds the 64-bit length) */
-    uint16_t kind;
-    uint16_t has_ext;
+    uint16_t len; /* eager payload bytes (the extension holds the 64-bit length) */
+    uint8_t kind;
+    uint8_t has_ext;
 };
+_Static_assert(sizeof(struct pg_wire_hdr) == 16, "one line holds a 32-byte message");
 
 struct pg_wire_ext {
     uint64_t len, rndv_tag, sync_id;
@@ -88,6 +90,11 @@ extern struct pg_world pg_w;
             pthread_mutex_unlock(&pg_w.lock);                                                      \
         }                                                                                          \
     } while (0)
+
+/* Group context ids stay below this; pg_group_sub.c's temporary ids lie between it and
+ * twice it, so that the wire's 32-bit ctx holds both contexts of every group
+ * (pg_wire_hdr). */
+#define PG_CTX_LIMIT (UINT64_C(1) << 30)
 
 static inline uint64_t pg_ctx_p2p(const struct pg_group *g)
 {

@@ -257,9 +257,9 @@ static int wire_send(int dst_world, const struct pg_wire *w, const void *payload
     struct {
         struct pg_wire_hdr h;
         struct pg_wire_ext x;
-    } out = {.h = {.ctx = w->ctx, .src = w->src, .tag = w->tag, .len = (uint32_t)w->len,
-                   .kind = (uint16_t)w->kind}};
-    bool ext = w->kind != PG_WIRE_EAGER || w->sync_id;
+    } out = {.h = {.ctx = (uint32_t)w->ctx, .src = w->src, .tag = w->tag,
+                   .len = (uint16_t)w->len, .kind = (uint8_t)w->kind}};
+    bool ext = w->kind != PG_WIRE_EAGER || w->sync_id || w->len > UINT16_MAX;
 
     if (ext) {
         out.h.has_ext = 1;
@@ -378,13 +378,19 @@ static int remote_send(uint64_t ctx, struct pg_group *g, const void *buf, size_t
 }
 
 /* A standard-mode eager send to another process completes as soon as its message is
- * handed to the fabric, so its request needs only its outcome, not a full reset. */
+ * handed to the fabric, so its request needs only its outcome, not a full reset. Its
+ * header is built here in its wire form: the common small message skips wire_send. */
 static int send_eager_now(uint64_t ctx, struct pg_group *g, const void *buf, size_t len,
                           int dst_world, int tag, struct pg_req *req)
 {
-    struct pg_wire w = {.ctx = ctx, .src = g->rank, .tag = tag, .kind = PG_WIRE_EAGER,
-                        .src_world = (uint32_t)pg_w.rank, .len = len};
-    int rc = wire_send(dst_world, &w, buf, len);
+    struct pg_wire_hdr h = {.ctx = (uint32_t)ctx, .src = g->rank, .tag = tag,
+                            .len = (uint16_t)len, .kind = PG_WIRE_EAGER};
+    int rc = mps_likely(len <= UINT16_MAX)
+                 ? fab_am_send(pg_w.fab, dst_world, &h, sizeof(h), buf, len)
+                 : wire_send(dst_world,
+                             &(struct pg_wire){.ctx = ctx, .src = g->rank, .tag = tag,
+                                               .kind = PG_WIRE_EAGER, .len = len},
+                             buf, len);
 
     req->kind = PG_REQ_SEND;
     req->len = len;
@@ -490,6 +496,68 @@ int pg_irecv(struct pg_group *g, void *buf, size_t cap, int src, int tag, struct
         PG_UNLOCK();
     }
     return rc;
+}
+
+/* How often a blocking receive looks at its sender's ring before it posts the receive and
+ * progresses everything (a few microseconds): long enough for a ping-pong's reply, short
+ * enough that other peers' transfers and this rank's queued work wait little. */
+#define DIRECT_POLLS 4096
+
+enum direct { DIRECT_NONE, DIRECT_TAKEN, DIRECT_OTHER };
+
+/* Takes the next message from world rank peer when it is a standard eager message that
+ * fits and that the receive (ctx, src, tag) matches; anything else is left to progress. */
+static enum direct direct_take(int peer, uint64_t ctx, int src, int tag, void *buf, size_t cap,
+                               struct pg_req *req)
+{
+    const struct pg_wire_hdr *h;
+    size_t len;
+    int got = fab_am_peek(pg_w.fab, peer, (const void **)&h, &len);
+
+    if (got <= 0) {
+        return got == 0 ? DIRECT_NONE : DIRECT_OTHER;
+    }
+    if (len < sizeof(*h) || h->kind != PG_WIRE_EAGER || h->has_ext || h->ctx != ctx ||
+        h->src != src || (h->tag != tag && tag != PG_ANY_TAG) || h->len > cap ||
+        len != sizeof(*h) + h->len) {
+        return DIRECT_OTHER;
+    }
+    mps_copy_small(buf, h + 1, h->len);
+    req->kind = PG_REQ_RECV;
+    req->status = PGC_OK;
+    req->source = src;
+    req->tag = h->tag;
+    req->len = h->len;
+    req->cap = cap;
+    req->cancelled = false;
+    req->done = 1;
+    fab_am_consume(pg_w.fab, peer);
+    return DIRECT_TAKEN;
+}
+
+/* The next message from src is the oldest this receive may match when no receive is
+ * posted (none could take it first) and none waits in the unexpected queue (an older one
+ * might match). Then the receive needs no request in the queues and no progress: it waits
+ * on the sender's ring alone, and takes the message from there. */
+bool pg_recv_direct(struct pg_group *g, void *buf, size_t cap, int src, int tag,
+                    struct pg_req *req)
+{
+    enum direct d = DIRECT_OTHER;
+    int peer;
+
+    PG_LOCK();
+    if ((unsigned)src < (unsigned)g->size && pg_w.fab && (peer = g->ranks[src]) != pg_w.rank &&
+        mps_list_empty(&pg_w.posted) && mps_list_empty(&pg_w.unexpected)) {
+        /* A thread that spins here holds the lock; more ranks than cores want the core. */
+        int polls = pg_w.mt || pg_w.oversubscribed ? 1 : DIRECT_POLLS;
+        uint64_t ctx = pg_ctx_p2p(g);
+
+        do {
+            d = direct_take(peer, ctx, src, tag, buf, cap, req);
+        } while (d == DIRECT_NONE && --polls > 0);
+    }
+    PG_UNLOCK();
+    return d == DIRECT_TAKEN;
 }
 
 int pg_iprobe(struct pg_group *g, int src, int tag, bool take, bool *found,

@@ -184,6 +184,88 @@ static void runahead(void)
     }
 }
 
+/* A blocking receive takes a small message straight from its sender's ring only when no
+ * receive is posted and nothing waits in the unexpected queue (pg_recv_direct). Here an
+ * older message is in each of those places while a newer one with the same envelope sits in
+ * the ring: the older one must be received first. Rank 0 sends each message only when rank
+ * 1 says so (tag 6), so that rank 1 knows where it is. */
+static void direct_order(void)
+{
+    int a = 0, b = 0, go = 1, found = 0;
+    MPI_Request r;
+
+    if (size < 2 || rank > 1) {
+        return;
+    }
+    for (int round = 0; round < 2; round++) {
+        if (rank == 0) {
+            int first = 100 + round, second = 200 + round;
+            CHECK_MPI(MPI_Recv(&go, 1, MPI_INT, 1, 6, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+            CHECK_MPI(MPI_Send(&first, 1, MPI_INT, 1, 5, MPI_COMM_WORLD));
+            CHECK_MPI(MPI_Recv(&go, 1, MPI_INT, 1, 6, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+            CHECK_MPI(MPI_Send(&second, 1, MPI_INT, 1, 5, MPI_COMM_WORLD));
+            continue;
+        }
+        if (round == 0) { /* the older message will match a posted receive */
+            CHECK_MPI(MPI_Irecv(&a, 1, MPI_INT, 0, 5, MPI_COMM_WORLD, &r));
+            CHECK_MPI(MPI_Send(&go, 1, MPI_INT, 0, 6, MPI_COMM_WORLD));
+        } else { /* the older message goes to the unexpected queue, found by a probe */
+            CHECK_MPI(MPI_Send(&go, 1, MPI_INT, 0, 6, MPI_COMM_WORLD));
+            while (!found) {
+                CHECK_MPI(MPI_Iprobe(0, 5, MPI_COMM_WORLD, &found, MPI_STATUS_IGNORE));
+            }
+        }
+        CHECK_MPI(MPI_Send(&go, 1, MPI_INT, 0, 6, MPI_COMM_WORLD));
+        usleep(20000); /* no progress here: what arrives stays in the ring */
+        CHECK_MPI(MPI_Recv(&b, 1, MPI_INT, 0, 5, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+        if (round == 0) {
+            CHECK_MPI(MPI_Wait(&r, MPI_STATUS_IGNORE));
+            CHECK(a == 100 && b == 200, "posted receive got %d, MPI_Recv %d (want 100, 200)", a,
+                  b);
+        } else {
+            CHECK(b == 101, "MPI_Recv got %d, want the older message 101", b);
+            CHECK_MPI(MPI_Recv(&b, 1, MPI_INT, 0, 5, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+            CHECK(b == 201, "second MPI_Recv got %d, want 201", b);
+        }
+    }
+}
+
+/* Ping-pong of every size from 0 to 130 bytes (one ring line holds up to 32), many times
+ * round each ring, checking the bytes, the count, the source and the tag of each reply. */
+static void pingpong_sizes(void)
+{
+    unsigned char out[130], in[130];
+    enum { ROUNDS = 9000 };
+
+    if (size < 2 || rank > 1) {
+        return;
+    }
+    for (int i = 0; i < ROUNDS; i++) {
+        int len = i % 131, peer = 1 - rank, tag = i % 3, got;
+        MPI_Status st;
+        for (int k = 0; k < len; k++) {
+            out[k] = (unsigned char)(i * 7 + k * 3 + rank);
+        }
+        if (rank == 1) {
+            CHECK_MPI(MPI_Recv(in, sizeof(in), MPI_BYTE, peer, tag, MPI_COMM_WORLD, &st));
+        }
+        CHECK_MPI(MPI_Send(out, len, MPI_BYTE, peer, tag, MPI_COMM_WORLD));
+        if (rank == 0) {
+            CHECK_MPI(MPI_Recv(in, sizeof(in), MPI_BYTE, peer, tag, MPI_COMM_WORLD, &st));
+        }
+        MPI_Get_count(&st, MPI_BYTE, &got);
+        CHECK(got == len && st.MPI_SOURCE == peer && st.MPI_TAG == tag,
+              "round %d: %d bytes from %d tag %d (want %d from %d tag %d)", i, got,
+              st.MPI_SOURCE, st.MPI_TAG, len, peer, tag);
+        for (int k = 0; k < len; k++) {
+            if (in[k] != (unsigned char)(i * 7 + k * 3 + peer)) {
+                CHECK(false, "round %d: byte %d of %d is %d", i, k, len, in[k]);
+                break;
+            }
+        }
+    }
+}
+
 static void self_and_null(void)
 {
     int v = 42 + rank, w = 0;
@@ -317,6 +399,8 @@ int main(int argc, char **argv)
     ordering();
     tag_selection();
     runahead();
+    direct_order();
+    pingpong_sizes();
     self_and_null();
     nonblocking_many();
     return mrt_finish("mr_p2p");
