@@ -11,6 +11,7 @@
 
 #include "fab_int.h"
 #include "fab_shm.h"
+#include "mps_copy.h"
 #include "mps_log.h"
 #include "mps_util.h"
 #include "pgc_status.h"
@@ -188,7 +189,10 @@ static size_t am_fill(char *dst, int src, const void *hdr, size_t hlen, const vo
         memcpy(dst + sizeof(h), hdr, hlen);
     }
     if (plen) {
-        memcpy(dst + sizeof(h) + hlen, payload, plen);
+        /* mps_copy, not memcpy: the payload lands 24 bytes into the buffer, a distance
+         * from a page-aligned source at which glibc's memcpy crawls on Zen 3 (mps_copy.h);
+         * 16 KiB over tcp took 16 -> 25 us that way. */
+        mps_copy(dst + sizeof(h) + hlen, payload, plen);
     }
     return sizeof(h) + hlen + plen;
 }
