@@ -499,8 +499,9 @@ int pg_irecv(struct pg_group *g, void *buf, size_t cap, int src, int tag, struct
 }
 
 /* How often a blocking receive looks at its sender's ring before it posts the receive and
- * progresses everything (a few microseconds): long enough for a ping-pong's reply, short
- * enough that other peers' transfers and this rank's queued work wait little. */
+ * progresses everything: one line read per look, so microseconds in all, long enough for a
+ * ping-pong's reply and short enough that other peers' transfers and this rank's queued
+ * work wait little. */
 #define DIRECT_POLLS 4096
 
 enum direct { DIRECT_NONE, DIRECT_TAKEN, DIRECT_OTHER };
