@@ -588,15 +588,9 @@ try_append(struct fab *f, int peer, enum rec_kind kind, const void *a, size_t al
         return false;
     }
     size_t plen = alen + blen, first = REC_ALIGN - sizeof(*h);
-    if (need == REC_ALIGN) {
-        /* A small message: one line, its two pieces copied in place. */
-        mps_copy_small(dst + sizeof(*h), a, alen);
-        mps_copy_small(dst + sizeof(*h) + alen, b, blen);
-    } else {
-        first = plen < first ? plen : first;
-        copy_range(dst + sizeof(*h), a, alen, b, first, plen);
-        copy_range(dst + sizeof(*h), a, alen, b, 0, first);
-    }
+    first = plen < first ? plen : first;
+    copy_range(dst + sizeof(*h), a, alen, b, first, plen);
+    copy_range(dst + sizeof(*h), a, alen, b, 0, first);
     h->len = (uint32_t)plen;
     h->kind = (uint16_t)kind;
     ring_publish(s, peer, h, need, tail);

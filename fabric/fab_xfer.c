@@ -478,7 +478,7 @@ int fab_progress(struct fab *f)
 
 int fab_am_peek(struct fab *f, int peer, const void **buf, size_t *len)
 {
-    if (mps_likely(f->ring && (unsigned)peer < (unsigned)f->size && fab_shm_am_peer(f, peer))) {
+    if (mps_likely((unsigned)peer < (unsigned)f->size && fab_shm_am_peer(f, peer))) {
         return fab_shm_am_peek(f, peer, buf, len);
     }
     return -1;

@@ -139,8 +139,9 @@ int pg_isend(struct pg_group *g, const void *buf, size_t len, int dst, int tag, 
 int pg_irecv(struct pg_group *g, void *buf, size_t cap, int src, int tag, struct pg_req *req);
 /* A blocking receive's fast path, tried before pg_irecv: true when the message from src
  * (not a wildcard) was taken into buf and req completed with its status; false when the
- * caller must post the receive (nothing was changed). Looks at the sender's ring a bounded
- * number of times (4096, once with threads or more ranks than cores). */
+ * caller must post the receive with pg_irecv (req as before for it: nothing was queued).
+ * Looks at the sender's ring a bounded number of times (4096, once with threads or more
+ * ranks than cores). */
 bool pg_recv_direct(struct pg_group *g, void *buf, size_t cap, int src, int tag,
                     struct pg_req *req);
 /* Probe: *found set when a matching message is queued; its source, tag and length go

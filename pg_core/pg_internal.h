@@ -27,8 +27,8 @@ struct pg_wire {
 
 /* On the wire: 16 bytes for a standard eager message of less than 64 KiB, so that the ring
  * record of a message of up to 32 bytes (record header, this, payload) fits one cache line;
- * rendezvous, synchronous, ack and longer messages add the extension. Context ids stay
- * below 2^32 (pg_agree_ids refuses more). The sender's world rank comes from the transport. */
+ * rendezvous, synchronous, ack and longer messages add the extension. Contexts fit 32 bits
+ * (PG_CTX_LIMIT). The sender's world rank comes from the transport. */
 struct pg_wire_hdr {
     uint32_t ctx;
     int32_t src, tag;

@@ -251,14 +251,20 @@ static const void *wire_decode(const void *buf, size_t len, int peer, struct pg_
     return (const char *)buf + hlen;
 }
 
+/* The wire header of an envelope (has_ext left to the caller). */
+static inline struct pg_wire_hdr wire_hdr(uint64_t ctx, int src, int tag, size_t len, int kind)
+{
+    return (struct pg_wire_hdr){.ctx = (uint32_t)ctx, .src = src, .tag = tag,
+                                .len = (uint16_t)len, .kind = (uint8_t)kind};
+}
+
 /* Sends an envelope (and, for eager messages, the payload) to a peer in its wire form. */
 static int wire_send(int dst_world, const struct pg_wire *w, const void *payload, size_t plen)
 {
     struct {
         struct pg_wire_hdr h;
         struct pg_wire_ext x;
-    } out = {.h = {.ctx = (uint32_t)w->ctx, .src = w->src, .tag = w->tag,
-                   .len = (uint16_t)w->len, .kind = (uint8_t)w->kind}};
+    } out = {.h = wire_hdr(w->ctx, w->src, w->tag, w->len, (int)w->kind)};
     bool ext = w->kind != PG_WIRE_EAGER || w->sync_id || w->len > UINT16_MAX;
 
     if (ext) {
@@ -383,8 +389,7 @@ static int remote_send(uint64_t ctx, struct pg_group *g, const void *buf, size_t
 static int send_eager_now(uint64_t ctx, struct pg_group *g, const void *buf, size_t len,
                           int dst_world, int tag, struct pg_req *req)
 {
-    struct pg_wire_hdr h = {.ctx = (uint32_t)ctx, .src = g->rank, .tag = tag,
-                            .len = (uint16_t)len, .kind = PG_WIRE_EAGER};
+    struct pg_wire_hdr h = wire_hdr(ctx, g->rank, tag, len, PG_WIRE_EAGER);
     int rc = mps_likely(len <= UINT16_MAX)
                  ? fab_am_send(pg_w.fab, dst_world, &h, sizeof(h), buf, len)
                  : wire_send(dst_world,
@@ -507,9 +512,9 @@ int pg_irecv(struct pg_group *g, void *buf, size_t cap, int src, int tag, struct
 enum direct { DIRECT_NONE, DIRECT_TAKEN, DIRECT_OTHER };
 
 /* Takes the next message from world rank peer when it is a standard eager message that
- * fits and that the receive (ctx, src, tag) matches; anything else is left to progress. */
-static enum direct direct_take(int peer, uint64_t ctx, int src, int tag, void *buf, size_t cap,
-                               struct pg_req *req)
+ * fits and that the receive req (its ctx, match_src, match_tag set) matches; anything else
+ * is left to progress. */
+static enum direct direct_take(int peer, struct pg_req *req)
 {
     const struct pg_wire_hdr *h;
     size_t len;
@@ -518,28 +523,22 @@ static enum direct direct_take(int peer, uint64_t ctx, int src, int tag, void *b
     if (got <= 0) {
         return got == 0 ? DIRECT_NONE : DIRECT_OTHER;
     }
-    if (len < sizeof(*h) || h->kind != PG_WIRE_EAGER || h->has_ext || h->ctx != ctx ||
-        h->src != src || (h->tag != tag && tag != PG_ANY_TAG) || h->len > cap ||
-        len != sizeof(*h) + h->len) {
+    if (h->kind != PG_WIRE_EAGER || h->has_ext || len != sizeof(*h) + h->len ||
+        h->len > req->cap || !envelope_matches(req, h->ctx, h->src, h->tag)) {
         return DIRECT_OTHER;
     }
-    mps_copy_small(buf, h + 1, h->len);
-    req->kind = PG_REQ_RECV;
-    req->status = PGC_OK;
-    req->source = src;
-    req->tag = h->tag;
-    req->len = h->len;
-    req->cap = cap;
-    req->cancelled = false;
-    req->done = 1;
+    mps_copy_small(req->buf, h + 1, h->len);
+    recv_set_envelope(req, h->src, h->tag, h->len);
     fab_am_consume(pg_w.fab, peer);
+    pg_req_complete(req, PGC_OK);
     return DIRECT_TAKEN;
 }
 
 /* The next message from src is the oldest this receive may match when no receive is
  * posted (none could take it first) and none waits in the unexpected queue (an older one
- * might match). Then the receive needs no request in the queues and no progress: it waits
- * on the sender's ring alone, and takes the message from there. */
+ * might match). Then the receive needs no place in the queues and no progress: it waits
+ * on the sender's ring alone, and takes the message from there. req gets the fields that
+ * pg_irecv_ctx would set up, but is never queued. */
 bool pg_recv_direct(struct pg_group *g, void *buf, size_t cap, int src, int tag,
                     struct pg_req *req)
 {
@@ -551,10 +550,16 @@ bool pg_recv_direct(struct pg_group *g, void *buf, size_t cap, int src, int tag,
         mps_list_empty(&pg_w.posted) && mps_list_empty(&pg_w.unexpected)) {
         /* A thread that spins here holds the lock; more ranks than cores want the core. */
         int polls = pg_w.mt || pg_w.oversubscribed ? 1 : DIRECT_POLLS;
-        uint64_t ctx = pg_ctx_p2p(g);
 
+        req->kind = PG_REQ_RECV;
+        req->cancelled = false;
+        req->buf = buf;
+        req->cap = cap;
+        req->ctx = pg_ctx_p2p(g);
+        req->match_src = src;
+        req->match_tag = tag;
         do {
-            d = direct_take(peer, ctx, src, tag, buf, cap, req);
+            d = direct_take(peer, req);
         } while (d == DIRECT_NONE && --polls > 0);
     }
     PG_UNLOCK();
