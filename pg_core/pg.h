@@ -71,6 +71,7 @@ static inline void pg_req_no_callback(struct pg_req *req)
 /* A received message that no posted receive took yet (or held by a matched probe). */
 struct pg_msg {
     struct mps_list link;
+    uint64_t stamp;        /* arrival order among all unexpected messages */
     uint64_t ctx;
     int src, tag;          /* src: group rank of the sender */
     int src_world;

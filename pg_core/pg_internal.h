@@ -67,7 +67,15 @@ struct pg_world {
     uint64_t next_ctx; /* the lowest context id not used by a group of mine */
     struct pg_group *world, *self;
     struct mps_list posted;     /* posted receives (struct pg_req via link) */
-    struct mps_list unexpected; /* struct pg_msg via link */
+    /* Unexpected messages (struct pg_msg via link), a queue per sending world rank in
+     * arrival order, which is all the order MPI asks for: a receive from a named rank
+     * searches that rank's queue alone, however far other senders ran ahead (a reduce's
+     * root, 4 ranks on 2 cores: 8 B 2.0 -> 0.9 us, when one queue held them all); a
+     * receive from any source takes the oldest match over its group's queues by arrival
+     * stamp. */
+    struct mps_list *unexpected; /* [size] */
+    uint64_t unexp_stamp;        /* the last arrival stamp given */
+    size_t unexp_count;          /* messages in all the queues */
     struct pg_msg *msg_pool[PG_MSG_CLASSES]; /* free unexpected-message blocks (pg_p2p.c) */
     int msg_pool_n[PG_MSG_CLASSES];
     struct mps_list rndv_todo;  /* matched rendezvous receives to post (pg_req via link) */
@@ -134,6 +142,9 @@ int pg_isend_ctx(struct pg_group *g, uint64_t ctx, const void *buf, size_t len, 
 int pg_irecv_ctx(struct pg_group *g, uint64_t ctx, void *buf, size_t cap, int src, int tag,
                  struct pg_req *req);
 int pg_p2p_flush_deferred(void);
+/* The unexpected queues of a world of pg_w.size ranks, and their end (with every message
+ * still in them and the message pools). */
+int pg_p2p_init(void);
 void pg_p2p_fini(void);
 /* Removes a posted, unmatched receive (used on timeouts and cancel). */
 bool pg_unpost_recv(struct pg_req *req);

@@ -62,6 +62,54 @@ static bool envelope_matches(const struct pg_req *r, uint64_t ctx, int src, int 
            (r->match_tag == PG_ANY_TAG || r->match_tag == tag);
 }
 
+/* ---- the unexpected queues (pg_internal.h: one per sending world rank) ---- */
+
+static void unexp_push(struct pg_msg *m)
+{
+    m->stamp = ++pg_w.unexp_stamp;
+    pg_w.unexp_count++;
+    mps_list_push_back(&pg_w.unexpected[m->src_world], &m->link);
+}
+
+static void unexp_remove(struct pg_msg *m)
+{
+    mps_list_remove(&m->link);
+    pg_w.unexp_count--;
+}
+
+static struct pg_msg *first_match(const struct mps_list *q, const struct pg_req *key)
+{
+    struct mps_list *pos;
+
+    mps_list_for_each(pos, q)
+    {
+        struct pg_msg *m = container_of(pos, struct pg_msg, link);
+        if (envelope_matches(key, m->ctx, m->src, m->tag)) {
+            return m;
+        }
+    }
+    return NULL;
+}
+
+/* The oldest unexpected message that key (a receive or probe on g) matches, or NULL. */
+static struct pg_msg *unexp_find(const struct pg_group *g, const struct pg_req *key)
+{
+    struct pg_msg *best = NULL;
+
+    if (key->match_src != PG_ANY_SOURCE) {
+        return (unsigned)key->match_src < (unsigned)g->size
+                   ? first_match(&pg_w.unexpected[g->ranks[key->match_src]], key)
+                   : NULL;
+    }
+    for (int r = 0; r < g->size && pg_w.unexp_count; r++) {
+        struct pg_msg *m = first_match(&pg_w.unexpected[g->ranks[r]], key);
+        if (m && (!best || m->stamp < best->stamp)) {
+            best = m;
+        }
+    }
+    return best;
+}
+
 static struct pg_req *find_posted(uint64_t ctx, int src, int tag)
 {
     struct mps_list *pos;
@@ -228,7 +276,7 @@ static void queue_unexpected(const struct pg_wire *w, const void *payload)
     m->rndv_tag = w->rndv_tag;
     m->sync_id = w->sync_id;
     mps_copy(m->data, payload, eager);
-    mps_list_push_back(&pg_w.unexpected, &m->link);
+    unexp_push(m);
 }
 
 /* Decodes the wire form into an envelope; NULL payload when the message is malformed. */
@@ -334,7 +382,7 @@ static int self_send(uint64_t ctx, struct pg_group *g, const void *buf, size_t l
                                        .kind = PG_WIRE_RTS, .src_world = (uint32_t)pg_w.rank,
                                        .len = len},
                      NULL);
-    container_of(pg_w.unexpected.prev, struct pg_msg, link)->self_send = req;
+    container_of(pg_w.unexpected[pg_w.rank].prev, struct pg_msg, link)->self_send = req;
     return PGC_OK;
 }
 
@@ -438,7 +486,7 @@ int pg_isend_ctx(struct pg_group *g, uint64_t ctx, const void *buf, size_t len, 
 int pg_irecv_ctx(struct pg_group *g, uint64_t ctx, void *buf, size_t cap, int src, int tag,
                  struct pg_req *req)
 {
-    struct mps_list *pos;
+    struct pg_msg *m;
 
     req_reset(req, PG_REQ_RECV);
     req->buf = buf;
@@ -456,15 +504,12 @@ int pg_irecv_ctx(struct pg_group *g, uint64_t ctx, void *buf, size_t cap, int sr
         return mps_error(PGC_ERR_INVALID_RANK, "source rank %d outside a group of %d", src,
                          g->size);
     }
-    mps_list_for_each(pos, &pg_w.unexpected)
-    {
-        struct pg_msg *m = container_of(pos, struct pg_msg, link);
-        if (envelope_matches(req, m->ctx, m->src, m->tag)) {
-            mps_list_remove(&m->link);
-            deliver(req, m, m->data);
-            msg_free_locked(m);
-            return PGC_OK;
-        }
+    m = unexp_find(g, req);
+    if (m) {
+        unexp_remove(m);
+        deliver(req, m, m->data);
+        msg_free_locked(m);
+        return PGC_OK;
     }
     mps_list_push_back(&pg_w.posted, &req->link);
     return PGC_OK;
@@ -547,7 +592,7 @@ bool pg_recv_direct(struct pg_group *g, void *buf, size_t cap, int src, int tag,
 
     PG_LOCK();
     if ((unsigned)src < (unsigned)g->size && pg_w.fab && (peer = g->ranks[src]) != pg_w.rank &&
-        mps_list_empty(&pg_w.posted) && mps_list_empty(&pg_w.unexpected)) {
+        mps_list_empty(&pg_w.posted) && mps_list_empty(&pg_w.unexpected[peer])) {
         /* A thread that spins here holds the lock; more ranks than cores want the core. */
         int polls = pg_w.mt || pg_w.oversubscribed ? 1 : DIRECT_POLLS;
 
@@ -570,25 +615,21 @@ int pg_iprobe(struct pg_group *g, int src, int tag, bool take, bool *found,
               struct pg_req *probe_req, struct pg_msg **msg)
 {
     struct pg_req key = {.ctx = pg_ctx_p2p(g), .match_src = src, .match_tag = tag};
-    struct mps_list *pos;
+    struct pg_msg *m;
     int rc;
 
     *found = false;
     PG_LOCK();
     rc = pg_progress_locked();
-    mps_list_for_each(pos, &pg_w.unexpected)
-    {
-        struct pg_msg *m = container_of(pos, struct pg_msg, link);
-        if (envelope_matches(&key, m->ctx, m->src, m->tag)) {
-            *found = true;
-            probe_req->source = m->src;
-            probe_req->tag = m->tag;
-            probe_req->len = m->len;
-            if (take) {
-                mps_list_remove(&m->link);
-                *msg = m;
-            }
-            break;
+    m = unexp_find(g, &key);
+    if (m) {
+        *found = true;
+        probe_req->source = m->src;
+        probe_req->tag = m->tag;
+        probe_req->len = m->len;
+        if (take) {
+            unexp_remove(m);
+            *msg = m;
         }
     }
     PG_UNLOCK();
@@ -659,15 +700,33 @@ int pg_p2p_flush_deferred(void)
     return rc;
 }
 
+int pg_p2p_init(void)
+{
+    pg_w.unexpected = malloc(sizeof(*pg_w.unexpected) * (size_t)pg_w.size);
+    if (!pg_w.unexpected) {
+        return mps_error(PGC_ERR_NOMEM, "no memory for %d unexpected-message queues", pg_w.size);
+    }
+    for (int r = 0; r < pg_w.size; r++) {
+        mps_list_init(&pg_w.unexpected[r]);
+    }
+    pg_w.unexp_count = 0;
+    return PGC_OK;
+}
+
 void pg_p2p_fini(void)
 {
     struct mps_list *pos, *tmp;
 
-    mps_list_for_each_safe(pos, tmp, &pg_w.unexpected)
-    {
-        mps_list_remove(pos);
-        free(container_of(pos, struct pg_msg, link));
+    for (int r = 0; pg_w.unexpected && r < pg_w.size; r++) {
+        mps_list_for_each_safe(pos, tmp, &pg_w.unexpected[r])
+        {
+            mps_list_remove(pos);
+            free(container_of(pos, struct pg_msg, link));
+        }
     }
+    free(pg_w.unexpected);
+    pg_w.unexpected = NULL;
+    pg_w.unexp_count = 0;
     for (int c = 0; c < PG_MSG_CLASSES; c++) {
         while (pg_w.msg_pool[c]) {
             struct pg_msg *m = pg_w.msg_pool[c];

@@ -21,7 +21,6 @@ struct pg_world pg_w = {.lock = PTHREAD_MUTEX_INITIALIZER};
 static void world_reset_lists(void)
 {
     mps_list_init(&pg_w.posted);
-    mps_list_init(&pg_w.unexpected);
     mps_list_init(&pg_w.rndv_todo);
     mps_list_init(&pg_w.acks);
     mps_list_init(&pg_w.scheds);
@@ -158,13 +157,13 @@ int pg_init(const char *init_method, int rank, int size, double timeout, bool mt
     pg_w.rank = boot_get_info(pg_w.boot)->rank;
     pg_w.size = boot_get_info(pg_w.boot)->size;
     mps_log_set_rank(pg_w.rank);
-    if (pg_w.size > 1) {
+    rc = pg_p2p_init();
+    if (rc == PGC_OK && pg_w.size > 1) {
         rc = world_open_fabric();
-        if (rc != PGC_OK) {
-            goto fail;
-        }
     }
-    rc = world_make_groups();
+    if (rc == PGC_OK) {
+        rc = world_make_groups();
+    }
     if (rc != PGC_OK) {
         goto fail;
     }
@@ -183,6 +182,7 @@ fail:
         fab_close(pg_w.fab);
         pg_w.fab = NULL;
     }
+    pg_p2p_fini();
     pg_w.boot = NULL; /* a failed boot_init leaves nothing to close */
     return rc;
 }
@@ -196,11 +196,11 @@ int pg_finalize(void)
     }
     /* A barrier first: no rank may close its endpoint while a peer still sends to it. */
     rc = pg_barrier(pg_w.world);
-    pg_p2p_fini();
     if (pg_w.fab) {
         fab_close(pg_w.fab);
         pg_w.fab = NULL;
     }
+    pg_p2p_fini(); /* after the fabric: nothing can arrive any more */
     if (rc == PGC_OK) {
         rc = boot_fini(pg_w.boot);
     } else {

@@ -184,6 +184,65 @@ static void runahead(void)
     }
 }
 
+/* Every other rank sends MS_N small messages to rank 0 at once, which finds them all
+ * unexpected (a queue per sender): the first half is received sender by sender from the
+ * highest down, the rest with MPI_ANY_SOURCE, half of those through a probe first. Each
+ * sender's messages must come in the order it sent them, whichever way they are taken. */
+enum { MS_N = 50 };
+
+static void many_senders_check(const int v[2], const MPI_Status *st, int *next)
+{
+    int src = st->MPI_SOURCE;
+    CHECK(src > 0 && src < size && v[0] == src && st->MPI_TAG == 300 + v[1] % 3 &&
+              v[1] == next[src],
+          "from %d tag %d: payload (%d, %d), expected message %d of rank %d", src, st->MPI_TAG,
+          v[0], v[1], src > 0 && src < size ? next[src] : -1, src);
+    if (src > 0 && src < size) {
+        next[src]++;
+    }
+}
+
+static void many_senders(void)
+{
+    int next[64] = {0};
+    int v[2];
+    MPI_Status st;
+
+    if (size < 2 || size > 64) {
+        return;
+    }
+    if (rank != 0) {
+        for (int i = 0; i < MS_N; i++) {
+            int out[2] = {rank, i};
+            CHECK_MPI(MPI_Send(out, 2, MPI_INT, 0, 300 + i % 3, MPI_COMM_WORLD));
+        }
+        CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
+        CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
+        return;
+    }
+    CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD)); /* everything has been sent */
+    for (int src = size - 1; src > 0; src--) {
+        for (int i = 0; i < MS_N / 2; i++) {
+            CHECK_MPI(MPI_Recv(v, 2, MPI_INT, src, MPI_ANY_TAG, MPI_COMM_WORLD, &st));
+            many_senders_check(v, &st, next);
+        }
+    }
+    for (int k = 0; k < (size - 1) * (MS_N - MS_N / 2); k++) {
+        int src = MPI_ANY_SOURCE, tag = MPI_ANY_TAG;
+        if (k % 2) {
+            CHECK_MPI(MPI_Probe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &st));
+            src = st.MPI_SOURCE;
+            tag = st.MPI_TAG;
+        }
+        CHECK_MPI(MPI_Recv(v, 2, MPI_INT, src, tag, MPI_COMM_WORLD, &st));
+        many_senders_check(v, &st, next);
+    }
+    for (int src = 1; src < size; src++) {
+        CHECK(next[src] == MS_N, "%d messages from rank %d, expected %d", next[src], src, MS_N);
+    }
+    CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
+}
+
 /* A blocking receive takes a small message straight from its sender's ring only when no
  * receive is posted and nothing waits in the unexpected queue (pg_recv_direct). Here an
  * older message is in each of those places while a newer one with the same envelope sits in
@@ -399,6 +458,7 @@ int main(int argc, char **argv)
     ordering();
     tag_selection();
     runahead();
+    many_senders();
     direct_order();
     pingpong_sizes();
     self_and_null();
