@@ -401,11 +401,10 @@ char *fab_heap_map(uint32_t pid, const struct fab_heap_info *info)
     } else {
         base = mmap(NULL, info->size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, fd,
                     0);
-        why = strerror(errno); /* read only when mmap failed */
     }
     if (base == MAP_FAILED) {
         MPS_INFO("cannot map process %" PRIu32 "'s shared heap (%s): its messages go through "
-                 "CMA", pid, why);
+                 "CMA", pid, why ? why : strerror(errno));
         base = NULL;
     }
     if (fd >= 0) {

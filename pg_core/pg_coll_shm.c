@@ -15,14 +15,14 @@
  * Layout (FAB_COLL_BYTES per rank, fab_coll_area): PG_SHM_CHANNELS channels, one per
  * group that uses this path; channel 0 is the world's, the others are agreed when a group
  * is created (pg_group.c: the lowest channel that no creator holds). A channel has a `done`
- * line and two slots, used by the parity of the collective's sequence number. A slot opens
+ * line and SHM_SLOTS slots, used in turn by the collective's sequence number. A slot opens
  * with its stamp, (the group's context id << 32) | sequence number, stored last (release):
  * a reader that sees the stamp it expects sees the bytes before it. 48 bytes of data share
  * the stamp's line, so an allreduce of up to 48 bytes reads one line per peer.
  *
- * Reuse: a rank writes its slot for sequence s only when every reader is done with s - 2,
- * the last use of that slot: each rank stores the stamp of each collective it finishes in
- * `done`. When the previous collective had everyone write (allreduce, barrier), their
+ * Reuse: a rank writes its slot for sequence s only when every reader is done with
+ * s - SHM_SLOTS, the last use of that slot: each rank stores the stamp of each collective
+ * it finishes in `done`. When the previous collective had everyone write (allreduce, barrier), their
  * arrival already proves it and no line is read; a root broadcasting again reads the
  * others' `done`. A channel of a freed group is reused once every member is done with its
  * last collective (a member may still be reading our slot after we freed the group).
@@ -159,7 +159,7 @@ int pg_shm_pick(uint32_t busy)
 static bool shm_applies(const struct pg_group *g, int chan)
 {
     if (chan < 0 || !pg_w.fab || g->size < 2 || g->size > PG_DIRECT_RANKS ||
-        g->ctx >= (UINT64_C(1) << 31) || !mps_config_int(MPS_CFG_COLL_SHM)) {
+        g->ctx >= PG_CTX_LIMIT || !mps_config_int(MPS_CFG_COLL_SHM)) {
         return false;
     }
     for (int i = 0; i < g->size; i++) {

@@ -580,8 +580,8 @@ static enum direct direct_take(int peer, struct pg_req *req)
 }
 
 /* The next message from src is the oldest this receive may match when no receive is
- * posted (none could take it first) and none waits in the unexpected queue (an older one
- * might match). Then the receive needs no place in the queues and no progress: it waits
+ * posted (none could take it first) and none from src waits in its unexpected queue (an
+ * older one might match). Then the receive needs no place in the queues and no progress: it waits
  * on the sender's ring alone, and takes the message from there. req gets the fields that
  * pg_irecv_ctx would set up, but is never queued. */
 bool pg_recv_direct(struct pg_group *g, void *buf, size_t cap, int src, int tag,

@@ -200,6 +200,10 @@ static void check_mismatch(void)
     /* Through messages only the receiver of the longer message can tell (MPI leaves the
      * outcome undefined); through shared memory every rank sees every count. */
     if (size < 2 || (shm && strcmp(shm, "0") == 0)) {
+        if (rank == 0) {
+            printf("mr_coll_shm: mismatched counts not checked: needs 2 ranks or more and "
+                   "the shared-memory path (MPISHIM_COLL_SHM=0 here, or 1 rank)\n");
+        }
         return;
     }
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);

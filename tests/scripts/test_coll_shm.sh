@@ -12,8 +12,7 @@ top_builddir=${top_builddir:-$PWD}
 . "$(dirname "$0")/expect.sh"
 
 run() {
-    MPISHIM_LOG_LEVEL=info timeout 300 "$top_builddir/tools/mpiexec" -n 4 \
-        "$top_builddir/tests/mr/mr_coll_shm" 2>&1
+    mr_logged 4 mr_coll_shm 300
 }
 channels() {
     grep -c "small collectives through shared memory (channel $1)" <<<"$out"

@@ -10,8 +10,7 @@ top_builddir=${top_builddir:-$PWD}
 . "$(dirname "$0")/expect.sh"
 
 run() {
-    MPISHIM_LOG_LEVEL=info timeout 120 "$top_builddir/tools/mpiexec" -n 2 \
-        "$top_builddir/tests/mr/mr_p2p" 2>&1
+    mr_logged 2 mr_p2p 120
 }
 
 out=$(run)
