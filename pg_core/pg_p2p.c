@@ -257,7 +257,9 @@ void pg_msg_free(struct pg_msg *m)
     PG_UNLOCK();
 }
 
-static void queue_unexpected(const struct pg_wire *w, const void *payload)
+/* Queues a copy of an arrived envelope (and eager payload); returns it, or NULL (logged)
+ * when out of memory. */
+static struct pg_msg *queue_unexpected(const struct pg_wire *w, const void *payload)
 {
     size_t eager = w->kind == PG_WIRE_EAGER ? w->len : 0;
     struct pg_msg *m = msg_alloc(eager);
@@ -265,7 +267,7 @@ static void queue_unexpected(const struct pg_wire *w, const void *payload)
     if (!m) {
         MPS_ERR("no memory for an unexpected message of %zu bytes from rank %u", eager,
                 w->src_world);
-        return;
+        return NULL;
     }
     m->ctx = w->ctx;
     m->src = w->src;
@@ -277,6 +279,7 @@ static void queue_unexpected(const struct pg_wire *w, const void *payload)
     m->sync_id = w->sync_id;
     mps_copy(m->data, payload, eager);
     unexp_push(m);
+    return m;
 }
 
 /* Decodes the wire form into an envelope; NULL payload when the message is malformed. */
@@ -373,16 +376,19 @@ static int self_send(uint64_t ctx, struct pg_group *g, const void *buf, size_t l
         pg_req_complete(req, PGC_OK);
         return PGC_OK;
     }
-    if (buffered) {
-        queue_unexpected(&w, buf);
-        pg_req_complete(req, PGC_OK);
-        return PGC_OK;
+    /* Unbuffered, the envelope alone waits (as an RTS) and the receive copies from buf. */
+    if (!buffered) {
+        w.kind = PG_WIRE_RTS;
     }
-    queue_unexpected(&(struct pg_wire){.ctx = ctx, .src = g->rank, .tag = tag,
-                                       .kind = PG_WIRE_RTS, .src_world = (uint32_t)pg_w.rank,
-                                       .len = len},
-                     NULL);
-    container_of(pg_w.unexpected[pg_w.rank].prev, struct pg_msg, link)->self_send = req;
+    struct pg_msg *q = queue_unexpected(&w, buf);
+    if (!q) {
+        return mps_error(PGC_ERR_NOMEM, "send to self: no memory to queue %zu bytes", len);
+    }
+    if (buffered) {
+        pg_req_complete(req, PGC_OK);
+    } else {
+        q->self_send = req;
+    }
     return PGC_OK;
 }
 
