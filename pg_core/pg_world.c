@@ -134,6 +134,30 @@ static int agree_oversubscribed(void)
     return rc;
 }
 
+/* Closes the fabric, the matching state, the bootstrap and the world's groups, whichever
+ * exist. collective: the bootstrap's closing barrier too (pg_finalize); otherwise nobody is
+ * waited for (an initialization that failed halfway). Returns the barrier's status. */
+static int world_close(bool collective)
+{
+    int rc = PGC_OK;
+
+    if (pg_w.fab) {
+        fab_close(pg_w.fab);
+        pg_w.fab = NULL;
+    }
+    pg_p2p_fini(); /* after the fabric: nothing can arrive any more */
+    if (collective) {
+        rc = boot_fini(pg_w.boot);
+    } else {
+        boot_close(pg_w.boot);
+    }
+    pg_w.boot = NULL;
+    pg_group_release(pg_w.world);
+    pg_group_release(pg_w.self);
+    pg_w.world = pg_w.self = NULL;
+    return rc;
+}
+
 int pg_init(const char *init_method, int rank, int size, double timeout, bool mt)
 {
     struct boot_opts bo = {.init_method = init_method, .rank = rank, .size = size,
@@ -143,6 +167,9 @@ int pg_init(const char *init_method, int rank, int size, double timeout, bool mt
     if (pg_w.initialized) {
         return mps_error(PGC_ERR_ALREADY_INITIALIZED, "the process group world already exists");
     }
+    /* Each initialization reads the MPISHIM_* variables afresh: a retry after a failed one
+     * may have corrected them. */
+    mps_config_reset();
     world_reset_lists();
     pg_shm_reset();
     pg_w.mt = mt;
@@ -178,41 +205,25 @@ int pg_init(const char *init_method, int rank, int size, double timeout, bool mt
     MPS_INFO("world of %d ranks up (bootstrap %s)", pg_w.size, pg_boot_method());
     return PGC_OK;
 fail:
-    if (pg_w.fab) {
-        fab_close(pg_w.fab);
-        pg_w.fab = NULL;
-    }
-    pg_p2p_fini();
-    pg_w.boot = NULL; /* a failed boot_init leaves nothing to close */
+    /* Release everything without waiting for the others, which may never come: the
+     * caller can then try again (rank 0's store server no longer holds its port). */
+    world_close(false);
     return rc;
 }
 
 int pg_finalize(void)
 {
-    int rc;
+    int rc, fin;
 
     if (!pg_w.initialized) {
         return mps_error(PGC_ERR_NOT_INITIALIZED, "the process group world is not running");
     }
     /* A barrier first: no rank may close its endpoint while a peer still sends to it. */
     rc = pg_barrier(pg_w.world);
-    if (pg_w.fab) {
-        fab_close(pg_w.fab);
-        pg_w.fab = NULL;
-    }
-    pg_p2p_fini(); /* after the fabric: nothing can arrive any more */
-    if (rc == PGC_OK) {
-        rc = boot_fini(pg_w.boot);
-    } else {
-        boot_fini(pg_w.boot);
-    }
-    pg_w.boot = NULL;
-    pg_group_release(pg_w.world);
-    pg_group_release(pg_w.self);
+    fin = world_close(true);
     pg_dev_finalize();
-    pg_w.world = pg_w.self = NULL;
     pg_w.initialized = false;
-    return rc;
+    return rc != PGC_OK ? rc : fin;
 }
 
 bool pg_is_initialized(void)

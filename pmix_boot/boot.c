@@ -220,6 +220,13 @@ void boot_abort(struct boot *b, int code, const char *msg)
     }
 }
 
+static void release(struct boot *b, bool barrier_ok)
+{
+    b->m->fini(b, barrier_ok);
+    free(b->nodes);
+    free(b);
+}
+
 int boot_fini(struct boot *b)
 {
     int rc;
@@ -228,8 +235,13 @@ int boot_fini(struct boot *b)
         return mps_error(PGC_ERR_NOT_INITIALIZED, "boot_fini: no bootstrap");
     }
     rc = b->m->barrier(b);
-    b->m->fini(b, rc == PGC_OK);
-    free(b->nodes);
-    free(b);
+    release(b, rc == PGC_OK);
     return rc;
+}
+
+void boot_close(struct boot *b)
+{
+    if (b) {
+        release(b, false);
+    }
 }

@@ -55,5 +55,9 @@ struct boot_store *boot_get_store(struct boot *b);
 void boot_abort(struct boot *b, int code, const char *msg);
 /* Collective: waits for all ranks (so that rank 0's store outlives every client). */
 int boot_fini(struct boot *b);
+/* Not collective: releases what boot_init acquired (rank 0's store server, the store
+ * connection, the PMIx client) without waiting for anyone, for an initialization that
+ * failed after boot_init. NULL is allowed. */
+void boot_close(struct boot *b);
 
 #endif

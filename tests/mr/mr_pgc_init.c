@@ -10,13 +10,20 @@
  * --expect-fail: the initialization must fail (exit 0 if it did, within the timeout).
  * --peer-dies: the last rank exits right after the initialization; the others' all_reduce
  *              must then fail with an error (not hang), and they exit 0 if it did.
+ * --retry-port P: env:// only. The first initialization must fail halfway (a fabric
+ *              provider that does not exist, after the rendezvous); rank 0's store must
+ *              have given MASTER_PORT back; the second, with the provider unset and
+ *              MASTER_PORT=P, must work (and the usual checks follow).
  */
 #include <mpi.h>
 #include <pgc.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #define FAIL(...)                                                                                  \
@@ -29,6 +36,7 @@
 struct args {
     pgc_init_opts o;
     int expect_fail, peer_dies, mpi, mpi_after;
+    const char *retry_port;
 };
 
 static void parse(int argc, char **argv, struct args *a)
@@ -48,6 +56,8 @@ static void parse(int argc, char **argv, struct args *a)
             a->o.timeout = atof(v), i++;
         } else if (!strcmp(argv[i], "--expect-fail")) {
             a->expect_fail = 1;
+        } else if (!strcmp(argv[i], "--retry-port")) {
+            a->retry_port = v, i++;
         } else if (!strcmp(argv[i], "--peer-dies")) {
             a->peer_dies = 1;
         } else if (!strcmp(argv[i], "--mpi-after")) {
@@ -150,6 +160,45 @@ static int peer_dies(int me, int n)
     _exit(0);
 }
 
+/* Whether a listening socket could take MASTER_ADDR:MASTER_PORT (SO_REUSEADDR: connections
+ * of the closed server lingering in TIME_WAIT do not count, a listener still does). */
+static int master_port_free(void)
+{
+    struct sockaddr_in sa = {.sin_family = AF_INET};
+    int one = 1, fd = socket(AF_INET, SOCK_STREAM, 0), ok;
+
+    sa.sin_port = htons((unsigned short)atoi(getenv("MASTER_PORT")));
+    inet_pton(AF_INET, getenv("MASTER_ADDR"), &sa.sin_addr);
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    ok = fd >= 0 && bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 && listen(fd, 1) == 0;
+    close(fd);
+    return ok;
+}
+
+/* A first initialization that fails after the rendezvous (the fabric cannot open), then a
+ * second one on a fresh port that must work: nothing of the first may be left behind. */
+static void init_fails_then_retry(struct args *a)
+{
+    const char *bad = "mpishim-test-no-such-provider";
+    int rank0 = atoi(getenv("RANK")) == 0, rc;
+
+    setenv("MPISHIM_FABRIC_PROVIDER", bad, 1);
+    rc = pgc_init_process_group(&a->o);
+    /* Rank 1 may instead lose the store that rank 0 already closed: any error will do. */
+    if (rc == PGC_OK || (rank0 && !strstr(pgc_last_error(), bad))) {
+        FAIL("an initialization with provider %s gave %s, not an error naming it", bad,
+             pgc_status_name(rc));
+    }
+    printf("mr_pgc_init: the first initialization failed as expected with %s: %s\n",
+           pgc_status_name(rc), pgc_last_error());
+    if (rank0 && !master_port_free()) {
+        FAIL("rank 0 still holds MASTER_PORT %s after the failed initialization",
+             getenv("MASTER_PORT"));
+    }
+    unsetenv("MPISHIM_FABRIC_PROVIDER");
+    setenv("MASTER_PORT", a->retry_port, 1);
+}
+
 int main(int argc, char **argv)
 {
     struct args a = {0};
@@ -160,6 +209,9 @@ int main(int argc, char **argv)
     parse(argc, argv, &a);
     if (a.mpi && MPI_Init(&argc, &argv) != MPI_SUCCESS) {
         FAIL("MPI_Init");
+    }
+    if (a.retry_port) {
+        init_fails_then_retry(&a);
     }
     rc = pgc_init_process_group(&a.o);
     if (a.expect_fail) {

@@ -4,7 +4,8 @@
 # RANK=0/1 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=<free port> (env://, explicitly
 # and through "auto"); tcp://host:port and file:///path with explicit rank and size; and a
 # rendezvous that never completes (a missing peer, a port nobody serves), which must fail
-# with an error within the timeout instead of hanging.
+# with an error within the timeout instead of hanging; and a failed initialization that the
+# same processes retry.
 #
 # The rank program is tests/mr/mr_pgc_init (an all_reduce and a store check). When the
 # examples are built, examples/pgc_all_reduce runs through the two-shell launch too.
@@ -128,7 +129,22 @@ else
     not_ok "the survivor reported an error within the timeout" "$tmp/out.0"
 fi
 
-# 5. An example of the documents through the two-shell launch, when the examples are built.
+# 5. An initialization that fails after the rendezvous (MPISHIM_FABRIC_PROVIDER names no
+# provider) gives everything back: rank 0's MASTER_PORT is free again, and a second
+# initialization in the same processes (provider unset, a fresh port) works.
+port=$(free_port)
+port2=$(free_port)
+env_common="WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port"
+two "a failed initialization, then a retry in the same processes" "$PROG" \
+    "RANK=0 $env_common -- --init-method env:// --timeout 10 --retry-port $port2" \
+    "RANK=1 $env_common -- --init-method env:// --timeout 10 --retry-port $port2"
+if grep -q 'first initialization failed as expected' "$tmp/out.0"; then
+    ok "the first try reported: $(sed -n 's/.*failed as expected with //p' "$tmp/out.0" | cut -c1-110)"
+else
+    not_ok "the first try reported its error" "$tmp/out.0"
+fi
+
+# 6. An example of the documents through the two-shell launch, when the examples are built.
 EX=$top_builddir/examples/pgc_all_reduce
 if [ -x "$EX" ]; then
     port=$(free_port)
