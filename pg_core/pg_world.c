@@ -218,9 +218,11 @@ int pg_finalize(void)
     if (!pg_w.initialized) {
         return mps_error(PGC_ERR_NOT_INITIALIZED, "the process group world is not running");
     }
-    /* A barrier first: no rank may close its endpoint while a peer still sends to it. */
+    /* A barrier first: no rank may close its endpoint while a peer still sends to it. When
+     * it fails (a peer died), the bootstrap's own barrier would only wait out a second
+     * timeout: close without it. */
     rc = pg_barrier(pg_w.world);
-    fin = world_close(true);
+    fin = world_close(rc == PGC_OK);
     pg_dev_finalize();
     pg_w.initialized = false;
     return rc != PGC_OK ? rc : fin;

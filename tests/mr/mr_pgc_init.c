@@ -9,7 +9,8 @@
  *               [--expect-fail] [--peer-dies] [--mpi]
  * --expect-fail: the initialization must fail (exit 0 if it did, within the timeout).
  * --peer-dies: the last rank exits right after the initialization; the others' all_reduce
- *              must then fail with an error (not hang), and they exit 0 if it did.
+ *              and pgc_destroy_process_group must then fail with an error (not hang), and
+ *              they exit 0 if both did.
  * --retry-port P: env:// only. The first initialization must fail halfway (a fabric
  *              provider that does not exist, after the rendezvous); rank 0's store must
  *              have given MASTER_PORT back; the second, with the provider unset and
@@ -156,6 +157,13 @@ static int peer_dies(int me, int n)
              (long long)h);
     }
     printf("mr_pgc_init: rank %d: the survivors' group still works\n", me);
+    pgc_destroy_group(healthy);
+    rc = pgc_destroy_process_group();
+    if (rc == PGC_OK) {
+        FAIL("pgc_destroy_process_group succeeded although rank %d is gone", n - 1);
+    }
+    printf("mr_pgc_init: rank %d: destroy_process_group failed as expected with %s\n", me,
+           pgc_status_name(rc));
     fflush(stdout);
     _exit(0);
 }

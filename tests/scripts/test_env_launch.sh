@@ -115,16 +115,17 @@ RANK=1 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port \
     fails "env:// rank 1 with no rank 0" --init-method env://
 
 # 4. A peer that dies after the rendezvous: the survivor's all_reduce fails within the
-# timeout, and a group of the survivors made before still works (the survivor exits 0
-# from --peer-dies when both held).
+# timeout, a group of the survivors made before still works, and destroying the process
+# group reports the dead peer (the survivor exits 0 from --peer-dies when all three held).
 port=$(free_port)
 env_common="WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port"
 start=$(now)
 two "a peer that dies: the survivor's all_reduce fails" "$PROG" \
     "RANK=0 $env_common -- --peer-dies --timeout 3" "RANK=1 $env_common -- --peer-dies --timeout 3"
-if elapsed_below "$start" 30 && grep -q 'failed as expected' "$tmp/out.0" &&
-    grep -q "survivors' group still works" "$tmp/out.0"; then
-    ok "the survivor reported: $(sed -n 's/.*failed as expected with //p' "$tmp/out.0" | cut -c1-110)"
+if elapsed_below "$start" 30 && grep -q 'all_reduce failed as expected' "$tmp/out.0" &&
+    grep -q "survivors' group still works" "$tmp/out.0" &&
+    grep -q 'destroy_process_group failed as expected' "$tmp/out.0"; then
+    ok "the survivor reported: $(sed -n 's/.*all_reduce failed as expected with //p' "$tmp/out.0" | cut -c1-110)"
 else
     not_ok "the survivor reported an error within the timeout" "$tmp/out.0"
 fi
