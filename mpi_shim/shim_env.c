@@ -96,7 +96,9 @@ int shim_error(MPI_Comm comm, const char *fn, int errclass, const char *fmt, ...
     if (shim_outer_fn) {
         fn = shim_outer_fn;
     }
-    snprintf(msg, sizeof(msg), "%s (rank %d): %s", fn, state == 1 ? pg_world_rank() : 0, cause);
+    /* After MPI_Finalize the world's rank is still known (an error of MPI_Finalize itself,
+     * or a call after it, names the rank that made it). */
+    snprintf(msg, sizeof(msg), "%s (rank %d): %s", fn, state != 0 ? pg_world_rank() : 0, cause);
     if (state == 1 && (shim_comm_get(comm, &c) == MPI_SUCCESS ||
                        shim_comm_get(MPI_COMM_WORLD, &c) == MPI_SUCCESS)) {
         h = c->errh;

@@ -9,6 +9,7 @@
  *   killed       rank 1 dies by SIGKILL while rank 0 waits for it in MPI_Recv
  *   hang         rank 1 never sends; rank 0's MPI_Recv gives up after MPISHIM_TIMEOUT
  *   collhang     rank 1 never enters MPI_Barrier; rank 0's gives up after MPISHIM_TIMEOUT
+ *   finalhang    rank 0 never enters MPI_Finalize; rank 1's gives up after MPISHIM_TIMEOUT
  *   collmismatch the ranks pass MPI_Allreduce different counts
  */
 #include <mpi.h>
@@ -45,12 +46,18 @@ int main(int argc, char **argv)
     } else if (strcmp(mode, "hang") == 0 && size > 1) {
         if (rank == 0) {
             MPI_Recv(buf, 1, MPI_INT, 1, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        } else {
+            sleep(30); /* rank 0's error ends the job first (MPI_Finalize would time out too) */
         }
     } else if (strcmp(mode, "collhang") == 0 && size > 1) {
         if (rank == 0) {
             MPI_Barrier(MPI_COMM_WORLD);
         } else {
             sleep(30); /* rank 0's error ends the job first */
+        }
+    } else if (strcmp(mode, "finalhang") == 0 && size > 1) {
+        if (rank == 0) {
+            sleep(30); /* rank 1's error in MPI_Finalize ends the job first */
         }
     } else if (strcmp(mode, "collmismatch") == 0) {
         MPI_Allreduce(&v, buf, rank == 0 ? 2 : 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);

@@ -48,6 +48,8 @@ expect hang 25 'MPI_Recv \(rank 0\): no message from source 1 with tag 0 arrived
 # go through shared memory, pg_coll_shm.c).
 expect collhang 25 'MPI_Barrier \(rank 0\): .*rank 1 did not arrive within 5 s' \
     "$mpiexec" -n 2 "$prog" collhang
+# MPI_Finalize's barrier gives up the same way, and its error names the rank that called it.
+expect finalhang 25 'MPI_Finalize \(rank 1\): .*within 5 s' "$mpiexec" -n 2 "$prog" finalhang
 expect collmismatch 20 'MPI_Allreduce \(rank [01]\): .*rank [01] gave [48] bytes, this rank [48]' \
     "$mpiexec" -n 2 "$prog" collmismatch
 # A rendezvous that nobody serves: env:// pointing at a closed port.
