@@ -367,7 +367,9 @@ static int self_send(uint64_t ctx, struct pg_group *g, const void *buf, size_t l
     struct pg_msg m = {.ctx = ctx, .src = g->rank, .tag = tag, .src_world = pg_w.rank,
                        .len = len, .kind = PG_WIRE_EAGER};
     struct pg_req *r = find_posted(ctx, g->rank, tag);
-    struct pg_wire w = {.ctx = ctx, .src = g->rank, .tag = tag, .kind = PG_WIRE_EAGER,
+    /* Unbuffered, the envelope alone waits (as an RTS) and the receive copies from buf. */
+    struct pg_wire w = {.ctx = ctx, .src = g->rank, .tag = tag,
+                        .kind = buffered ? PG_WIRE_EAGER : PG_WIRE_RTS,
                         .src_world = (uint32_t)pg_w.rank, .len = len};
 
     req->buf = (void *)buf;
@@ -375,10 +377,6 @@ static int self_send(uint64_t ctx, struct pg_group *g, const void *buf, size_t l
         deliver(r, &m, buf);
         pg_req_complete(req, PGC_OK);
         return PGC_OK;
-    }
-    /* Unbuffered, the envelope alone waits (as an RTS) and the receive copies from buf. */
-    if (!buffered) {
-        w.kind = PG_WIRE_RTS;
     }
     struct pg_msg *q = queue_unexpected(&w, buf);
     if (!q) {
