@@ -10,7 +10,8 @@
  *   LD_PRELOAD=/tmp/sendmsg_probe.so fi_pingpong -p tcp -e rdm -S 16384 -I 5000 ...
  *
  * It is a diagnostic, not part of the build: see bench/README.md, "tcp latency against
- * fi_pingpong".
+ * fi_pingpong". It keeps its samples without a lock, so it assumes one thread calls
+ * sendmsg (true of our ranks and of fi_pingpong).
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
