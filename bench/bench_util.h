@@ -15,6 +15,9 @@
  *               one library is pathologically slow
  *   -i ITERS    iterations for small messages (default: the program's own); larger
  *               messages get fewer (see bench_iters)
+ *   -f ITERS    exactly ITERS timed iterations at every size, with no warm-up and no time
+ *               budget: fi_pingpong's way, so that a run can repeat its workload call for
+ *               call (overrides -t and -i)
  * Output: comment lines start with '#'; every other line is "size value".
  * A benchmark, not a test: it never fails on a timing.
  */
@@ -34,6 +37,7 @@ struct bench_opts {
     int nsizes;
     double budget_s;
     long iters_small;
+    long fixed_iters; /* -f: > 0 replaces calibration and warm-up */
 };
 
 /* Prints the cause on rank 0's stderr (or any rank's, if rank is unknown) and aborts the job:
@@ -54,6 +58,7 @@ static inline void bench_parse(int argc, char **argv, int first, size_t min, lon
     const char *list = NULL;
     o->budget_s = 0.2;
     o->iters_small = iters_small;
+    o->fixed_iters = 0;
     o->nsizes = 0;
     for (int i = first; i < argc; i++) {
         if (i + 1 >= argc) {
@@ -69,8 +74,11 @@ static inline void bench_parse(int argc, char **argv, int first, size_t min, lon
             o->budget_s = atof(argv[++i]);
         } else if (strcmp(argv[i], "-i") == 0) {
             o->iters_small = atol(argv[++i]);
+        } else if (strcmp(argv[i], "-f") == 0) {
+            o->fixed_iters = atol(argv[++i]);
         } else {
-            bench_die("unknown option (known: -m MAX -n MIN -s LIST -t SECONDS -i ITERS)");
+            bench_die("unknown option (known: -m MAX -n MIN -s LIST -t SECONDS -i ITERS "
+                      "-f ITERS)");
         }
     }
     if (list != NULL) {
@@ -122,10 +130,13 @@ static inline long bench_fit(const struct bench_opts *o, MPI_Comm comm, long ite
 /* Warms up and returns the iteration count to time: a first pair of calls estimates the cost,
  * the warm-up (a tenth of iters, at least 2) is fitted to the budget the same way, and its
  * per-call time fits iters. run(ctx, n) performs n calls and returns the seconds this rank
- * measured. Collective over comm. */
+ * measured. Collective over comm. With -f, no call is made and the fixed count is returned. */
 static inline long bench_calibrate(const struct bench_opts *o, MPI_Comm comm, long iters,
                                    double (*run)(void *ctx, long n), void *ctx)
 {
+    if (o->fixed_iters > 0) {
+        return o->fixed_iters;
+    }
     long warm = iters / 10 < 2 ? 2 : iters / 10;
     double t = run(ctx, 2);
     warm = bench_fit(o, comm, warm, t / 2.0);
