@@ -194,15 +194,18 @@ static void check_split(void)
 static void check_mismatch(void)
 {
     const char *shm = getenv("MPISHIM_COLL_SHM");
+    const char *prov = getenv("MPISHIM_FABRIC_PROVIDER");
     int in[2] = {1, 2}, out[2];
     int rc;
 
     /* Through messages only the receiver of the longer message can tell (MPI leaves the
-     * outcome undefined); through shared memory every rank sees every count. */
-    if (size < 2 || (shm && strcmp(shm, "0") == 0)) {
+     * outcome undefined); through shared memory every rank sees every count. A forced
+     * network provider takes the node's rings, and with them the shared-memory path, away. */
+    if (size < 2 || (shm && strcmp(shm, "0") == 0) || (prov && *prov && strcmp(prov, "shm"))) {
         if (rank == 0) {
             printf("mr_coll_shm: mismatched counts not checked: needs 2 ranks or more and "
-                   "the shared-memory path (MPISHIM_COLL_SHM=0 here, or 1 rank)\n");
+                   "the shared-memory path (MPISHIM_COLL_SHM=0 or a network provider forced "
+                   "here, or 1 rank)\n");
         }
         return;
     }
