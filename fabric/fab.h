@@ -15,7 +15,7 @@
  *  - tagged data transfers of any size to/from one named peer (the rendezvous data of
  *    large messages): the provider's single-copy path (CMA for shm, its own rendezvous
  *    for rxm). A receive names the peer and the exact tag; FAB_TAG_RNDV must be set in
- *    the tag (tags without it are reserved). AMs are untagged messages (FI_MSG). Caveat (libfabric 1.17 shm without CMA,
+ *    the tag (AM traffic uses tags without it). Caveat (libfabric 1.17 shm without CMA,
  *    e.g. FI_SHM_DISABLE_CMA=1 or ptrace refused): its SAR fallback answers -FI_EAGAIN to
  *    every send to a peer while a large send to that peer waits for its receive, so an AM
  *    sent after fab_tsend to the same peer stalls until the receiver posts fab_trecv

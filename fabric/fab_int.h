@@ -44,7 +44,8 @@ int fab_dl_load(void);
 #define FAB_RBUF_COUNT 64     /* AM receive buffers pre-posted per endpoint */
 #define FAB_SBUF_COUNT 64     /* AM send bounce buffers (shared by the endpoints) */
 #define FAB_CQ_BATCH 16       /* completions read per fi_cq_read */
-#define FAB_INJECT_STACK 4096 /* largest AM sent with fi_inject from a stack copy */
+#define FAB_INJECT_STACK 4096 /* largest AM sent with fi_tinject from a stack copy */
+#define FAB_AM_TAG 0ULL       /* AM traffic: no FAB_TAG_RNDV bit */
 
 /* The header in front of every AM payload: the sender's rank, since FI_SOURCE is not used.
  * Eight bytes keep the payload 8-byte aligned in the receive buffer. */
@@ -69,7 +70,7 @@ struct fab_ep {
     struct fid_ep *ep;
     struct fid_cq *cq;
     struct fid_av *av;
-    size_t inject_size; /* 0 when the provider has no inject (never fi_inject then) */
+    size_t inject_size; /* 0 when the provider has no inject (never fi_tinject then) */
     size_t max_msg_size;
     char prov[FAB_PROV_MAX];
     int sink;              /* receives get the discard sink as a second iov (shm, see fab_xfer.c) */

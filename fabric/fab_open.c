@@ -46,7 +46,7 @@ static struct fi_info *make_hints(const char *prov)
     if (!hints) {
         return NULL;
     }
-    hints->caps = FI_MSG | FI_TAGGED | FI_DIRECTED_RECV; /* AMs untagged, data tagged */
+    hints->caps = FI_TAGGED | FI_DIRECTED_RECV;
     hints->mode = FI_CONTEXT | FI_CONTEXT2;
     hints->ep_attr->type = FI_EP_RDM;
     hints->tx_attr->msg_order = FI_ORDER_SAS;

@@ -4,14 +4,8 @@
  * Every operation posted to libfabric carries a struct fab_req as its context: the
  * caller's for tagged data, an internal one embedded in a struct fab_buf for AM receive
  * and bounce buffers. fab_progress therefore dispatches every completion the same way,
- * by calling req->complete. No path here allocates memory: AMs go out with fi_inject
+ * by calling req->complete. No path here allocates memory: AMs go out with fi_tinject
  * from a stack copy when they fit, otherwise from a preallocated bounce buffer.
- *
- * AMs travel as untagged messages (FI_MSG) into pre-posted buffers, tagged data as FI_TAGGED.
- * Over tcp;ofi_rxm the untagged path is rxm's own eager protocol, the one fi_pingpong runs;
- * as tagged messages with one fixed tag they went through the tcp provider's tag matching
- * instead, and one-way latency was 5-10 % higher at 8 B-16 KiB (36 alternated pairs,
- * paired medians; bench/README.md, "tcp latency against fi_pingpong").
  */
 #include "config.h"
 
@@ -107,11 +101,12 @@ int fab_wait_step(struct fab *f, struct fab_wait *w, int peer, const char *call)
 
 static void repost(struct fab *f, struct fab_buf *b)
 {
-    ssize_t rc = fi_recv(b->ep->ep, b->mem, f->buf_len, NULL, FI_ADDR_UNSPEC, &b->req.ctx);
+    ssize_t rc =
+        fi_trecv(b->ep->ep, b->mem, f->buf_len, NULL, FI_ADDR_UNSPEC, FAB_AM_TAG, 0, &b->req.ctx);
     if (rc) {
         /* Retried at the next fab_progress; a buffer is never lost. */
         if (rc != -FI_EAGAIN) {
-            fab_fi_error((int)rc, "fi_recv(AM buffer)", -1);
+            fab_fi_error((int)rc, "fi_trecv(AM buffer)", -1);
         }
         b->next = f->repost;
         f->repost = b;
@@ -150,9 +145,10 @@ int fab_post_rbufs(struct fab *f, struct fab_ep *e)
         b->mem = e->rmem + (size_t)i * f->buf_len;
         b->req.complete = am_recv_done;
         b->req.fab_len = f->buf_len;
-        ssize_t rc = fi_recv(e->ep, b->mem, f->buf_len, NULL, FI_ADDR_UNSPEC, &b->req.ctx);
+        ssize_t rc =
+            fi_trecv(e->ep, b->mem, f->buf_len, NULL, FI_ADDR_UNSPEC, FAB_AM_TAG, 0, &b->req.ctx);
         if (rc) {
-            return fab_fi_error((int)rc, "fi_recv(AM buffer)", -1);
+            return fab_fi_error((int)rc, "fi_trecv(AM buffer)", -1);
         }
     }
     return PGC_OK;
@@ -209,13 +205,13 @@ static int am_inject(struct fab *f, int peer, const void *hdr, size_t hlen, cons
     size_t total = am_fill(buf, f->rank, hdr, hlen, payload, plen);
     struct fab_wait w = {0};
     ssize_t rc;
-    while ((rc = fi_inject(p->ep->ep, buf, total, p->addr)) == -FI_EAGAIN) {
+    while ((rc = fi_tinject(p->ep->ep, buf, total, p->addr, FAB_AM_TAG)) == -FI_EAGAIN) {
         int st = fab_wait_step(f, &w, peer, "fab_am_send");
         if (st != PGC_OK) {
             return st;
         }
     }
-    return rc ? fab_fi_error((int)rc, "fi_inject(AM)", peer) : PGC_OK;
+    return rc ? fab_fi_error((int)rc, "fi_tinject", peer) : PGC_OK;
 }
 
 static int am_bounce(struct fab *f, int peer, const void *hdr, size_t hlen, const void *payload,
@@ -234,13 +230,14 @@ static int am_bounce(struct fab *f, int peer, const void *hdr, size_t hlen, cons
     f->sbusy++;
     b->req.complete = sbuf_done;
     size_t total = am_fill(b->mem, f->rank, hdr, hlen, payload, plen);
-    while ((rc = fi_send(p->ep->ep, b->mem, total, NULL, p->addr, &b->req.ctx)) == -FI_EAGAIN) {
+    while ((rc = fi_tsend(p->ep->ep, b->mem, total, NULL, p->addr, FAB_AM_TAG, &b->req.ctx)) ==
+           -FI_EAGAIN) {
         if ((rc = fab_wait_step(f, &w, peer, "fab_am_send"))) {
             goto fail;
         }
     }
     if (rc) {
-        rc = fab_fi_error((int)rc, "fi_send(AM)", peer);
+        rc = fab_fi_error((int)rc, "fi_tsend(AM)", peer);
         goto fail;
     }
     return PGC_OK;
