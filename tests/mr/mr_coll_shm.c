@@ -199,13 +199,14 @@ static void check_mismatch(void)
     int rc;
 
     /* Through messages only the receiver of the longer message can tell (MPI leaves the
-     * outcome undefined); through shared memory every rank sees every count. A forced
-     * network provider takes the node's rings, and with them the shared-memory path, away. */
-    if (size < 2 || (shm && strcmp(shm, "0") == 0) || (prov && *prov && strcmp(prov, "shm"))) {
+     * outcome undefined); through shared memory every rank sees every count. Forcing any
+     * provider, shm included, turns the node's rings off and the shared-memory path with
+     * them (README, MPISHIM_FABRIC_PROVIDER). */
+    if (size < 2 || (shm && strcmp(shm, "0") == 0) || (prov && *prov)) {
         if (rank == 0) {
             printf("mr_coll_shm: mismatched counts not checked: needs 2 ranks or more and "
-                   "the shared-memory path (MPISHIM_COLL_SHM=0 or a network provider forced "
-                   "here, or 1 rank)\n");
+                   "the shared-memory path (MPISHIM_COLL_SHM=0 or MPISHIM_FABRIC_PROVIDER "
+                   "set here, or 1 rank)\n");
         }
         return;
     }
