@@ -364,6 +364,55 @@ static void nonblocking_many(void)
     }
 }
 
+/* A completed send leaves its buffer to the caller: each sender overwrites it at once,
+ * while its receiver, asleep at first, has taken nothing yet (more data than the transport
+ * buffers, so later sends wait for room). Where a send goes from the caller's buffer itself
+ * (a rendezvous over libfabric past MPISHIM_NET_EAGER_MAX, 16 KiB; any future zero-copy
+ * eager send), a request completed before the fabric was done with the buffer would deliver
+ * the overwritten bytes. Pairs (2k, 2k + 1), 4-20 KiB, blocking and non-blocking sends in
+ * turn; tests/mr.list also runs this file over tcp;ofi_rxm. */
+static void send_then_overwrite(void)
+{
+    enum { K = 1024, MAXN = 5120 };
+    int peer = rank ^ 1;
+    int *buf = malloc(sizeof(int) * MAXN);
+
+    for (int k = 0; peer < size && k < K; k++) {
+        int n = 1024 + (k * 37) % (MAXN - 1024 + 1);
+        MPI_Request r;
+        MPI_Status st;
+        int got = -1;
+
+        if (rank % 2 == 0) {
+            for (int i = 0; i < n; i++) {
+                buf[i] = pattern(rank, peer, i + k);
+            }
+            if (k % 2) {
+                CHECK_MPI(MPI_Send(buf, n, MPI_INT, peer, 60, MPI_COMM_WORLD));
+            } else {
+                CHECK_MPI(MPI_Isend(buf, n, MPI_INT, peer, 60, MPI_COMM_WORLD, &r));
+                CHECK_MPI(MPI_Wait(&r, MPI_STATUS_IGNORE));
+            }
+            memset(buf, 0xff, sizeof(int) * (size_t)n);
+            continue;
+        }
+        if (k == 0) {
+            usleep(100000);
+        }
+        CHECK_MPI(MPI_Recv(buf, MAXN, MPI_INT, peer, 60, MPI_COMM_WORLD, &st));
+        CHECK_MPI(MPI_Get_count(&st, MPI_INT, &got));
+        CHECK(got == n, "message %d: %d elements, expected %d", k, got, n);
+        for (int i = 0; i < n && i < got; i++) {
+            if (buf[i] != pattern(peer, rank, i + k)) {
+                CHECK(0, "message %d element %d: %d != %d", k, i, buf[i], pattern(peer, rank, i + k));
+                break;
+            }
+        }
+    }
+    free(buf);
+    CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
+}
+
 /* Large transfers, which fabric's shared copies split between the two sides when the
  * traffic goes one way (the receiver reading, the sender writing), and which it streams
  * through the rings in 32 KiB pieces when ranks outnumber cores: sizes that are no
@@ -463,5 +512,6 @@ int main(int argc, char **argv)
     pingpong_sizes();
     self_and_null();
     nonblocking_many();
+    send_then_overwrite();
     return mrt_finish("mr_p2p");
 }
