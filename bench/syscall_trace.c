@@ -34,8 +34,8 @@
 struct rec {
     double t0, t1; /* CLOCK_MONOTONIC seconds at entry and return */
     long ret;
-    int kind; /* 1 sendmsg, 2 send/sendto, 3 recv/recvfrom, 4 recvmsg, 5 poll, 6 read, 7 write,
-                 8 epoll_wait */
+    int kind;     /* 1 sendmsg, 2 send/sendto, 3 recv/recvfrom, 4 recvmsg, 5 poll, 6 read, 7 write,
+                     8 epoll_wait */
     int page_off; /* buffer & 4095 (sendmsg: its last iovec), -1 when not recorded */
 };
 
@@ -80,8 +80,8 @@ WRAP(sendto, ssize_t, 2, b,
      (int fd, const void *b, size_t l, int f, const struct sockaddr *a, socklen_t al),
      (fd, b, l, f, a, al))
 WRAP(recv, ssize_t, 3, b, (int fd, void *b, size_t l, int f), (fd, b, l, f))
-WRAP(recvfrom, ssize_t, 3, b,
-     (int fd, void *b, size_t l, int f, struct sockaddr *a, socklen_t *al), (fd, b, l, f, a, al))
+WRAP(recvfrom, ssize_t, 3, b, (int fd, void *b, size_t l, int f, struct sockaddr *a, socklen_t *al),
+     (fd, b, l, f, a, al))
 WRAP(recvmsg, ssize_t, 4, NULL, (int fd, struct msghdr *m, int f), (fd, m, f))
 WRAP(poll, int, 5, NULL, (struct pollfd * p, nfds_t n, int t), (p, n, t))
 WRAP(read, ssize_t, 6, NULL, (int fd, void *b, size_t l), (fd, b, l))

@@ -404,7 +404,8 @@ static void send_then_overwrite(void)
         CHECK(got == n, "message %d: %d elements, expected %d", k, got, n);
         for (int i = 0; i < n && i < got; i++) {
             if (buf[i] != pattern(peer, rank, i + k)) {
-                CHECK(0, "message %d element %d: %d != %d", k, i, buf[i], pattern(peer, rank, i + k));
+                CHECK(0, "message %d element %d: %d != %d", k, i, buf[i],
+                      pattern(peer, rank, i + k));
                 break;
             }
         }
