@@ -76,6 +76,9 @@ static inline void bench_parse(int argc, char **argv, int first, size_t min, lon
             o->iters_small = atol(argv[++i]);
         } else if (strcmp(argv[i], "-f") == 0) {
             o->fixed_iters = atol(argv[++i]);
+            if (o->fixed_iters <= 0) {
+                bench_die("-f needs a positive iteration count");
+            }
         } else {
             bench_die("unknown option (known: -m MAX -n MIN -s LIST -t SECONDS -i ITERS "
                       "-f ITERS)");

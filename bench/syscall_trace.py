@@ -10,7 +10,9 @@ SIZE bytes or more to the next), the medians in microseconds of:
   gap    from the end of the last receive call to the start of the next send: the user-space
          work of both libraries between a message's arrival and the reply, with the write
          call libfabric's tcp provider makes there (its completion signal), shown apart;
-  wait   from the end of the send to the start of the next receive (the peer's share).
+  wait   from the end of the send to the start of the next receive (the peer's share);
+  off    the page offset of the sent payload (sendmsg's last iovec), the most frequent one:
+         the kernel's copy of it slows 2.5x at some offsets (bench/sock_copy_align).
 """
 import statistics
 import struct
@@ -38,10 +40,11 @@ def main():
     if len(sys.argv) < 3:
         sys.exit(__doc__)
     size = int(sys.argv[1])
-    print("%-12s %6s %7s %5s %8s %7s %8s %7s" %
-          ("trace", "hops", "send", "recv", "(calls)", "gap", "(write)", "wait"))
+    print("%-12s %6s %7s %5s %8s %7s %8s %7s %5s" %
+          ("trace", "hops", "send", "recv", "(calls)", "gap", "(write)", "wait", "off"))
     for path in sys.argv[2:]:
         cols = {k: [] for k in ("send", "recv", "calls", "gap", "write", "wait")}
+        offs = []
         for snd, rcv, wr, nxt in hops(load(path), size):
             cols["send"].append(snd[1] - snd[0])
             cols["recv"].append(rcv[-1][1] - rcv[0][0])
@@ -49,13 +52,14 @@ def main():
             cols["gap"].append(nxt[0] - rcv[-1][1])
             cols["write"].append(wr[1] - wr[0])
             cols["wait"].append(rcv[0][0] - snd[1])
+            offs.append(snd[4])
         if not cols["send"]:
             print("%-12s no hops of %d bytes" % (path.rsplit("/", 1)[-1], size))
             continue
         med = {k: statistics.median(v) * (1 if k == "calls" else 1e6) for k, v in cols.items()}
-        print("%-12s %6d %7.2f %5.2f %8.0f %7.2f %8.2f %7.2f" %
+        print("%-12s %6d %7.2f %5.2f %8.0f %7.2f %8.2f %7.2f %5d" %
               (path.rsplit("/", 1)[-1], len(cols["send"]), med["send"], med["recv"],
-               med["calls"], med["gap"], med["write"], med["wait"]))
+               med["calls"], med["gap"], med["write"], med["wait"], statistics.mode(offs)))
 
 
 if __name__ == "__main__":
