@@ -18,7 +18,7 @@ import statistics
 import struct
 import sys
 
-SEND, SENDTO, RECV, WRITE = 1, 2, 3, 7
+SENDMSG, SEND, RECV, WRITE = 1, 2, 3, 7  # syscall_trace.c's kinds (SEND: send and sendto)
 
 
 def load(path):
@@ -27,7 +27,7 @@ def load(path):
 
 
 def hops(recs, size):
-    sends = [i for i, r in enumerate(recs) if r[3] in (SEND, SENDTO) and r[2] >= size]
+    sends = [i for i, r in enumerate(recs) if r[3] in (SENDMSG, SEND) and r[2] >= size]
     sends = sends[len(sends) // 3:]
     for a, b in zip(sends, sends[1:]):
         recvs = [i for i in range(a + 1, b) if recs[i][3] == RECV and recs[i][2] > 0]
