@@ -16,7 +16,6 @@
 #include "mps_config.h"
 #include "mps_log.h"
 
-#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -300,12 +299,6 @@ static size_t reserve_bytes(void)
     return want & ~(size_t)(PAGE - 1);
 }
 
-/* Whether calls to malloc in this process reach fab_malloc.c's. */
-static bool malloc_is_ours(void)
-{
-    return dlsym(RTLD_DEFAULT, "malloc") == (void *)&malloc;
-}
-
 /* Creates the memfd, its mapping and the bookkeeping; returns the base, or NULL with
  * errno set. */
 static char *create(size_t size, int *fdp, uint64_t *ino)
@@ -339,8 +332,12 @@ static char *create(size_t size, int *fdp, uint64_t *ino)
 }
 
 /* Logs what fab_heap_start did, outside the lock (logging may allocate). */
-static void log_start(bool tried, size_t size, int err)
+static void log_start(bool tried, bool foreign, size_t size, int err)
 {
+    if (foreign) {
+        MPS_INFO("shared heap off: another allocator serves malloc in this process "
+                 "(preloaded, or a sanitizer's)");
+    }
     if (!tried) {
         return;
     }
@@ -354,13 +351,15 @@ static void log_start(bool tried, size_t size, int err)
 
 void fab_heap_start(struct fab_heap_info *info)
 {
-    bool tried = false;
+    bool tried = false, wanted, foreign;
     size_t size = 0;
     int err = 0;
 
     memset(info, 0, sizeof(*info));
     pthread_mutex_lock(&H.lock);
-    if (!H.started && mps_config_int(MPS_CFG_HEAP) != 0 && malloc_is_ours()) {
+    wanted = !H.started && mps_config_int(MPS_CFG_HEAP) != 0;
+    foreign = wanted && !fab_malloc_is_process_malloc();
+    if (wanted && !foreign) {
         char *base;
         size = reserve_bytes();
         base = size ? create(size, &H.fd, &H.ino) : NULL;
@@ -379,7 +378,7 @@ void fab_heap_start(struct fab_heap_info *info)
         *info = (struct fab_heap_info){(uint64_t)(uintptr_t)H.base, H.size, H.ino, H.fd, 0};
     }
     pthread_mutex_unlock(&H.lock);
-    log_start(tried, size, err);
+    log_start(tried, foreign, size, err);
 }
 
 /* ---- a peer's heap ---- */

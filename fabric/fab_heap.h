@@ -57,5 +57,9 @@ size_t fab_heap_usable(const void *p);
 /* The smallest request served: SIZE_MAX while no heap serves (one compare on malloc's
  * fast path). */
 extern size_t fab_heap_min;
+/* Whether calls to malloc in this process reach fab_malloc.c's own allocator: false when
+ * another allocator comes first (preloaded, a sanitizer's), to which fab_malloc.c then
+ * forwards every call and the heap stays off. */
+bool fab_malloc_is_process_malloc(void);
 
 #endif

@@ -1,0 +1,51 @@
+#!/bin/bash
+# test_alloc_preload.sh - another allocator first in the process: jemalloc preloaded, as
+# PyTorch users often do. The library's own calls to malloc still reach fabric/fab_malloc.c
+# (they are bound locally), which must then forward them to jemalloc, so that a block that
+# crosses the library's boundary goes back to the allocator that made it (glibc's free on a
+# jemalloc block crashes, and so does the other way round).
+#  - test_pgc_store: Store values are allocated inside the library, freed by the caller;
+#  - mr_p2p, 2 ranks: large messages with the shared heap off (the ranks say why), every
+#    byte checked; libfabric and libc allocate what the library frees, and the reverse;
+#  - mr_pgc, 2 ranks: the process-group API end to end.
+# Each crashed with "free(): invalid pointer" or SIGSEGV before fab_malloc.c forwarded.
+set -uo pipefail
+
+top_builddir=${top_builddir:-$PWD}
+# shellcheck source=tests/scripts/expect.sh
+. "$(dirname "$0")/expect.sh"
+
+find_jemalloc() {
+    local ldconfig
+    ldconfig=$(command -v ldconfig || echo /sbin/ldconfig)
+    "$ldconfig" -p 2>/dev/null | sed -n 's/^[[:space:]]*libjemalloc\.so\.2 .*=> //p' | head -1
+}
+
+je=$(find_jemalloc)
+if [ -z "$je" ]; then
+    echo "SKIP: needs jemalloc (Debian package libjemalloc2) to preload"
+    exit 77
+fi
+if ldd "$top_builddir/.libs/libmpishim.so" 2>/dev/null | grep -q libasan; then
+    echo "SKIP: this build uses AddressSanitizer, whose allocator must come first itself"
+    exit 77
+fi
+if [ ! -x "$top_builddir/tests/unit/test_pgc_store" ]; then
+    echo "SKIP: needs the unit tests (cmocka) for test_pgc_store"
+    exit 77
+fi
+echo "preloading $je"
+
+out=$(LD_PRELOAD=$je timeout 120 "$top_builddir/tests/unit/test_pgc_store" 2>&1)
+expect "test_pgc_store under jemalloc: exit status" 0 "$?"
+expect "test_pgc_store under jemalloc: all tests passed" 1 "$(grep -c '^\[  PASSED  \]' <<<"$out")"
+
+out=$(LD_PRELOAD=$je mr_logged 2 mr_p2p 120)
+expect "mr_p2p, 2 ranks, under jemalloc: exit status" 0 "$?"
+expect "both ranks leave the shared heap off and say why" 2 \
+    "$(grep -c 'shared heap off: another allocator serves malloc' <<<"$out")"
+
+out=$(LD_PRELOAD=$je mr_logged 2 mr_pgc 120)
+expect "mr_pgc, 2 ranks, under jemalloc: exit status" 0 "$?"
+[ "$failures" -eq 0 ] || echo "$out" | tail -20
+expect_done
