@@ -45,13 +45,15 @@ void mps_copy(void *dst, const void *src, size_t n)
 
     if (n >= ALIAS_MIN && n < ALIAS_MAX && dist - 1u < ALIAS_WINDOW - 1u) {
         copy_sse2(dst, src, n);
-    } else {
+    } else if (n) { /* an empty message may come with NULL buffers, which memcpy forbids */
         memcpy(dst, src, n);
     }
 }
 #else
 void mps_copy(void *dst, const void *src, size_t n)
 {
-    memcpy(dst, src, n);
+    if (n) { /* an empty message may come with NULL buffers, which memcpy forbids */
+        memcpy(dst, src, n);
+    }
 }
 #endif

@@ -775,5 +775,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "mpiexec: out of memory\n");
     }
     boot_store_server_stop(srv);
-    return j.ranks ? (j.exit_code < 0 ? 0 : j.exit_code) : 1;
+    rc = j.ranks ? (j.exit_code < 0 ? 0 : j.exit_code) : 1;
+    free(j.ranks);
+    free(j.o.xvars);
+    return rc;
 }

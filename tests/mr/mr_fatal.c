@@ -21,7 +21,7 @@
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "";
-    int rank, size, v = 1, buf[2];
+    int rank, size, v = 1, buf[2] = {1, 2}, out[2];
 
     if (strcmp(mode, "preinit") == 0) {
         MPI_Send(&v, 1, MPI_INT, 0, 0, MPI_COMM_WORLD);
@@ -60,7 +60,7 @@ int main(int argc, char **argv)
             sleep(30); /* rank 1's error in MPI_Finalize ends the job first */
         }
     } else if (strcmp(mode, "collmismatch") == 0) {
-        MPI_Allreduce(&v, buf, rank == 0 ? 2 : 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+        MPI_Allreduce(buf, out, rank == 0 ? 2 : 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     }
     MPI_Finalize();
     if (strcmp(mode, "postfinalize") == 0) {
