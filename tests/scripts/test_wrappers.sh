@@ -14,19 +14,22 @@ trap 'rm -rf "$tmp"' EXIT
 . "$(dirname "$0")/expect.sh"
 
 libdir=$top_builddir/.libs
-link="-L$libdir -Wl,-rpath,$libdir -lmpishim"
+# MPS_SAN_FLAGS (from make check): what --enable-sanitizers adds to both flag sets.
+san=${MPS_SAN_FLAGS:+ $MPS_SAN_FLAGS}
+link="-L$libdir -Wl,-rpath,$libdir$san -lmpishim"
 inc=$("$MPICC" -showme:incdirs)
+cflags="-I$inc$san"
 expect "the include dir of the build tree holds the public headers" yes \
     "$([ -f "$inc/pgc_status.h" ] && echo yes || echo no)"
-expect "-showme:compile is -I<includedir>" "-I$inc" "$("$MPICC" -showme:compile)"
+expect "-showme:compile is -I<includedir>" "$cflags" "$("$MPICC" -showme:compile)"
 expect "-showme:link names the build tree's library" "$link" "$("$MPICC" -showme:link)"
-expect "-show of a compile-only command adds no link flags" "gcc -I$inc -c a.c -o a.o" \
+expect "-show of a compile-only command adds no link flags" "gcc $cflags -c a.c -o a.o" \
     "$(MPISHIM_CC=gcc "$MPICC" -show -c a.c -o a.o)"
-expect "-show of a link command adds the link flags last" "gcc -I$inc a.o -o a $link" \
+expect "-show of a link command adds the link flags last" "gcc $cflags a.o -o a $link" \
     "$(MPISHIM_CC=gcc "$MPICC" -show a.o -o a)"
-expect "MPISHIM_CC replaces the compiler" "ccache cc -I$inc -E a.c" \
+expect "MPISHIM_CC replaces the compiler" "ccache cc $cflags -E a.c" \
     "$(MPISHIM_CC="ccache cc" "$MPICC" --showme -E a.c)"
-expect "-link_info prints the whole link command" "g++ -I$inc $link" \
+expect "-link_info prints the whole link command" "g++ $cflags $link" \
     "$(MPISHIM_CXX=g++ "$MPICXX" -link_info)"
 
 cat >"$tmp/t.c" <<'C'
