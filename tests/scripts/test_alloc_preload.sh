@@ -36,16 +36,23 @@ if [ ! -x "$top_builddir/tests/unit/test_pgc_store" ]; then
 fi
 echo "preloading $je"
 
-out=$(LD_PRELOAD=$je timeout 120 "$top_builddir/tests/unit/test_pgc_store" 2>&1)
-expect "test_pgc_store under jemalloc: exit status" 0 "$?"
+# Runs "$@" with jemalloc preloaded, output in $out; expects exit status 0 and shows the
+# output's end when it is not.
+run_preloaded() {
+    local name=$1 rc
+    shift
+    out=$(LD_PRELOAD=$je "$@" 2>&1)
+    rc=$?
+    expect "$name under jemalloc: exit status" 0 "$rc"
+    [ "$rc" -eq 0 ] || tail -20 <<<"$out"
+}
+
+run_preloaded test_pgc_store timeout 120 "$top_builddir/tests/unit/test_pgc_store"
 expect "test_pgc_store under jemalloc: all tests passed" 1 "$(grep -c '^\[  PASSED  \]' <<<"$out")"
 
-out=$(LD_PRELOAD=$je mr_logged 2 mr_p2p 120)
-expect "mr_p2p, 2 ranks, under jemalloc: exit status" 0 "$?"
+run_preloaded "mr_p2p, 2 ranks" mr_logged 2 mr_p2p 120
 expect "both ranks leave the shared heap off and say why" 2 \
     "$(grep -c 'shared heap off: another allocator serves malloc' <<<"$out")"
 
-out=$(LD_PRELOAD=$je mr_logged 2 mr_pgc 120)
-expect "mr_pgc, 2 ranks, under jemalloc: exit status" 0 "$?"
-[ "$failures" -eq 0 ] || echo "$out" | tail -20
+run_preloaded "mr_pgc, 2 ranks" mr_logged 2 mr_pgc 120
 expect_done
