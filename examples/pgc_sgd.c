@@ -106,6 +106,14 @@ static void model_init(struct model *m, int hidden)
     }
 }
 
+static void model_free(struct model *m)
+{
+    float *all[] = {m->w1, m->b1, m->w2, m->b2, m->g_w1, m->g_b1, m->g_w2, m->g_b2};
+    for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++) {
+        free(all[i]);
+    }
+}
+
 /* The four parameters and their gradients, in registration (forward) order. */
 static void params(struct model *m, pgc_tensor *p, pgc_tensor *g)
 {
@@ -375,5 +383,6 @@ int main(int argc, char **argv)
     }
     pgc_reducer_free(red);
     ex_check(pgc_destroy_process_group(), "pgc_destroy_process_group");
+    model_free(&m);
     return 0;
 }

@@ -195,7 +195,16 @@ static int parse_option(struct opts *o, const char *a, const char *next)
     return -1;
 }
 
-/* Returns 0 to run, 1 when done (help/version printed), -1 on a usage error. */
+static void opts_free(struct opts *o)
+{
+    for (int i = 0; o->xvars && i < o->nxvars; i++) {
+        free(o->xvars[i]);
+    }
+    free(o->xvars);
+}
+
+/* Returns 0 to run, 1 when done (help/version printed), -1 on a usage error. The caller
+ * frees o with opts_free whatever it returns. */
 static int parse_args(int argc, char **argv, struct opts *o)
 {
     o->nprocs = 1;
@@ -730,27 +739,50 @@ static int setup_signals(struct job *j)
     return j->sfd < 0 ? -1 : 0;
 }
 
+/* Everything between the command line and the first rank: returns 0, or the exit code
+ * after printing why mpiexec cannot go on. */
+static int prepare(struct job *j, struct boot_store_server **srv)
+{
+    if (!program_found(j->o.argv[0])) {
+        fprintf(stderr, "mpiexec: cannot run '%s': not found or not executable\n", j->o.argv[0]);
+        return 127;
+    }
+    if (setup_signals(j) != 0) {
+        fprintf(stderr, "mpiexec: signal setup: %s\n", strerror(errno));
+        return 1;
+    }
+    int rc = boot_store_server_start("127.0.0.1", 0, srv);
+    if (rc != PGC_OK) {
+        fprintf(stderr, "mpiexec: cannot start the rendezvous store: %s (%s)\n", pgc_strerror(rc),
+                mps_last_error());
+        return 1;
+    }
+    return 0;
+}
+
+static void job_free(struct job *j)
+{
+    for (int r = 0; j->ranks && r < j->o.nprocs; r++) {
+        free(j->ranks[r].out[0]);
+        free(j->ranks[r].out[1]);
+    }
+    free(j->ranks);
+    opts_free(&j->o);
+}
+
 int main(int argc, char **argv)
 {
     struct job j = {.exit_code = -1, .sfd = -1};
     struct boot_store_server *srv = NULL;
     int prc = parse_args(argc, argv, &j.o);
     if (prc != 0) {
+        opts_free(&j.o);
         return prc > 0 ? 0 : 2;
     }
-    if (!program_found(j.o.argv[0])) {
-        fprintf(stderr, "mpiexec: cannot run '%s': not found or not executable\n", j.o.argv[0]);
-        return 127;
-    }
-    if (setup_signals(&j) != 0) {
-        fprintf(stderr, "mpiexec: signal setup: %s\n", strerror(errno));
-        return 1;
-    }
-    int rc = boot_store_server_start("127.0.0.1", 0, &srv);
-    if (rc != PGC_OK) {
-        fprintf(stderr, "mpiexec: cannot start the rendezvous store: %s (%s)\n", pgc_strerror(rc),
-                mps_last_error());
-        return 1;
+    int rc = prepare(&j, &srv);
+    if (rc != 0) {
+        opts_free(&j.o);
+        return rc;
     }
     int port = boot_store_server_port(srv);
     if (j.o.tag_output) {
@@ -776,7 +808,6 @@ int main(int argc, char **argv)
     }
     boot_store_server_stop(srv);
     rc = j.ranks ? (j.exit_code < 0 ? 0 : j.exit_code) : 1;
-    free(j.ranks);
-    free(j.o.xvars);
+    job_free(&j);
     return rc;
 }
