@@ -51,10 +51,10 @@ static void reclaim(bool wait)
 
     while (*pp) {
         struct bsend *b = *pp;
-        if (wait && !b->pr.done) {
+        if (wait && !pg_req_is_done(&b->pr)) {
             pg_wait(&b->pr, -1);
         }
-        if (b->pr.done) {
+        if (pg_req_is_done(&b->pr)) {
             *pp = b->next;
             used -= b->charge;
             free(b);

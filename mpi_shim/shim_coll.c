@@ -64,7 +64,7 @@ int shim_coll_wait(const char *fn, int rc, MPI_Request *request)
     }
     r = shim_req_get(*request);
     rc = pg_wait(&r->pr, -1);
-    if (!r->pr.done) {
+    if (!pg_req_is_done(&r->pr)) {
         return shim_error(r->comm, fn, shim_errclass(rc), "%s", mps_last_error());
     }
     rc = r->pr.status != PGC_OK ? shim_error_pg(r->comm, fn, r->pr.status) : MPI_SUCCESS;

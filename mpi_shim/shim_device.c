@@ -100,7 +100,7 @@ static int finish(const char *fn, MPI_Comm comm, int prc, struct shim_req *r, MP
         return rc;
     }
     prc = pg_dev_wait(&r->pr, -1);
-    if (!r->pr.done) {
+    if (!pg_req_is_done(&r->pr)) {
         return shim_error(comm, fn, shim_errclass(prc), "%s", mps_last_error());
     }
     rc = r->pr.status != PGC_OK ? shim_error_pg(comm, fn, r->pr.status) : MPI_SUCCESS;

@@ -199,14 +199,14 @@ static int send_common(const void *buf, int count, MPI_Datatype dt, int dest, in
     }
     if (dev) {
         rc = pg_dev_isend(c->g, buf, (size_t)count * t->size, dest, tag, sync, &pr);
-        rc = rc == PGC_OK && !pr.done ? pg_wait(&pr, -1) : rc;
+        rc = rc == PGC_OK && !pg_req_is_done(&pr) ? pg_wait(&pr, -1) : rc;
         return rc == PGC_OK ? MPI_SUCCESS : shim_error_pg(comm, fn, rc);
     }
     if (shim_msgbuf_send(buf, count, t, &mb) != MPI_SUCCESS) {
         return shim_error(comm, fn, MPI_ERR_NO_MEM, "no memory to pack %d elements", count);
     }
     rc = pg_isend(c->g, mb.ptr, mb.bytes, dest, tag, sync, &pr);
-    if (rc == PGC_OK && !pr.done) {
+    if (rc == PGC_OK && !pg_req_is_done(&pr)) {
         rc = pg_wait(&pr, -1);
     }
     free(mb.tmp);
@@ -293,10 +293,10 @@ int PMPI_Recv(void *buf, int count, MPI_Datatype dt, int source, int tag, MPI_Co
         return MPI_SUCCESS;
     }
     rc = pg_irecv(c->g, buf, (size_t)count * t->size, source, tag, &pr);
-    if (rc == PGC_OK && !pr.done) {
+    if (rc == PGC_OK && !pg_req_is_done(&pr)) {
         rc = pg_wait(&pr, -1);
     }
-    if (!pr.done) {
+    if (!pg_req_is_done(&pr)) {
         return shim_error(comm, SHIM_FN, shim_errclass(rc), "%s", mps_last_error());
     }
     rc = shim_raise_pg_req(comm, SHIM_FN, &pr);

@@ -53,7 +53,7 @@ static int wait_one(MPI_Request *h, MPI_Status *st, const char *fn)
         return rc;
     }
     rc = pg_wait(&r->pr, -1);
-    if (!r->pr.done) {
+    if (!pg_req_is_done(&r->pr)) {
         return shim_error(r->comm, fn, shim_errclass(rc), "%s", mps_last_error());
     }
     return finish_one(h, r, st, fn);
@@ -130,7 +130,7 @@ int PMPI_Testall(int count, MPI_Request reqs[], int *flag, MPI_Status *statuses)
         if (rc != MPI_SUCCESS) {
             return rc;
         }
-        *flag = !r || r->pr.done;
+        *flag = !r || pg_req_is_done(&r->pr);
     }
     /* All or nothing: complete them only when every one is done. */
     return *flag ? PMPI_Waitall(count, reqs, statuses) : MPI_SUCCESS;
@@ -173,7 +173,7 @@ static int any_common(int count, MPI_Request reqs[], int *index, int *flag, MPI_
     } else if (rc == MPI_SUCCESS) {
         pg_progress();
         for (int i = 0; i < count && *index < 0; i++) {
-            *index = prs[i] && prs[i]->done ? i : MPI_UNDEFINED;
+            *index = prs[i] && pg_req_is_done(prs[i]) ? i : MPI_UNDEFINED;
         }
         if (*index < 0 && block && pg_wait_any(prs, count, index, -1) != PGC_OK) {
             rc = shim_error(MPI_COMM_WORLD, fn, MPI_ERR_OTHER, "%s", mps_last_error());
@@ -226,7 +226,7 @@ static int some_common(int count, MPI_Request reqs[], int *outcount, int indices
     failed += rc != MPI_SUCCESS;
     for (int i = 0; i < count; i++) {
         struct shim_req *r = shim_req_get(reqs[i]);
-        if (r && r->active && r->pr.done) {
+        if (r && r->active && pg_req_is_done(&r->pr)) {
             indices[*outcount] = i;
             failed += finish_one(&reqs[i], r, status_at(statuses, *outcount), fn) != MPI_SUCCESS;
             (*outcount)++;
@@ -287,7 +287,7 @@ int PMPI_Request_free(MPI_Request *request)
                           (unsigned)*request);
     }
     /* A pending operation still owns its buffers: finish it before recycling the slot. */
-    if (r->active && !r->pr.done) {
+    if (r->active && !pg_req_is_done(&r->pr)) {
         pg_wait(&r->pr, -1);
     }
     r->persistent = false;

@@ -40,7 +40,7 @@ enum pg_req_kind { PG_REQ_SEND, PG_REQ_RECV, PG_REQ_COLL, PG_REQ_NULL };
  * that the caller set (a schedule step, an MPI request object). */
 struct pg_req {
     enum pg_req_kind kind;
-    volatile int done;
+    int done; /* set once by pg_req_complete; read it through pg_req_is_done */
     int status;     /* PGC_OK or the error that ended it */
     int source;     /* receives: the sender's group rank */
     int tag;        /* receives: the matched tag */
@@ -59,6 +59,15 @@ struct pg_req {
     struct fab_req freq;    /* the fabric transfer of a rendezvous; stays last (pg_req_init
                              * clears only what comes before it) */
 };
+
+/* Whether req completed. A thread that does not hold the progress lock (an MPI call
+ * waiting for a request that another thread's progress completes) may call it: the
+ * acquire pairs with pg_req_complete's release, so once it returns true the request's
+ * status and the received data are visible to the caller. */
+static inline bool pg_req_is_done(const struct pg_req *req)
+{
+    return __atomic_load_n(&req->done, __ATOMIC_ACQUIRE) != 0;
+}
 
 /* The whole setup a request needs before pg_isend/pg_irecv (which initialise the rest):
  * cheaper than zeroing the whole struct on a small message's path. */

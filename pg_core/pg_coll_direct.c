@@ -30,13 +30,13 @@ static int exchange(struct pg_group *g, uint64_t ctx, int tag, const void *out, 
     }
     if (rc == PGC_OK && send_to >= 0) {
         rc = pg_isend_ctx(g, ctx, out, obytes, send_to, tag, 0, &sr);
-        if (rc == PGC_OK && !sr.done) {
+        if (rc == PGC_OK && !pg_req_is_done(&sr)) {
             rc = pg_wait_locked(&sr, -1);
         }
     }
-    if (rc == PGC_OK && recv_from >= 0 && !rr.done) {
+    if (rc == PGC_OK && recv_from >= 0 && !pg_req_is_done(&rr)) {
         rc = pg_wait_locked(&rr, -1);
-    } else if (rc != PGC_OK && recv_from >= 0 && !rr.done) {
+    } else if (rc != PGC_OK && recv_from >= 0 && !pg_req_is_done(&rr)) {
         pg_unpost_recv(&rr);
     }
     if (rc == PGC_OK && recv_from >= 0 && rr.status != PGC_OK) {
@@ -168,7 +168,7 @@ static int bcast_binomial(struct pg_group *g, void *buf, size_t bytes, int root)
     }
     /* Every posted send is waited for, even after an error: its request is on this stack. */
     for (int i = 0; i < nsend; i++) {
-        int st = sends[i].done ? sends[i].status : pg_wait_locked(&sends[i], -1);
+        int st = pg_req_is_done(&sends[i]) ? sends[i].status : pg_wait_locked(&sends[i], -1);
         rc = rc == PGC_OK ? st : rc;
     }
     return rc;
@@ -234,10 +234,10 @@ static int all_pairs(struct pg_group *g, const char *in, size_t send_stride, cha
         }
     }
     for (int i = 0; i < nreq && rc == PGC_OK; i++) {
-        rc = reqs[i].done ? reqs[i].status : pg_wait_locked(&reqs[i], -1);
+        rc = pg_req_is_done(&reqs[i]) ? reqs[i].status : pg_wait_locked(&reqs[i], -1);
     }
     for (int i = 0; i < nreq && rc != PGC_OK; i++) {
-        if (reqs[i].kind == PG_REQ_RECV && !reqs[i].done) {
+        if (reqs[i].kind == PG_REQ_RECV && !pg_req_is_done(&reqs[i])) {
             pg_unpost_recv(&reqs[i]);
         }
     }

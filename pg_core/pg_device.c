@@ -1282,7 +1282,7 @@ int pg_dev_wait(struct pg_req *req, double timeout)
     if (timeout < 0) {
         timeout = pg_timeout();
     }
-    for (unsigned iter = 0; !req->done; iter++) {
+    for (unsigned iter = 0; !pg_req_is_done(req); iter++) {
         PG_LOCK();
         pg_dev_progress();
         pg_progress_locked();
@@ -1294,7 +1294,7 @@ int pg_dev_wait(struct pg_req *req, double timeout)
             double now = mps_now();
             if (deadline == 0) {
                 deadline = now + timeout;
-            } else if (now > deadline && !req->done) {
+            } else if (now > deadline && !pg_req_is_done(req)) {
                 PG_LOCK();
                 pg_dev_detach(req);
                 pg_sched_detach(req);

@@ -50,7 +50,7 @@ static void req_reset(struct pg_req *req, enum pg_req_kind kind)
 void pg_req_complete(struct pg_req *req, int status)
 {
     req->status = status;
-    req->done = 1;
+    __atomic_store_n(&req->done, 1, __ATOMIC_RELEASE); /* pairs with pg_req_is_done */
     if (req->on_complete) {
         req->on_complete(req);
     }
@@ -669,7 +669,7 @@ bool pg_unpost_recv(struct pg_req *req)
 int pg_cancel_recv(struct pg_req *req)
 {
     PG_LOCK();
-    if (!req->done && pg_unpost_recv(req)) {
+    if (!pg_req_is_done(req) && pg_unpost_recv(req)) {
         req->cancelled = true;
         pg_req_complete(req, PGC_OK);
     }

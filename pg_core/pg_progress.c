@@ -54,10 +54,10 @@ int pg_progress(void)
 
 bool pg_test(struct pg_req *req)
 {
-    if (!req->done) {
+    if (!pg_req_is_done(req)) {
         pg_progress();
     }
-    return req->done;
+    return pg_req_is_done(req);
 }
 
 /* One step of a wait: poll, and after spin_count polls give the CPU away. The lock is
@@ -119,7 +119,7 @@ int pg_wait_until_locked(bool (*ready)(void *arg), void *arg, double timeout)
 
 static bool req_done(void *req)
 {
-    return ((struct pg_req *)req)->done;
+    return pg_req_is_done((struct pg_req *)req);
 }
 
 int pg_wait_locked(struct pg_req *req, double timeout)
@@ -153,7 +153,7 @@ static bool first_done(void *arg)
     struct any_done *a = arg;
 
     for (a->index = 0; a->index < a->n; a->index++) {
-        if (a->reqs[a->index] && a->reqs[a->index]->done) {
+        if (a->reqs[a->index] && pg_req_is_done(a->reqs[a->index])) {
             return true;
         }
     }

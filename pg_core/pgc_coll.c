@@ -804,7 +804,7 @@ static bool wait_all_until(struct pg_req *reqs, int n, double deadline)
     for (unsigned iter = 0;; iter++) {
         int done = 0;
         for (int i = 0; i < n; i++) {
-            done += reqs[i].kind == PG_REQ_NULL || reqs[i].done;
+            done += reqs[i].kind == PG_REQ_NULL || pg_req_is_done(&reqs[i]);
         }
         if (done == n) {
             return true;
@@ -871,7 +871,7 @@ static int mb_root(struct pg_group *g, int tag, double timeout, int wait_all)
     }
     if (rc == PGC_OK && !wait_all_until(st.recv, n, mps_now() + timeout)) {
         for (int i = 1; i < n; i++) {
-            if (!st.recv[i].done) {
+            if (!pg_req_is_done(&st.recv[i])) {
                 pg_cancel_recv(&st.recv[i]);
                 if (st.ack.nmissing < MB_MISSING_MAX && (wait_all || st.ack.nmissing == 0)) {
                     st.ack.missing[st.ack.nmissing++] = i;
@@ -882,7 +882,7 @@ static int mb_root(struct pg_group *g, int tag, double timeout, int wait_all)
     }
     for (int i = 1; i < n && rc == PGC_OK; i++) {
         st.send[i].kind = PG_REQ_NULL;
-        if (st.recv[i].done && !st.recv[i].cancelled) {
+        if (pg_req_is_done(&st.recv[i]) && !st.recv[i].cancelled) {
             rc = mb_post(g, true, &st.ack, sizeof(st.ack), i, tag, &st.send[i]);
         }
     }

@@ -138,7 +138,7 @@ static void work_complete(struct pgc_work *w)
 static bool reqs_done(const struct pgc_work *w)
 {
     for (int i = 0; i < w->nreqs; i++) {
-        if (!w->reqs[i].done) {
+        if (!pg_req_is_done(&w->reqs[i])) {
             return false;
         }
     }
@@ -166,7 +166,7 @@ static int work_wait_final(struct pgc_work *w, double timeout)
 {
     for (int i = 0; i < w->nreqs; i++) {
         int rc = pg_wait(&w->reqs[i], timeout);
-        if (rc == PGC_ERR_TIMEOUT && !w->reqs[i].done) {
+        if (rc == PGC_ERR_TIMEOUT && !pg_req_is_done(&w->reqs[i])) {
             describe_failure(w, PGC_ERR_TIMEOUT);
             w->status = PGC_ERR_TIMEOUT;
             return PGC_ERR_TIMEOUT;
@@ -193,7 +193,7 @@ int pgc_work_launch(struct pgc_work *w, int async_op, pgc_work **out)
     }
     if (rc == PGC_ERR_TIMEOUT) {
         /* Release everything except what a send still in the transport may touch. */
-        if (w->req.kind == PG_REQ_SEND && !w->req.done) {
+        if (w->req.kind == PG_REQ_SEND && !pg_req_is_done(&w->req)) {
             return rc;
         }
         work_release(w);
@@ -278,7 +278,7 @@ void pgc_work_free(pgc_work *work)
     }
     if (w->status == PGC_ERR_PENDING && work_wait_final(w, -1) == PGC_ERR_TIMEOUT) {
         for (int i = 0; i < w->nreqs; i++) {
-            if (w->reqs[i].kind == PG_REQ_SEND && !w->reqs[i].done) {
+            if (w->reqs[i].kind == PG_REQ_SEND && !pg_req_is_done(&w->reqs[i])) {
                 MPS_WARN("pgc_work_free: %s still sending after the timeout; its handle is "
                          "leaked so that the transport cannot write into freed memory",
                          w->call);

@@ -23,6 +23,8 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,7 +45,7 @@ struct conn {
 struct boot_store_server {
     pthread_t thread;
     int listen_fd, wake[2], port;
-    volatile int stop;
+    atomic_bool stop; /* set by boot_store_server_stop, read by the server thread */
     struct boot_map map;
     struct conn **conns;
     int nconns, cap;
@@ -431,7 +433,7 @@ static void *server_main(void *arg)
 {
     struct boot_store_server *s = arg;
 
-    while (!s->stop) {
+    while (!atomic_load(&s->stop)) {
         int n = s->nconns;
         s->pfds[0] = (struct pollfd){.fd = s->wake[0], .events = POLLIN};
         s->pfds[1] = (struct pollfd){.fd = s->listen_fd, .events = POLLIN};
@@ -585,7 +587,7 @@ void boot_store_server_stop(struct boot_store_server *s)
     if (!s) {
         return;
     }
-    s->stop = 1;
+    atomic_store(&s->stop, true);
     if (write(s->wake[1], "x", 1) < 0) {
         MPS_WARN("boot_store_server_stop: cannot wake the server thread: %s", strerror(errno));
     }

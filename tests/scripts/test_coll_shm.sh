@@ -18,8 +18,14 @@ channels() {
     grep -c "small collectives through shared memory (channel $1)" <<<"$out"
 }
 
-out=$(run)
-rc=$?
+# Runs mr_coll_shm into $out; shows the output's end when it failed.
+run_shown() {
+    out=$(run)
+    rc=$?
+    [ "$rc" -eq 0 ] || tail -30 <<<"$out"
+}
+
+run_shown
 expect "mr_coll_shm, 4 ranks: exit status" 0 "$rc"
 expect "every rank's world takes channel 0" 4 "$(channels 0)"
 # 24 duplicates of the world, twice: the first 15 of each round get channels 1-15 (the
@@ -29,8 +35,7 @@ expect "channel 15 given out in both rounds of duplicates, on every rank" 8 "$(c
 expect "channel 1: both rounds and the split, on every rank" 12 "$(channels 1)"
 expect "no communicator beyond the channels gets one" 0 "$(channels 16)"
 
-out=$(MPISHIM_COLL_SHM=0 run)
-rc=$?
+MPISHIM_COLL_SHM=0 run_shown
 expect "mr_coll_shm, 4 ranks, MPISHIM_COLL_SHM=0: exit status" 0 "$rc"
 expect "no channel given out" 0 "$(grep -c 'through shared memory' <<<"$out")"
 expect_done
