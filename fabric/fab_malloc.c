@@ -39,18 +39,18 @@ extern void __libc_free(void *p);
 
 #define EXPORT __attribute__((visibility("default")))
 
-#if defined(__SANITIZE_ADDRESS__) /* gcc */
-#define FAB_ASAN 1
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__) /* gcc */
+#define FAB_SANITIZER_MALLOC 1
 #elif defined(__has_feature) /* clang */
-#if __has_feature(address_sanitizer)
-#define FAB_ASAN 1
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define FAB_SANITIZER_MALLOC 1
 #endif
 #endif
 
-#if defined(FAB_ASAN)
-/* AddressSanitizer's allocator must serve the whole process, and a program that defines
- * malloc beside it crashes before main: built with it, the library leaves malloc alone
- * (and the shared heap off). */
+#if defined(FAB_SANITIZER_MALLOC)
+/* AddressSanitizer's and ThreadSanitizer's allocators must serve the whole process, and a
+ * program that defines malloc beside them crashes before main: built with either, the
+ * library leaves malloc alone (and the shared heap off). */
 bool fab_malloc_is_process_malloc(void)
 {
     return false;
@@ -350,4 +350,4 @@ EXPORT size_t malloc_usable_size(void *p)
     }
     return current_mode() == MODE_FORWARD ? next.malloc_usable_size(p) : glibc_usable_size(p);
 }
-#endif /* !FAB_ASAN */
+#endif /* !FAB_SANITIZER_MALLOC */

@@ -36,9 +36,11 @@
  * and PROD on int64 stay scalar there. The vectorizable kernels are therefore also compiled
  * for AVX2 and chosen once at load time (an ifunc, which needs glibc). Both versions compute
  * each element with the same IEEE operations (AVX2 alone enables no FMA contraction), so
- * results do not depend on which one runs.
+ * results do not depend on which one runs. ThreadSanitizer instruments the ifunc's resolver,
+ * which runs before its runtime can: a TSan build keeps the baseline version only.
  */
-#if defined(__x86_64__) && defined(__GLIBC__) && defined(__has_attribute)
+#if defined(__x86_64__) && defined(__GLIBC__) && defined(__has_attribute) &&                      \
+    !defined(__SANITIZE_THREAD__)
 #if __has_attribute(target_clones)
 #define KERNEL_CLONES __attribute__((target_clones("default", "avx2")))
 #endif

@@ -26,8 +26,10 @@ if [ -z "$je" ]; then
     echo "SKIP: needs jemalloc (Debian package libjemalloc2) to preload"
     exit 77
 fi
-if ldd "$top_builddir/.libs/libmpishim.so" 2>/dev/null | grep -q libasan; then
-    echo "SKIP: this build uses AddressSanitizer, whose allocator must come first itself"
+# (ldd's output whole first: with pipefail, grep -q quitting early could fail the pipe)
+libs=$(ldd "$top_builddir/.libs/libmpishim.so" 2>/dev/null)
+if grep -q 'lib[at]san' <<<"$libs"; then
+    echo "SKIP: this build uses a sanitizer, whose allocator must come first itself"
     exit 77
 fi
 if [ ! -x "$top_builddir/tests/unit/test_pgc_store" ]; then
