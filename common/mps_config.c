@@ -11,7 +11,9 @@ static const struct mps_config_desc table[MPS_CFG_COUNT] = {
 #undef MPS_CONFIG_DESC
 };
 
-/* Values are looked up once: getenv on a hot path (the spin count, the eager size) costs. */
+/* Values are looked up once: getenv on a hot path (the spin count, the eager size) costs.
+ * Threads may look a value up at the same time (a schedule is built outside the world
+ * lock): each finds the same string, and the atomics make the caching race-free. */
 static const char *cache[MPS_CFG_COUNT];
 
 const struct mps_config_desc *mps_config_desc(enum mps_config_id id)
@@ -21,11 +23,14 @@ const struct mps_config_desc *mps_config_desc(enum mps_config_id id)
 
 const char *mps_config_str(enum mps_config_id id)
 {
-    if (!cache[id]) {
+    const char *c = __atomic_load_n(&cache[id], __ATOMIC_ACQUIRE);
+
+    if (!c) {
         const char *v = getenv(table[id].name);
-        cache[id] = (v && *v) ? v : table[id].def;
+        c = (v && *v) ? v : table[id].def;
+        __atomic_store_n(&cache[id], c, __ATOMIC_RELEASE);
     }
-    return cache[id];
+    return c;
 }
 
 long mps_config_int(enum mps_config_id id)
@@ -48,6 +53,6 @@ bool mps_config_is_set(enum mps_config_id id)
 void mps_config_reset(void)
 {
     for (int i = 0; i < MPS_CFG_COUNT; i++) {
-        cache[i] = NULL;
+        __atomic_store_n(&cache[i], NULL, __ATOMIC_RELEASE);
     }
 }

@@ -46,20 +46,27 @@ int pg_group_new(uint64_t ctx, int chan, int rank, int size, const int *world_ra
     return rc;
 }
 
+/* References come and go in any thread (a pgc work made in one and freed in another), with
+ * or without the world lock: the count is atomic. */
 void pg_group_retain(struct pg_group *g)
 {
-    g->refs++;
+    __atomic_add_fetch(&g->refs, 1, __ATOMIC_RELAXED);
 }
 
 void pg_group_release(struct pg_group *g)
 {
-    if (g && --g->refs == 0) {
-        pg_dev_group_free(g);
-        pg_shm_detach(g);
-        free(g->ranks);
-        free(g->local_of);
-        free(g);
+    if (!g || __atomic_sub_fetch(&g->refs, 1, __ATOMIC_ACQ_REL) != 0) {
+        return;
     }
+    /* Giving back the group's shared-memory channel and device state changes the world's
+     * tables: under the lock (recursive, so a caller may already hold it). */
+    PG_LOCK();
+    pg_dev_group_free(g);
+    pg_shm_detach(g);
+    PG_UNLOCK();
+    free(g->ranks);
+    free(g->local_of);
+    free(g);
 }
 
 int pg_group_rank_of(struct pg_group *g, int world_rank)

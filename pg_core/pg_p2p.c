@@ -49,10 +49,16 @@ static void req_reset(struct pg_req *req, enum pg_req_kind kind)
 
 void pg_req_complete(struct pg_req *req, int status)
 {
+    pg_req_cb cb = req->on_complete;
+
     req->status = status;
-    __atomic_store_n(&req->done, 1, __ATOMIC_RELEASE); /* pairs with pg_req_is_done */
-    if (req->on_complete) {
-        req->on_complete(req);
+    /* Pairs with pg_req_is_done. From here a waiter outside the lock may free req (a pgc
+     * work, an MPI request), so nothing below reads it; a request with a callback belongs
+     * to code that runs under the lock (a schedule step, a device op), where req stays
+     * valid for the callback. */
+    __atomic_store_n(&req->done, 1, __ATOMIC_RELEASE);
+    if (cb) {
+        cb(req);
     }
 }
 

@@ -16,7 +16,10 @@
 #include <string.h>
 #include <unistd.h>
 
-struct pg_world pg_w = {.lock = PTHREAD_MUTEX_INITIALIZER};
+/* Recursive: the last release of a group takes the lock to free it, and may run in a
+ * caller that holds it already. No wait runs with it held twice (a wait drops it once to
+ * let other threads progress). */
+struct pg_world pg_w = {.lock = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP};
 
 static void world_reset_lists(void)
 {
