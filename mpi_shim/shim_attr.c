@@ -63,7 +63,7 @@ static void keyval_release(int handle)
 {
     struct shim_keyval *k = shim_table_get(&keyvals, handle);
 
-    if (k && --k->refs == 0) {
+    if (k && __atomic_sub_fetch(&k->refs, 1, __ATOMIC_ACQ_REL) == 0) {
         shim_table_remove(&keyvals, handle);
         free(k);
     }
@@ -158,7 +158,9 @@ int PMPI_Comm_set_attr(MPI_Comm comm, int keyval, void *val)
     }
     *a = (struct shim_attr){c->attrs, keyval, val};
     c->attrs = a;
-    ((struct shim_keyval *)shim_table_get(&keyvals, keyval))->refs++;
+    /* atomic: threads set attributes of one keyval on their own communicators at once */
+    __atomic_add_fetch(&((struct shim_keyval *)shim_table_get(&keyvals, keyval))->refs, 1,
+                       __ATOMIC_RELAXED);
     return MPI_SUCCESS;
 }
 

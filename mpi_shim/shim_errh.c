@@ -33,7 +33,7 @@ void shim_errhandler_retain(MPI_Errhandler h)
     struct shim_errh *e = shim_table_get(&errhs, h);
 
     if (e) {
-        e->refs++;
+        __atomic_add_fetch(&e->refs, 1, __ATOMIC_RELAXED); /* communicators of any thread */
     }
 }
 
@@ -41,7 +41,7 @@ void shim_errhandler_release(MPI_Errhandler h)
 {
     struct shim_errh *e = shim_table_get(&errhs, h);
 
-    if (e && --e->refs == 0) {
+    if (e && __atomic_sub_fetch(&e->refs, 1, __ATOMIC_ACQ_REL) == 0) {
         shim_table_remove(&errhs, h);
         free(e);
     }

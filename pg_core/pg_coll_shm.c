@@ -88,8 +88,10 @@ struct shm_drain {
     int n;
     uint64_t last;    /* stamp of its last collective */
 };
+/* Under the world lock. */
 static struct {
-    uint32_t held;
+    uint32_t held;    /* channels of live groups, or draining after their group was freed */
+    uint32_t claimed; /* channels of groups being created (pg_agree_ids), not attached yet */
     struct shm_drain drain[PG_SHM_CHANNELS];
 } shm;
 
@@ -141,7 +143,25 @@ uint32_t pg_shm_busy(void)
             shm.held &= ~(1u << c);
         }
     }
-    return shm.held | 1u; /* channel 0 is the world's */
+    return shm.held | shm.claimed | 1u; /* channel 0 is the world's */
+}
+
+bool pg_shm_claim(int chan)
+{
+    uint32_t bit = chan > 0 ? 1u << chan : 0;
+
+    if ((shm.held | shm.claimed) & bit) {
+        return false;
+    }
+    shm.claimed |= bit;
+    return true;
+}
+
+void pg_shm_unclaim(int chan)
+{
+    if (chan > 0) {
+        shm.claimed &= ~(1u << chan);
+    }
 }
 
 int pg_shm_pick(uint32_t busy)

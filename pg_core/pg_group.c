@@ -8,6 +8,14 @@
  * same way, with a bit mask instead of a counter. The same allreduce agrees the group's
  * channel for collectives in shared memory (pg_coll_shm.c): the lowest that none of the
  * creators holds (pg_agree_ids).
+ *
+ * Under MPI_THREAD_MULTIPLE two threads may create groups from different parents at once,
+ * and both agreements can come out with the same id or channel (each proposed the same
+ * next_ctx). So each process then claims what was agreed, under the world lock, failing
+ * if a concurrent creation claimed it first, and a second allreduce tells whether every
+ * member's claim held; if not, the winners give the channel back and all try again with
+ * higher ids. One thread cannot race itself: without MPI_THREAD_MULTIPLE the claim always
+ * holds and the second allreduce is skipped.
  */
 #include "config.h"
 #include "pg_device.h"
@@ -16,6 +24,8 @@
 #include "mps_log.h"
 #include "pgc_status.h"
 
+#include <inttypes.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -38,7 +48,9 @@ int pg_group_new(uint64_t ctx, int chan, int rank, int size, const int *world_ra
     g->ranks = ranks;
     g->refs = 1;
     *out = g;
+    PG_LOCK(); /* the channel tables are the world's */
     rc = pg_shm_attach(g, chan);
+    PG_UNLOCK();
     if (rc != PGC_OK) {
         pg_group_release(g);
         *out = NULL;
@@ -97,21 +109,78 @@ static void ids_combine(const void *in, void *inout, size_t count, void *unused)
     }
 }
 
+/* Claims ctx and chan in this process unless another creation got there first. */
+static bool ids_claim(uint64_t ctx, int chan)
+{
+    bool ok;
+
+    PG_LOCK();
+    ok = ctx >= pg_w.next_ctx && pg_shm_claim(chan);
+    if (ok) {
+        pg_w.next_ctx = ctx + 1; /* ids are not reused, so a failed round only skips one */
+    }
+    PG_UNLOCK();
+    return ok;
+}
+
+void pg_ids_release(int chan)
+{
+    PG_LOCK();
+    pg_shm_unclaim(chan);
+    PG_UNLOCK();
+}
+
+/* One round: agree on the largest proposal and the lowest free channel, and claim them;
+ * *held says whether every member's claim held. */
+static int agree_round(struct pg_group *over, const struct pg_op_spec *op, uint64_t *ctx,
+                       int *chan, bool *held)
+{
+    struct ids mine, all, fails;
+    bool ok;
+    int rc;
+
+    PG_LOCK();
+    mine = (struct ids){pg_w.next_ctx, pg_shm_busy()};
+    PG_UNLOCK();
+    rc = pg_allreduce(over, &mine, &all, 1, op);
+    if (rc == PGC_OK && all.ctx >= PG_CTX_LIMIT) {
+        return mps_error(PGC_ERR_NOMEM, "no context id left for a new group (%llu made)",
+                         (unsigned long long)all.ctx);
+    }
+    if (rc != PGC_OK) {
+        return rc;
+    }
+    *ctx = all.ctx;
+    *chan = pg_shm_pick((uint32_t)all.busy);
+    ok = ids_claim(*ctx, *chan);
+    *held = ok;
+    if (pg_w.mt) { /* busy: or'ed, so any member's failed claim shows */
+        mine = (struct ids){0, ok ? 0 : 1};
+        rc = pg_allreduce(over, &mine, &fails, 1, op);
+        *held = rc == PGC_OK && fails.busy == 0;
+    }
+    if (ok && !*held) {
+        pg_ids_release(*chan);
+    }
+    return rc;
+}
+
 int pg_agree_ids(struct pg_group *over, uint64_t *ctx, int *chan)
 {
     struct pg_op_spec op = {.dt = PG_BYTE, .elem_size = sizeof(struct ids),
                             .user_fn = ids_combine, .commutative = true};
-    struct ids mine = {pg_w.next_ctx, pg_shm_busy()}, all;
-    int rc = pg_allreduce(over, &mine, &all, 1, &op);
+    bool held = false;
+    int rc;
 
-    if (rc == PGC_OK && all.ctx >= PG_CTX_LIMIT) {
-        rc = mps_error(PGC_ERR_NOMEM, "no context id left for a new group (%llu made)",
-                       (unsigned long long)all.ctx);
+    /* Each failed round raises every member's next_ctx past the contested id, and a
+     * creation that lost a claim to another yields before trying again. */
+    while ((rc = agree_round(over, &op, ctx, chan, &held)) == PGC_OK && !held) {
+        MPS_DEBUG("group creation: context %" PRIu64 " or channel %d went to a concurrent "
+                  "creation; trying again", *ctx, *chan);
+        sched_yield();
     }
-    if (rc == PGC_OK) {
-        pg_w.next_ctx = all.ctx + 1;
-        *ctx = all.ctx;
-        *chan = pg_shm_pick((uint32_t)all.busy);
+    if (rc != PGC_OK) {
+        *chan = -1; /* nothing claimed: the caller's pg_ids_release does nothing */
     }
     return rc;
 }
@@ -131,7 +200,8 @@ int pg_group_create(struct pg_group *parent, const int *parent_ranks, int n,
     }
     world = malloc(sizeof(int) * (size_t)(n > 0 ? n : 1));
     if (!world) {
-        return mps_error(PGC_ERR_NOMEM, "no memory for a group of %d", n);
+        rc = mps_error(PGC_ERR_NOMEM, "no memory for a group of %d", n);
+        goto fail;
     }
     for (int i = 0; i < n; i++) {
         if (parent_ranks[i] < 0 || parent_ranks[i] >= parent->size) {
@@ -148,6 +218,7 @@ int pg_group_create(struct pg_group *parent, const int *parent_ranks, int n,
         rc = pg_group_new(ctx, chan, me, n, world, out);
     }
 fail:
+    pg_ids_release(chan);
     free(world);
     return rc;
 }
@@ -158,10 +229,11 @@ int pg_group_dup(struct pg_group *parent, struct pg_group **out)
     int chan;
     int rc = pg_agree_ids(parent, &ctx, &chan);
 
-    if (rc != PGC_OK) {
-        return rc;
+    if (rc == PGC_OK) {
+        rc = pg_group_new(ctx, chan, parent->rank, parent->size, parent->ranks, out);
     }
-    return pg_group_new(ctx, chan, parent->rank, parent->size, parent->ranks, out);
+    pg_ids_release(chan);
+    return rc;
 }
 
 struct split_entry {
@@ -228,6 +300,7 @@ int pg_group_split(struct pg_group *parent, int color, int key, struct pg_group 
     if (rc == PGC_OK && color >= 0) {
         rc = pg_group_new(ctx, chan, me, n, world, out);
     }
+    pg_ids_release(chan);
     free(all);
     free(world);
     return rc;

@@ -95,6 +95,7 @@ int pg_group_create_sub(struct pg_group *parent, const int *parent_ranks, int n,
     }
     if (rc == PGC_OK) {
         rc = pg_group_new(ctx, chan, me, n, world, out);
+        pg_ids_release(chan);
     }
     pg_group_release(tmp);
     free(world);

@@ -169,9 +169,12 @@ int pg_check_op(const struct pg_op_spec *op);
 /* chan: the group's shared-memory channel (pg_coll_shm.c), -1 for none. */
 int pg_group_new(uint64_t ctx, int chan, int rank, int size, const int *world_ranks,
                  struct pg_group **out);
-/* One allreduce over `over`: the context id of a group being created (the largest next_ctx)
- * and its shared-memory channel (the lowest that no participant holds, or -1). */
+/* Collective over `over`: the context id of a group being created (the largest next_ctx)
+ * and its shared-memory channel (the lowest that no participant holds, or -1), both
+ * claimed in this process until pg_ids_release(chan), which the caller makes once it has
+ * made the group (pg_group_new) or decided not to. */
 int pg_agree_ids(struct pg_group *over, uint64_t *ctx, int *chan);
+void pg_ids_release(int chan);
 
 /* pg_coll_shm.c: flat shared-memory collectives of at most PG_SHM_MAX bytes on groups whose
  * members share this node; each such group holds one of PG_SHM_CHANNELS channels. */
@@ -181,6 +184,11 @@ int pg_agree_ids(struct pg_group *over, uint64_t *ctx, int *chan);
 uint32_t pg_shm_busy(void);
 /* The lowest channel free in busy (the participants' masks or'ed), or -1. */
 int pg_shm_pick(uint32_t busy);
+/* Reserves chan (> 0) for a group being created: false if a group of this process holds it
+ * or another creation reserved it. pg_shm_unclaim ends the reservation (after attaching).
+ * World lock held for both, and for pg_shm_busy. */
+bool pg_shm_claim(int chan);
+void pg_shm_unclaim(int chan);
 /* Gives g channel chan (agreed by every member; -1: none) if all its members share this
  * node's rings; pg_shm_detach gives it back when g is freed. */
 int pg_shm_attach(struct pg_group *g, int chan);

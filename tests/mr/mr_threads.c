@@ -10,16 +10,46 @@
  * long enough to take the rendezvous path. The partner answers each value plus one, so
  * both directions are checked. The collective thread runs MPI_Allreduce and
  * MPI_Iallreduce + MPI_Wait on its own communicator and checks the sums.
+ * Last, each point-to-point thread churns objects that all threads share: it sets an
+ * attribute of one keyval (with copy and delete callbacks) on its communicator, duplicates
+ * it (the copy callback adds one, the duplicate inherits a user error handler), checks the
+ * copy, exchanges a strided message built with a derived datatype on the duplicate, and
+ * frees it all; main counts the delete callbacks afterwards.
  */
 #include "mrtest.h"
 
 #include <pthread.h>
+#include <stdint.h>
 #include <stdlib.h>
 
 #define NPP 4          /* point-to-point threads per rank */
 #define ITERS 150      /* ping-pongs per thread and phase */
 #define COLL_ITERS 200 /* allreduces of the collective thread */
 #define LONG_LEN 20000 /* ints in a long message (80 kB: past the eager limit) */
+#define OBJ_ITERS 40   /* rounds of the object phase */
+
+static int keyval = MPI_KEYVAL_INVALID; /* shared by every thread */
+static int deletes;                     /* delete callbacks run (atomic) */
+
+static int copy_plus_one(MPI_Comm comm, int kv, void *extra, void *in, void *out, int *flag)
+{
+    (void)comm, (void)kv, (void)extra;
+    *(void **)out = (void *)((intptr_t)in + 1);
+    *flag = 1;
+    return MPI_SUCCESS;
+}
+
+static int count_delete(MPI_Comm comm, int kv, void *val, void *extra)
+{
+    (void)comm, (void)kv, (void)val, (void)extra;
+    __atomic_add_fetch(&deletes, 1, __ATOMIC_RELAXED);
+    return MPI_SUCCESS;
+}
+
+static void errors_return(MPI_Comm *comm, int *code, ...)
+{
+    (void)comm, (void)code;
+}
 
 struct thread_arg {
     int t;          /* thread number */
@@ -119,6 +149,36 @@ static void ping_pong(struct thread_arg *a, MPI_Comm comm, int tag, int it)
     xfer(a, a->back, n, peer, tag, comm, 1, it);
 }
 
+/* One round of the object phase (see the top of the file). */
+static void objects(struct thread_arg *a, int it)
+{
+    int peer = (a->rank ^ 1) < a->size ? a->rank ^ 1 : a->rank, n = 1 + it % 50, flag = 0;
+    intptr_t val = 1000 * a->t + it;
+    MPI_Datatype strided;
+    MPI_Comm d;
+    void *got = NULL;
+
+    TCHECK(a, MPI_Comm_set_attr(a->comm, keyval, (void *)val) == MPI_SUCCESS, "set_attr");
+    TCHECK(a, MPI_Comm_dup(a->comm, &d) == MPI_SUCCESS, "dup");
+    TCHECK(a, MPI_Comm_get_attr(d, keyval, &got, &flag) == MPI_SUCCESS, "get_attr");
+    TCHECK(a, flag && (intptr_t)got == val + 1, "copied attribute %ld, want %ld", (long)(intptr_t)got,
+           (long)val + 1);
+    /* every other int of buf, received contiguous */
+    TCHECK(a, MPI_Type_vector(n, 1, 2, MPI_INT, &strided) == MPI_SUCCESS, "type_vector");
+    TCHECK(a, MPI_Type_commit(&strided) == MPI_SUCCESS, "commit");
+    for (int i = 0; i < 2 * n; i++) {
+        a->buf[i] = value(a->rank, a->t, it, i);
+    }
+    TCHECK(a, MPI_Sendrecv(a->buf, 1, strided, peer, 3, a->back, n, MPI_INT, peer, 3, d,
+                           MPI_STATUS_IGNORE) == MPI_SUCCESS, "sendrecv");
+    for (int i = 0; i < n; i++) {
+        TCHECK(a, a->back[i] == value(peer, a->t, it, 2 * i), "strided [%d] = %d", i, a->back[i]);
+    }
+    TCHECK(a, MPI_Type_free(&strided) == MPI_SUCCESS, "type_free");
+    TCHECK(a, MPI_Comm_free(&d) == MPI_SUCCESS, "comm_free");
+    TCHECK(a, MPI_Comm_delete_attr(a->comm, keyval) == MPI_SUCCESS, "delete_attr");
+}
+
 static void *p2p_thread(void *p)
 {
     struct thread_arg *a = p;
@@ -128,6 +188,9 @@ static void *p2p_thread(void *p)
     }
     for (int it = 0; it < ITERS; it++) {
         ping_pong(a, a->comm, 7, it);
+    }
+    for (int it = 0; it < OBJ_ITERS; it++) {
+        objects(a, it);
     }
     return NULL;
 }
@@ -175,9 +238,13 @@ int main(int argc, char **argv)
     CHECK_MPI(MPI_Query_thread(&provided));
     CHECK(provided == MPI_THREAD_MULTIPLE, "MPI_Query_thread says %d", provided);
 
+    MPI_Errhandler eh;
+    CHECK_MPI(MPI_Comm_create_keyval(copy_plus_one, count_delete, &keyval, NULL));
+    CHECK_MPI(MPI_Comm_create_errhandler(errors_return, &eh));
     for (int t = 0; t <= NPP; t++) {
         args[t] = (struct thread_arg){.t = t, .rank = rank, .size = size};
         CHECK_MPI(MPI_Comm_dup(MPI_COMM_WORLD, &args[t].comm));
+        CHECK_MPI(MPI_Comm_set_errhandler(args[t].comm, eh));
         args[t].buf = malloc(sizeof(int) * LONG_LEN);
         args[t].back = malloc(sizeof(int) * LONG_LEN);
         CHECK(args[t].buf && args[t].back, "out of memory");
@@ -193,5 +260,10 @@ int main(int argc, char **argv)
         free(args[t].buf);
         free(args[t].back);
     }
+    /* per round: the duplicate's attribute when it is freed, the original's on delete */
+    CHECK(deletes == NPP * OBJ_ITERS * 2, "%d delete callbacks, want %d", deletes,
+          NPP * OBJ_ITERS * 2);
+    CHECK_MPI(MPI_Errhandler_free(&eh));
+    CHECK_MPI(MPI_Comm_free_keyval(&keyval));
     return mrt_finish("mr_threads");
 }
