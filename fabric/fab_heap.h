@@ -59,8 +59,8 @@ size_t fab_heap_usable(const void *p);
 extern size_t fab_heap_min;
 /* Whether calls to malloc in this process reach fab_malloc.c's own allocator: false when
  * another allocator comes first (preloaded: fab_malloc.c then forwards every call to it)
- * or in a build with AddressSanitizer (fab_malloc.c defines no malloc). The heap stays off
- * then. */
+ * or in a build with AddressSanitizer or ThreadSanitizer (fab_malloc.c defines no malloc).
+ * The heap stays off then. */
 bool fab_malloc_is_process_malloc(void);
 
 #endif

@@ -251,7 +251,9 @@ EXPORT void *realloc(void *p, size_t n)
         fab_heap_free(p);
         return NULL;
     }
-    return n <= fab_heap_usable(p) ? p : move_block(p, fab_heap_usable(p), n);
+    size_t have = fab_heap_usable(p);
+
+    return n <= have ? p : move_block(p, have, n);
 }
 
 EXPORT void *reallocarray(void *p, size_t n, size_t m)
@@ -331,11 +333,13 @@ EXPORT void *pvalloc(size_t n)
  * allocator's (when this file is part of the program, which comes before it). */
 static size_t glibc_usable_size(void *p)
 {
-    static size_t (*glibc)(void *);
+    static size_t (*cached)(void *); /* threads may race to fill it: with the same value */
+    size_t (*glibc)(void *) = __atomic_load_n(&cached, __ATOMIC_ACQUIRE);
 
     if (!glibc) {
         void *libc = dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD);
         glibc = libc ? (size_t(*)(void *))dlsym(libc, "malloc_usable_size") : NULL;
+        __atomic_store_n(&cached, glibc, __ATOMIC_RELEASE);
     }
     return p && glibc ? glibc(p) : 0;
 }

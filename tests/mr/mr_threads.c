@@ -161,8 +161,8 @@ static void objects(struct thread_arg *a, int it)
     TCHECK(a, MPI_Comm_set_attr(a->comm, keyval, (void *)val) == MPI_SUCCESS, "set_attr");
     TCHECK(a, MPI_Comm_dup(a->comm, &d) == MPI_SUCCESS, "dup");
     TCHECK(a, MPI_Comm_get_attr(d, keyval, &got, &flag) == MPI_SUCCESS, "get_attr");
-    TCHECK(a, flag && (intptr_t)got == val + 1, "copied attribute %ld, want %ld", (long)(intptr_t)got,
-           (long)val + 1);
+    TCHECK(a, flag && (intptr_t)got == val + 1, "copied attribute %ld, want %ld",
+           (long)(intptr_t)got, (long)val + 1);
     /* every other int of buf, received contiguous */
     TCHECK(a, MPI_Type_vector(n, 1, 2, MPI_INT, &strided) == MPI_SUCCESS, "type_vector");
     TCHECK(a, MPI_Type_commit(&strided) == MPI_SUCCESS, "commit");

@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -270,6 +271,7 @@ static pid_t start_server_process(int *port)
     }
     if (pid == 0) {
         struct boot_store_server *srv = NULL;
+        prctl(PR_SET_PDEATHSIG, SIGKILL); /* no server left behind if the test dies */
         int p = boot_store_server_start(NULL, 0, &srv) == PGC_OK ? boot_store_server_port(srv)
                                                                   : -1;
         if (write(fds[1], &p, sizeof(p)) != (ssize_t)sizeof(p) || p < 0) {
