@@ -300,17 +300,20 @@ static int open_endpoints(struct fab *f)
 }
 
 /*
- * ofi_rxm's defaults (16 KiB bounce buffers, 4096 of them posted) suit neither us nor
- * memory: a 16 KiB message plus our header misses the eager size and takes rxm's
+ * ofi_rxm's defaults (16 KiB bounce buffers, 128 posted per connection) do not suit our
+ * traffic: a 16 KiB message plus our header misses the eager size and takes rxm's
  * segmenting path, and 32-64 KiB take its rendezvous. Measured over tcp;ofi_rxm between two
- * ranks here (latency, us, default -> these): 16 KiB 30 -> 18, 64 KiB 91 -> 31, 1 MiB
- * 422 -> 305; peak memory 113 -> 144 MiB (64 KiB buffers alone: 408). libfabric reads these
- * when its providers load, at the first fi_getinfo; a value the user set wins.
+ * ranks here (latency, us, default -> 64 KiB buffers): 16 KiB 30 -> 18, 64 KiB 91 -> 31,
+ * 1 MiB 422 -> 305. Few posted buffers per connection keep the ones a ping-pong cycles
+ * through warm in the cache: 32 instead of 256 was 0.87-1.04x the latency at 0 B-4 MiB
+ * (median 0.92, 10 alternated sweeps; bench/README.md). Flow control is not at stake: our
+ * AM receives are always posted, so rxm's buffers never wait long for a match. libfabric
+ * reads these when its providers load, at the first fi_getinfo; a value the user set wins.
  */
 static void tune_rxm(void)
 {
     setenv("FI_OFI_RXM_BUFFER_SIZE", "65536", 0);
-    setenv("FI_OFI_RXM_MSG_RX_SIZE", "256", 0);
+    setenv("FI_OFI_RXM_MSG_RX_SIZE", "32", 0);
 }
 
 static int copy_opts(struct fab *f, const struct fab_opts *o)

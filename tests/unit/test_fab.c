@@ -661,10 +661,14 @@ static void test_rxm_sizes_are_set_unless_the_user_set_them(void **state)
         .rank = 0, .size = 1, .nodes = "solo", .node_stride = 5, .am_handler = am_handler};
     (void)state;
     unsetenv("FI_OFI_RXM_BUFFER_SIZE");
-    setenv("FI_OFI_RXM_MSG_RX_SIZE", "512", 1);
+    unsetenv("FI_OFI_RXM_MSG_RX_SIZE");
     assert_int_equal(fab_open(&o, &f), PGC_OK);
     assert_int_equal(fab_close(f), PGC_OK);
     assert_string_equal(getenv("FI_OFI_RXM_BUFFER_SIZE"), "65536");
+    assert_string_equal(getenv("FI_OFI_RXM_MSG_RX_SIZE"), "32");
+    setenv("FI_OFI_RXM_MSG_RX_SIZE", "512", 1);
+    assert_int_equal(fab_open(&o, &f), PGC_OK);
+    assert_int_equal(fab_close(f), PGC_OK);
     assert_string_equal(getenv("FI_OFI_RXM_MSG_RX_SIZE"), "512");
     unsetenv("FI_OFI_RXM_MSG_RX_SIZE");
 }
