@@ -768,6 +768,9 @@ static void job_free(struct job *j)
     }
     free(j->ranks);
     opts_free(&j->o);
+    if (j->sfd >= 0) {
+        close(j->sfd);
+    }
 }
 
 int main(int argc, char **argv)
@@ -781,7 +784,7 @@ int main(int argc, char **argv)
     }
     int rc = prepare(&j, &srv);
     if (rc != 0) {
-        opts_free(&j.o);
+        job_free(&j);
         return rc;
     }
     int port = boot_store_server_port(srv);
