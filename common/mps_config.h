@@ -35,6 +35,10 @@
     X(EAGER_MAX, "MPISHIM_EAGER_MAX", INT, "32768",                                                \
       "largest message (bytes) sent eagerly; larger ones use the rendezvous path (rooted "         \
       "collectives' sends: at most 16384)")                                                        \
+    X(HEAP_EAGER_MAX, "MPISHIM_HEAP_EAGER_MAX", INT, "4096",                                       \
+      "largest point-to-point message sent eagerly to a rank of the node from a buffer in the "  \
+      "shared heap when each local rank has a core; larger ones are one memcpy by the receiver "  \
+      "(a blocking send then waits for its receive, as past Open MPI's 4 KiB)")                  \
     X(NET_EAGER_MAX, "MPISHIM_NET_EAGER_MAX", INT, "16384",                                        \
       "largest message sent eagerly to a peer reached through a libfabric provider (tcp, verbs, " \
       "shm when forced); keep it below the provider's own eager size (ofi_rxm: "                 \

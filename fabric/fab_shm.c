@@ -468,6 +468,11 @@ bool fab_shm_am_peer(const struct fab *f, int peer)
     return f->ring && f->ring->peer_seg[peer] != NULL;
 }
 
+bool fab_shm_heap_direct(const struct fab *f, const void *buf)
+{
+    return f->ring->split && fab_heap_owns(buf);
+}
+
 void *fab_coll_area(const struct fab *f, int rank)
 {
     return f->ring && f->ring->peer_seg[rank] ? f->ring->peer_seg[rank]->coll : NULL;

@@ -39,6 +39,10 @@ void fab_shm_close(struct fab *f);
 /* Whether peer's AMs (and, with CMA, its data) go through the fast path. */
 bool fab_shm_am_peer(const struct fab *f, int peer);
 bool fab_shm_data_peer(const struct fab *f, int peer);
+/* Whether a rendezvous from buf is one memcpy by the receiver that costs the sender no CPU:
+ * buf lies in the shared heap and every local rank has a core (a receiver that must wait
+ * for the core makes the sender wait too). */
+bool fab_shm_heap_direct(const struct fab *f, const void *buf);
 int fab_shm_am_send(struct fab *f, int peer, const void *hdr, size_t hlen, const void *payload,
                     size_t plen);
 int fab_shm_tsend(struct fab *f, int peer, const void *buf, size_t len, uint64_t tag,

@@ -259,9 +259,12 @@ static int check_peer(const struct fab *f, int peer, const char *call)
     return PGC_OK;
 }
 
-size_t fab_eager_limit(const struct fab *f, int peer)
+size_t fab_eager_limit(const struct fab *f, int peer, const void *buf)
 {
-    return fab_shm_am_peer(f, peer) ? SIZE_MAX : f->net_eager;
+    if (!fab_shm_am_peer(f, peer)) {
+        return f->net_eager;
+    }
+    return fab_shm_heap_direct(f, buf) ? f->heap_eager : SIZE_MAX;
 }
 
 int fab_am_send(struct fab *f, int peer, const void *hdr, size_t hlen, const void *payload,

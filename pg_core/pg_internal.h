@@ -114,6 +114,11 @@ static inline uint64_t pg_ctx_coll(const struct pg_group *g)
     return (g->ctx << 1) | 1;
 }
 
+static inline bool pg_ctx_is_coll(uint64_t ctx)
+{
+    return ctx & 1;
+}
+
 /* pg_p2p.c */
 enum fab_am_result pg_am_handler(void *arg, int peer, const void *buf, size_t len,
                                  bool may_defer);

@@ -371,11 +371,15 @@ static void nonblocking_many(void)
  * eager send), a request completed before the fabric was done with the buffer would deliver
  * the overwritten bytes. Pairs (2k, 2k + 1), 4-20 KiB, blocking and non-blocking sends in
  * turn; tests/mr.list also runs this file over tcp;ofi_rxm. */
-static void send_then_overwrite(void)
+/* A sender that overwrites its buffer as soon as a send completes must not change what
+ * arrives. alloc_ints: the buffer's size, small (malloc'd by glibc: 4-20 KB go eager through
+ * the ring) or past the shared heap's 64 KiB threshold (from 4 KiB they go as rendezvous,
+ * the receiver copying straight from the sender's heap). */
+static void send_then_overwrite(int alloc_ints)
 {
     enum { K = 1024, MAXN = 5120 };
     int peer = rank ^ 1;
-    int *buf = malloc(sizeof(int) * MAXN);
+    int *buf = malloc(sizeof(int) * (size_t)alloc_ints);
 
     for (int k = 0; peer < size && k < K; k++) {
         int n = 1024 + (k * 37) % (MAXN - 1024 + 1);
@@ -411,6 +415,74 @@ static void send_then_overwrite(void)
         }
     }
     free(buf);
+    CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
+}
+
+/* Messages from 4 KiB to 36 KB out of a buffer in the shared heap (a 1 MiB block), sent
+ * from unaligned offsets: with a core per rank they go as rendezvous (the receiver copies
+ * straight from the sender's heap), 4 KiB and below eager. Blocking ping-pong both ways,
+ * then a burst of non-blocking sends that arrive before their receives, which take them
+ * with MPI_ANY_SOURCE and MPI_ANY_TAG; every byte and envelope is checked. */
+static void heap_mid_sizes(void)
+{
+    static const int lens[] = {4095, 4096, 4097, 6000, 8192, 16383, 32768, 36001};
+    enum { NL = sizeof(lens) / sizeof(lens[0]), BLOCK = 1 << 20 };
+    unsigned char *out = malloc(BLOCK), *in = malloc(BLOCK);
+    MPI_Request reqs[NL];
+    int peer = rank ^ 1, got;
+    MPI_Status st;
+
+    for (int k = 0; peer < size && k < NL * 4; k++) {
+        int len = lens[k % NL], off = (k * 136 + 8) % 4096, tag = 70 + k % 3;
+        bool first = (k % 2 == 0) == (rank % 2 == 0);
+        for (int i = 0; i < len; i++) {
+            out[off + i] = (unsigned char)pattern(rank, k, i);
+        }
+        if (first) {
+            CHECK_MPI(MPI_Send(out + off, len, MPI_BYTE, peer, tag, MPI_COMM_WORLD));
+        }
+        CHECK_MPI(MPI_Recv(in + 3, len, MPI_BYTE, peer, tag, MPI_COMM_WORLD, &st));
+        if (!first) {
+            CHECK_MPI(MPI_Send(out + off, len, MPI_BYTE, peer, tag, MPI_COMM_WORLD));
+        }
+        MPI_Get_count(&st, MPI_BYTE, &got);
+        CHECK(got == len, "ping-pong %d: %d bytes, expected %d", k, got, len);
+        for (int i = 0; i < len && i < got; i++) {
+            if (in[3 + i] != (unsigned char)pattern(peer, k, i)) {
+                CHECK(0, "ping-pong %d (%d B): byte %d is %d", k, len, i, in[3 + i]);
+                break;
+            }
+        }
+    }
+    for (int m = 0; peer < size && m < NL; m++) {
+        unsigned char *p = out + (size_t)m * 40000;
+        for (int i = 0; i < lens[m]; i++) {
+            p[i] = (unsigned char)pattern(rank, m, i);
+        }
+        CHECK_MPI(MPI_Isend(p, lens[m], MPI_BYTE, peer, 80 + m, MPI_COMM_WORLD, &reqs[m]));
+    }
+    if (peer < size) {
+        usleep(20000); /* the receives come after the envelopes */
+    }
+    for (int m = 0; peer < size && m < NL; m++) {
+        unsigned char *p = in + (size_t)m * 40000;
+        CHECK_MPI(MPI_Recv(p, 40000, MPI_BYTE, MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &st));
+        MPI_Get_count(&st, MPI_BYTE, &got);
+        CHECK(st.MPI_SOURCE == peer && st.MPI_TAG == 80 + m && got == lens[m],
+              "burst %d: %d bytes from %d tag %d (want %d from %d tag %d)", m, got,
+              st.MPI_SOURCE, st.MPI_TAG, lens[m], peer, 80 + m);
+        for (int i = 0; i < lens[m] && i < got; i++) {
+            if (p[i] != (unsigned char)pattern(peer, m, i)) {
+                CHECK(0, "burst %d (%d B): byte %d is %d", m, lens[m], i, p[i]);
+                break;
+            }
+        }
+    }
+    if (peer < size) {
+        CHECK_MPI(MPI_Waitall(NL, reqs, MPI_STATUSES_IGNORE));
+    }
+    free(out);
+    free(in);
     CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
 }
 
@@ -513,6 +585,8 @@ int main(int argc, char **argv)
     pingpong_sizes();
     self_and_null();
     nonblocking_many();
-    send_then_overwrite();
+    send_then_overwrite(5120);
+    send_then_overwrite(1 << 17); /* 512 KiB: in the shared heap */
+    heap_mid_sizes();
     return mrt_finish("mr_p2p");
 }
