@@ -97,15 +97,15 @@ void fab_connect_done(struct fab *f);
 int fab_close(struct fab *f);
 
 size_t fab_am_max(const struct fab *f);
-/* The largest payload from buf worth sending to peer as one AM. Through a libfabric
- * provider MPISHIM_NET_EAGER_MAX, past whose own eager size a provider such as ofi_rxm
- * switches to a slower protocol for the AM (16 KiB over tcp: 63 us as one AM, 25 us as our
- * rendezvous). Through the shared-memory rings no limit, except MPISHIM_HEAP_EAGER_MAX
- * (4 KiB) for a buffer in the shared heap when each local rank has a core: the receiver's
- * one memcpy straight from it beats the ring's two copies from 3 KiB (2-rank ping-pong:
- * 8 KiB 1.7 -> 0.6 us, 32 KiB 6.1 -> 1.6 us; bandwidth at 8-32 KiB 1.3-1.9x). buf NULL:
- * no such exception. */
-size_t fab_eager_limit(const struct fab *f, int peer, const void *buf);
+/* Whether len bytes from buf are worth sending to peer as one AM. Through a libfabric
+ * provider up to MPISHIM_NET_EAGER_MAX, past whose own eager size a provider such as
+ * ofi_rxm switches to a slower protocol for the AM (16 KiB over tcp: 63 us as one AM, 25 us
+ * as our rendezvous). Through the shared-memory rings any size, except past
+ * MPISHIM_HEAP_EAGER_MAX (4 KiB) from a buffer in the shared heap when each local rank has
+ * a core: the receiver's one memcpy straight from it beats the ring's two copies from 3 KiB
+ * (2-rank ping-pong: 8 KiB 1.7 -> 0.6 us, 32 KiB 6.1 -> 1.6 us; bandwidth at 8-32 KiB
+ * 1.3-1.9x). buf NULL: no such exception. */
+bool fab_eager_fits(const struct fab *f, int peer, const void *buf, size_t len);
 /* Sends hdr and payload as one AM. Returns when both buffers may be reused (inject or an
  * internal copy); on -FI_EAGAIN it progresses and retries, giving up after MPISHIM_TIMEOUT. */
 int fab_am_send(struct fab *f, int peer, const void *hdr, size_t hlen, const void *payload,

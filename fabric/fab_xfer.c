@@ -259,12 +259,13 @@ static int check_peer(const struct fab *f, int peer, const char *call)
     return PGC_OK;
 }
 
-size_t fab_eager_limit(const struct fab *f, int peer, const void *buf)
+bool fab_eager_fits(const struct fab *f, int peer, const void *buf, size_t len)
 {
     if (!fab_shm_am_peer(f, peer)) {
-        return f->net_eager;
+        return len <= f->net_eager;
     }
-    return fab_shm_heap_direct(f, buf) ? f->heap_eager : SIZE_MAX;
+    /* A small message, the common case, is decided without looking at the heap. */
+    return len <= f->heap_eager || !fab_shm_heap_direct(f, buf);
 }
 
 int fab_am_send(struct fab *f, int peer, const void *hdr, size_t hlen, const void *payload,

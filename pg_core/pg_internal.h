@@ -135,7 +135,7 @@ enum fab_am_result pg_am_handler(void *arg, int peer, const void *buf, size_t le
 #define PG_ROOTED_EAGER_MAX 16384
 
 /* The largest message sent eagerly with these pg_isend_ctx flags, to a peer whose fabric
- * path takes it whole (fab_eager_limit may lower it further). */
+ * path takes it whole (fab_eager_fits may refuse smaller ones). */
 static inline size_t pg_eager_max(unsigned flags)
 {
     return (flags & PG_SEND_ROOTED) && pg_w.eager_max > PG_ROOTED_EAGER_MAX ? PG_ROOTED_EAGER_MAX
