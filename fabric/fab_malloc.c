@@ -193,6 +193,9 @@ EXPORT void *malloc(size_t n)
 
 EXPORT void free(void *p)
 {
+    if (!p) {
+        return; /* free(NULL), which MPI request and message paths do at the message rate */
+    }
     if (mps_unlikely(in_boot(p))) {
         return; /* the arena's blocks are never reused */
     }

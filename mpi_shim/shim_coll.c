@@ -68,7 +68,7 @@ int shim_coll_wait(const char *fn, int rc, MPI_Request *request)
         return shim_error(r->comm, fn, shim_errclass(rc), "%s", mps_last_error());
     }
     rc = r->pr.status != PGC_OK ? shim_error_pg(r->comm, fn, r->pr.status) : MPI_SUCCESS;
-    shim_req_complete(request, MPI_STATUS_IGNORE);
+    shim_req_complete(r, request, MPI_STATUS_IGNORE);
     return rc;
 }
 

@@ -104,7 +104,7 @@ static int finish(const char *fn, MPI_Comm comm, int prc, struct shim_req *r, MP
         return shim_error(comm, fn, shim_errclass(prc), "%s", mps_last_error());
     }
     rc = r->pr.status != PGC_OK ? shim_error_pg(comm, fn, r->pr.status) : MPI_SUCCESS;
-    shim_req_complete(&h, MPI_STATUS_IGNORE);
+    shim_req_complete(r, &h, MPI_STATUS_IGNORE);
     return rc;
 }
 

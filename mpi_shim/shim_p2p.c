@@ -158,7 +158,7 @@ static int p2p_start(enum shim_req_kind kind, void *buf, int count, MPI_Datatype
     if (rc != MPI_SUCCESS) {
         return rc;
     }
-    r = shim_req_new(kind, comm);
+    r = shim_req_new_p2p(kind, comm);
     if (!r) {
         return shim_error(comm, fn, MPI_ERR_NO_MEM, "no memory for a request");
     }

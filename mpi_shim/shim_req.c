@@ -10,6 +10,7 @@
 #include "shim_comm.h"
 
 #include <pthread.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -87,7 +88,9 @@ static int pool_take(void)
     return i;
 }
 
-struct shim_req *shim_req_new(enum shim_req_kind kind, MPI_Comm comm)
+/* A pooled request, zeroed but for its pg part, which pg_core's calls set up (pg.h);
+ * NULL when out of memory. */
+static struct shim_req *req_take(enum shim_req_kind kind, MPI_Comm comm)
 {
     struct shim_req *r;
     bool locked = pool_enter();
@@ -95,7 +98,7 @@ struct shim_req *shim_req_new(enum shim_req_kind kind, MPI_Comm comm)
 
     r = i < 0 ? NULL : slots[i];
     if (r) {
-        memset(r, 0, sizeof(*r));
+        memset(&r->kind, 0, sizeof(*r) - offsetof(struct shim_req, kind));
         r->kind = kind;
         r->comm = comm;
         r->active = true;
@@ -105,26 +108,60 @@ struct shim_req *shim_req_new(enum shim_req_kind kind, MPI_Comm comm)
     return r;
 }
 
-struct shim_req *shim_req_get(MPI_Request h)
+struct shim_req *shim_req_new(enum shim_req_kind kind, MPI_Comm comm)
 {
-    int i = MPISHIM_HANDLE_INDEX(h);
-    struct shim_req *r = NULL;
-    bool locked;
+    struct shim_req *r = req_take(kind, comm);
+
+    if (r) {
+        memset(&r->pr, 0, sizeof(r->pr));
+    }
+    return r;
+}
+
+struct shim_req *shim_req_new_p2p(enum shim_req_kind kind, MPI_Comm comm)
+{
+    struct shim_req *r = req_take(kind, comm);
+
+    if (r) {
+        pg_req_no_callback(&r->pr);
+    }
+    return r;
+}
+
+/* The request of handle h, or NULL; reads the pool, so under MPI_THREAD_MULTIPLE the
+ * caller holds the pool lock. */
+static inline struct shim_req *req_at(MPI_Request h)
+{
+    unsigned i = (unsigned)MPISHIM_HANDLE_INDEX(h);
+    struct shim_req *r;
 
     if (MPISHIM_HANDLE_KIND(h) != MPISHIM_KIND_INDIRECT ||
-        MPISHIM_HANDLE_OBJ(h) != MPISHIM_OBJ_REQUEST) {
+        MPISHIM_HANDLE_OBJ(h) != MPISHIM_OBJ_REQUEST || i >= (unsigned)nslots) {
         return NULL;
     }
-    locked = pool_enter();
-    if (i < nslots && slots[i] && slots[i]->handle == h) {
-        r = slots[i];
+    r = slots[i];
+    return r && r->handle == h ? r : NULL;
+}
+
+struct shim_req *shim_req_get(MPI_Request h)
+{
+    struct shim_req *r;
+    bool locked;
+
+    if (mps_likely(!shim_thread_multiple)) {
+        return req_at(h); /* every wait of every request looks here: no lock to skip */
     }
+    locked = pool_enter();
+    r = req_at(h);
     pool_leave(locked);
     return r;
 }
 
 static void release_temporaries(struct shim_req *r)
 {
+    if (mps_likely(!r->tmp && !r->tmp2 && !r->utype)) {
+        return; /* a contiguous send or receive: nothing to release */
+    }
     free(r->tmp);
     free(r->tmp2);
     r->tmp = r->tmp2 = NULL;
@@ -248,9 +285,8 @@ int shim_req_raise(struct shim_req *r, const char *fn)
     return shim_raise_pg_req(r->comm, fn, &r->pr);
 }
 
-int shim_req_complete(MPI_Request *h, MPI_Status *st)
+int shim_req_complete(struct shim_req *r, MPI_Request *h, MPI_Status *st)
 {
-    struct shim_req *r = shim_req_get(*h);
     int err = MPI_SUCCESS;
 
     if (!r->finished) {

@@ -48,6 +48,9 @@ struct shim_req {
 
 /* A request from the pool, zeroed, with a handle. NULL when out of memory. */
 struct shim_req *shim_req_new(enum shim_req_kind kind, MPI_Comm comm);
+/* The same for pg_isend/pg_irecv, which set up the pg part themselves: only its callback
+ * is cleared, the rest of the 200 bytes not (a small message's path). */
+struct shim_req *shim_req_new_p2p(enum shim_req_kind kind, MPI_Comm comm);
 /* The request of a handle, or NULL (MPI_REQUEST_NULL or invalid). */
 struct shim_req *shim_req_get(MPI_Request h);
 /* Back to the pool (frees temporaries, releases the type). */
@@ -72,10 +75,10 @@ void shim_req_attach_recv(struct shim_req *r, struct shim_msgbuf *mb, void *buf,
 void shim_status_set(MPI_Status *st, const struct pg_req *pr, int error);
 void shim_status_empty(MPI_Status *st);
 
-/* Completes a request whose pg part is done: runs finish, fills the status, and frees it
- * (or makes a persistent one inactive); *h becomes MPI_REQUEST_NULL for freed ones.
- * Returns the MPI error class of the operation. */
-int shim_req_complete(MPI_Request *h, MPI_Status *st);
+/* Completes r (the request of *h), whose pg part is done: runs finish, fills the status,
+ * and frees it (or makes a persistent one inactive); *h becomes MPI_REQUEST_NULL for freed
+ * ones. Returns the MPI error class of the operation. */
+int shim_req_complete(struct shim_req *r, MPI_Request *h, MPI_Status *st);
 
 /* MPI_Wait that raises errors in the name of fn (a blocking call built on its I-form). */
 int shim_wait_named(MPI_Request *request, MPI_Status *status, const char *fn);
