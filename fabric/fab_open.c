@@ -57,9 +57,11 @@ static struct fi_info *make_hints(const char *prov)
     if (prov) {
         hints->fabric_attr->prov_name = strdup(prov);
     }
-    /* The interface matters only for the socket providers (their domain is the netdev). */
+    /* The interface matters only for the socket providers (their domain is the netdev):
+     * tcp, sockets, and net (libfabric 1.17's fork of tcp with its own RDM endpoint). */
     const char *iface = mps_config_str(MPS_CFG_FABRIC_IFACE);
-    if (prov && *iface && (strstr(prov, "tcp") || strstr(prov, "sockets"))) {
+    if (prov && *iface &&
+        (strstr(prov, "tcp") || strstr(prov, "sockets") || strstr(prov, "net"))) {
         hints->domain_attr->name = strdup(iface);
     }
     return hints;
