@@ -21,7 +21,8 @@
     X(FABRIC_NET_PROVIDER, "MPISHIM_FABRIC_NET_PROVIDER", STRING, "",                              \
       "provider for peers on other nodes; empty takes the first of verbs, efa, tcp;ofi_rxm")       \
     X(FABRIC_IFACE, "MPISHIM_FABRIC_IFACE", STRING, "",                                            \
-      "network interface the network provider binds to (FI_TCP_IFACE if unset)")                  \
+      "network interface of the tcp and net providers (sets FI_TCP_IFACE and FI_NET_IFACE "      \
+      "unless they are set; a name this node lacks is an error)")                                 \
     X(SHM_RING, "MPISHIM_SHM_RING", INT, "1",                                                      \
       "1: ranks of one node exchange messages through shared-memory rings and single-copy "      \
       "reads (CMA); 0: through libfabric's shm provider")                                        \

@@ -15,6 +15,7 @@
 #include "mps_log.h"
 #include "pgc_status.h"
 
+#include <net/if.h>
 #include <rdma/fi_cm.h>
 #include <rdma/fi_errno.h>
 #include <stdio.h>
@@ -40,6 +41,34 @@ _Static_assert(sizeof(struct fab_blob) <= FAB_ADDR_MAX, "address blob too large"
 /* Network providers tried in order when MPISHIM_FABRIC_NET_PROVIDER is unset. */
 static const char *const net_candidates[] = {"verbs;ofi_rxm", "efa", "tcp;ofi_rxm"};
 
+/* tcp, sockets, and net (libfabric 1.17's fork of tcp with its own RDM endpoint). */
+static bool socket_provider(const char *prov)
+{
+    return prov && (strstr(prov, "tcp") || strstr(prov, "sockets") || strstr(prov, "net"));
+}
+
+/* libfabric 1.17's tcp and net providers ignore the domain name of the hints and take their
+ * addresses from FI_TCP_IFACE / FI_NET_IFACE, read when the providers load (the first
+ * fi_getinfo), and a name the node lacks makes them fall back to every interface without a
+ * word. So MPISHIM_FABRIC_IFACE sets both, unless the user did, and a wrong name is an
+ * error here rather than traffic on an interface nobody chose. */
+static int apply_iface(void)
+{
+    const char *iface = mps_config_str(MPS_CFG_FABRIC_IFACE);
+    if (!*iface) {
+        return PGC_OK;
+    }
+    if (if_nametoindex(iface) == 0) {
+        return mps_error(PGC_ERR_INVALID_ARG,
+                         "fab_open: MPISHIM_FABRIC_IFACE=%s: this node has no such network "
+                         "interface",
+                         iface);
+    }
+    setenv("FI_TCP_IFACE", iface, 0);
+    setenv("FI_NET_IFACE", iface, 0);
+    return PGC_OK;
+}
+
 static struct fi_info *make_hints(const char *prov)
 {
     struct fi_info *hints = fab_fi.dupinfo(NULL); /* fi_allocinfo, through the table */
@@ -57,11 +86,9 @@ static struct fi_info *make_hints(const char *prov)
     if (prov) {
         hints->fabric_attr->prov_name = strdup(prov);
     }
-    /* The interface matters only for the socket providers (their domain is the netdev):
-     * tcp, sockets, and net (libfabric 1.17's fork of tcp with its own RDM endpoint). */
+    /* The interface matters only for the socket providers (their domain is the netdev). */
     const char *iface = mps_config_str(MPS_CFG_FABRIC_IFACE);
-    if (prov && *iface &&
-        (strstr(prov, "tcp") || strstr(prov, "sockets") || strstr(prov, "net"))) {
+    if (*iface && socket_provider(prov)) {
         hints->domain_attr->name = strdup(iface);
     }
     return hints;
@@ -267,7 +294,8 @@ static int open_endpoints(struct fab *f)
 {
     const char *forced = mps_config_str(MPS_CFG_FABRIC_PROVIDER);
     if (*forced) {
-        int rc = fab_dl_load();
+        int rc = socket_provider(forced) ? apply_iface() : PGC_OK;
+        rc = rc == PGC_OK ? fab_dl_load() : rc;
         rc = rc == PGC_OK ? open_with(f, forced, &f->shm) : rc;
         f->net = f->shm;
         if (rc == PGC_OK && strcmp(f->shm->prov, "shm") == 0) {
@@ -277,7 +305,10 @@ static int open_endpoints(struct fab *f)
     }
     int need_shm, need_net, rc = PGC_OK;
     needed_eps(f, &need_shm, &need_net);
-    if (need_shm) {
+    if (need_net) {
+        rc = apply_iface(); /* before libfabric loads its providers */
+    }
+    if (rc == PGC_OK && need_shm) {
         rc = fab_shm_open(f);
     }
     /* With the rings and CMA, no local traffic is left for libfabric's shm provider, and a
@@ -376,6 +407,16 @@ fail:
     return rc;
 }
 
+static void log_addr(struct fab_ep *e, const void *name, size_t len)
+{
+    char str[128];
+    size_t slen = sizeof(str);
+    if (mps_log_enabled(MPS_LOG_DEBUG)) {
+        const char *s = fi_av_straddr(e->av, name, str, &slen);
+        MPS_DEBUG("fab_get_addr: %s address of %zu B: %s", e->prov, len, s ? s : "?");
+    }
+}
+
 int fab_get_addr(struct fab *f, void *blob_out)
 {
     struct fab_blob b = {.version = FAB_BLOB_VERSION};
@@ -390,7 +431,7 @@ int fab_get_addr(struct fab *f, void *blob_out)
             return fab_fi_error(rc, "fi_getname", -1);
         }
         b.len[s] = (uint16_t)len;
-        MPS_DEBUG("fab_get_addr: %s address of %zu B", slots[s]->prov, len);
+        log_addr(slots[s], b.name[s], len);
         b.present |= (uint8_t)(1u << s);
     }
     fab_shm_addr(f, &b.shm_pid, &b.shm_nonce);

@@ -1,7 +1,8 @@
 #!/bin/bash
 # test_faults.sh - faults end the job with a message that names the call, the rank and the
 # cause, within MPISHIM_TIMEOUT; never a hang and never a silent success.
-# Runs tests/mr/mr_fatal in each mode under the build tree's mpiexec.
+# Runs tests/mr/mr_fatal in each mode under the build tree's mpiexec, and checks that
+# MPISHIM_FABRIC_IFACE is obeyed (a wrong name fails, lo is the interface used).
 set -uo pipefail
 
 top_builddir=${top_builddir:-$PWD}
@@ -59,6 +60,26 @@ expect unreachable 25 '(unreachable|could not connect|connect).*127\.0\.0\.1' \
 # PMIx variables without a PMIx server: an error, not a silent singleton.
 expect nopmix 25 '[Pp][Mm][Ii]x' env PMIX_NAMESPACE=ghost PMIX_RANK=0 \
     "PMIX_SERVER_URI41=pmix-server.1234;tcp4://127.0.0.1:1" "$prog" none
+# A network interface this node does not have: MPI_Init fails and names it, where libfabric
+# alone would quietly use every interface.
+expect badiface 25 'MPI_Init \(rank [01]\): .*MPISHIM_FABRIC_IFACE=nosuch0: this node has no such' \
+    env MPISHIM_FABRIC_IFACE=nosuch0 "MPISHIM_FABRIC_PROVIDER=tcp;ofi_rxm" \
+    "$mpiexec" -n 2 "$prog" none
+# And one it has is the one used: over lo, each rank publishes 127.0.0.1 (the host's address
+# otherwise) and mr_p2p's exchanges pass.
+for prov in "tcp;ofi_rxm" net; do
+    MPISHIM_LOG_LEVEL=debug MPISHIM_FABRIC_IFACE=lo MPISHIM_FABRIC_PROVIDER="$prov" \
+        timeout 120 "$mpiexec" -n 2 "$top_builddir/tests/mr/mr_p2p" >"$out" 2>&1
+    rc=$?
+    n=$(grep -c "fab_get_addr: $prov address of [0-9]* B: fi_sockaddr_in://127\.0\.0\.1:" "$out")
+    if [ $rc -eq 0 ] && [ "$n" = 2 ]; then
+        echo "PASS iface lo over $prov"; pass=$((pass + 1))
+    else
+        echo "FAIL iface lo over $prov: exit $rc, $n of 2 ranks on 127.0.0.1:"
+        grep -E "fab_get_addr|error|passed" "$out" | sed 's/^/    /'
+        fail=$((fail + 1))
+    fi
+done
 
 # The same dead rank under srun, when the test Slurm is up (tests/scripts/mr_srun.sh starts
 # it): Slurm's PMIx plugin sees the task die and cancels the step.
