@@ -68,6 +68,10 @@ expect badiface 25 'MPI_Init \(rank [01]\): .*MPISHIM_FABRIC_IFACE=nosuch0: this
 # And one it has is the one used: over lo, each rank publishes 127.0.0.1 (the host's address
 # otherwise) and mr_p2p's exchanges pass.
 for prov in "tcp;ofi_rxm" net; do
+    if [ "$prov" = net ] && [[ "${MPS_SAN_FLAGS:-}" == *address* ]]; then
+        echo "SKIP iface lo over net: libfabric's net leaks its fi_info copies (tests/mr.list)"
+        continue
+    fi
     MPISHIM_LOG_LEVEL=debug MPISHIM_FABRIC_IFACE=lo MPISHIM_FABRIC_PROVIDER="$prov" \
         timeout 120 "$mpiexec" -n 2 "$top_builddir/tests/mr/mr_p2p" >"$out" 2>&1
     rc=$?
