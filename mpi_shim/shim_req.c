@@ -88,6 +88,11 @@ static int pool_take(void)
     return i;
 }
 
+/* req_take zeroes from kind to the end: everything but the pg part, which must come first. */
+_Static_assert(offsetof(struct shim_req, pr) == 0 &&
+                   offsetof(struct shim_req, kind) >= sizeof(struct pg_req),
+               "struct shim_req: pr must be the first member, before kind");
+
 /* A pooled request, zeroed but for its pg part, which pg_core's calls set up (pg.h);
  * NULL when out of memory. */
 static struct shim_req *req_take(enum shim_req_kind kind, MPI_Comm comm)

@@ -422,6 +422,17 @@ static void send_then_overwrite(int alloc_ints)
  * straight from the sender's heap), 4 KiB and below eager. Blocking ping-pong both ways,
  * then a burst of non-blocking sends that arrive before their receives, which take them
  * with MPI_ANY_SOURCE and MPI_ANY_TAG; every byte and envelope is checked. */
+/* Checks len bytes at p against pattern(src, k, i), reporting the first that differs. */
+static void check_bytes(const unsigned char *p, int len, int src, int k, const char *what)
+{
+    for (int i = 0; i < len; i++) {
+        if (p[i] != (unsigned char)pattern(src, k, i)) {
+            CHECK(0, "%s %d (%d B): byte %d is %d", what, k, len, i, p[i]);
+            return;
+        }
+    }
+}
+
 static void heap_mid_sizes(void)
 {
     static const int lens[] = {4095, 4096, 4097, 6000, 8192, 16383, 32768, 36001};
@@ -446,12 +457,7 @@ static void heap_mid_sizes(void)
         }
         MPI_Get_count(&st, MPI_BYTE, &got);
         CHECK(got == len, "ping-pong %d: %d bytes, expected %d", k, got, len);
-        for (int i = 0; i < len && i < got; i++) {
-            if (in[3 + i] != (unsigned char)pattern(peer, k, i)) {
-                CHECK(0, "ping-pong %d (%d B): byte %d is %d", k, len, i, in[3 + i]);
-                break;
-            }
-        }
+        check_bytes(in + 3, got < len ? got : len, peer, k, "ping-pong");
     }
     for (int m = 0; peer < size && m < NL; m++) {
         unsigned char *p = out + (size_t)m * 40000;
@@ -470,12 +476,7 @@ static void heap_mid_sizes(void)
         CHECK(st.MPI_SOURCE == peer && st.MPI_TAG == 80 + m && got == lens[m],
               "burst %d: %d bytes from %d tag %d (want %d from %d tag %d)", m, got,
               st.MPI_SOURCE, st.MPI_TAG, lens[m], peer, 80 + m);
-        for (int i = 0; i < lens[m] && i < got; i++) {
-            if (p[i] != (unsigned char)pattern(peer, m, i)) {
-                CHECK(0, "burst %d (%d B): byte %d is %d", m, lens[m], i, p[i]);
-                break;
-            }
-        }
+        check_bytes(p, got < lens[m] ? got : lens[m], peer, m, "burst");
     }
     if (peer < size) {
         CHECK_MPI(MPI_Waitall(NL, reqs, MPI_STATUSES_IGNORE));
