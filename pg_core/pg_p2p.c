@@ -172,7 +172,9 @@ static void deliver(struct pg_req *r, const struct pg_msg *m, const void *eager_
         pg_req_complete(m->self_send, PGC_OK);
         pg_req_complete(r, status);
     } else if (m->kind == PG_WIRE_EAGER) {
-        mps_copy(r->buf, eager_data, r->len);
+        /* Inline for a few bytes: a call into mps_copy and on into libc cost more than the
+         * copy of a small message (8 B: 31 instructions against 8). */
+        mps_copy_small(r->buf, eager_data, r->len);
         pg_req_complete(r, status);
     } else {
         /* The data transfer is posted from progress, outside the fabric's dispatch. */
