@@ -417,11 +417,6 @@ static void send_then_overwrite(int alloc_ints)
     CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
 }
 
-/* Messages from 4 KiB to 36 KB out of a buffer in the shared heap (a 1 MiB block), sent
- * from unaligned offsets: with a core per rank they go as rendezvous (the receiver copies
- * straight from the sender's heap), 4 KiB and below eager. Blocking ping-pong both ways,
- * then a burst of non-blocking sends that arrive before their receives, which take them
- * with MPI_ANY_SOURCE and MPI_ANY_TAG; every byte and envelope is checked. */
 /* Checks len bytes at p against pattern(src, k, i), reporting the first that differs. */
 static void check_bytes(const unsigned char *p, int len, int src, int k, const char *what)
 {
@@ -433,6 +428,11 @@ static void check_bytes(const unsigned char *p, int len, int src, int k, const c
     }
 }
 
+/* Messages from 4 KiB to 36 KB out of a buffer in the shared heap (a 1 MiB block), sent
+ * from unaligned offsets: with a core per rank they go as rendezvous (the receiver copies
+ * straight from the sender's heap), 4 KiB and below eager. Blocking ping-pong both ways,
+ * then a burst of non-blocking sends that arrive before their receives, which take them
+ * with MPI_ANY_SOURCE and MPI_ANY_TAG; every byte and envelope is checked. */
 static void heap_mid_sizes(void)
 {
     static const int lens[] = {4095, 4096, 4097, 6000, 8192, 16383, 32768, 36001};
