@@ -45,6 +45,10 @@
       "shm when forced); keep it below the provider's own eager size (ofi_rxm: "                 \
       "FI_OFI_RXM_BUFFER_SIZE, 64 KiB as we set it), past which its slower protocol costs more "  \
       "than our rendezvous")                                                                       \
+    X(NET_ZCOPY_MIN, "MPISHIM_NET_ZCOPY_MIN", INT, "4096",                                       \
+      "smallest eager payload (bytes) sent to a peer reached through a libfabric provider "      \
+      "straight from the caller's buffer instead of a copy (the send then completes when the "    \
+      "provider is done with the buffer); 0: always copy")                                        \
     X(BOOT_METHOD, "MPISHIM_BOOT_METHOD", STRING, "auto",                                          \
       "bootstrap: auto, pmix, env, singleton (auto: PMIx if its variables are set, then env)")     \
     X(BOOT_STORE_EXTERNAL, "MPISHIM_BOOT_STORE_EXTERNAL", INT, "0",                                \

@@ -110,6 +110,16 @@ bool fab_eager_fits(const struct fab *f, int peer, const void *buf, size_t len);
  * internal copy); on -FI_EAGAIN it progresses and retries, giving up after MPISHIM_TIMEOUT. */
 int fab_am_send(struct fab *f, int peer, const void *hdr, size_t hlen, const void *payload,
                 size_t plen);
+/* Whether fab_am_send_zc sends to peer (a valid rank) without copying the payload: a peer
+ * reached through a libfabric provider that takes two iovs. Otherwise it is fab_am_send. */
+bool fab_am_zcopy(const struct fab *f, int peer);
+/* fab_am_send without the copy of payload, where fab_am_zcopy says so: hdr may be reused at
+ * return, payload not until req->complete has run (from fab_progress, with the outcome). The
+ * provider sends it as one message from two iovs, so the receiver sees what fab_am_send
+ * would have sent. To other peers it is fab_am_send, and req->complete runs before it
+ * returns. */
+int fab_am_send_zc(struct fab *f, int peer, const void *hdr, size_t hlen, const void *payload,
+                   size_t plen, struct fab_req *req);
 int fab_tsend(struct fab *f, int peer, const void *buf, size_t len, uint64_t tag,
               struct fab_req *req);
 int fab_trecv(struct fab *f, int peer, void *buf, size_t len, uint64_t tag, struct fab_req *req);

@@ -64,6 +64,7 @@ struct fab_buf {
     struct fab_ep *ep;    /* receive buffers: the endpoint it is posted on */
     struct fab_buf *next; /* free list (send) or repost list (receive) */
     char *mem;            /* sizeof(struct fab_am_hdr) + am_max bytes */
+    struct fab_req *user; /* send: the caller's request of a zero-copy AM, else NULL */
 };
 
 struct fab_ep {
@@ -75,6 +76,7 @@ struct fab_ep {
     struct fid_av *av;
     size_t inject_size; /* 0 when the provider has no inject (never fi_tinject then) */
     size_t max_msg_size;
+    size_t iov_limit; /* iovs one send takes (a zero-copy AM needs 2) */
     char prov[FAB_PROV_MAX];
     int sink;              /* receives get the discard sink as a second iov (shm, see fab_xfer.c) */
     struct fab_buf *rbufs; /* FAB_RBUF_COUNT receive buffers */

@@ -206,6 +206,7 @@ static int open_ep(struct fab *f, struct fi_info *info, struct fab_ep **out)
     snprintf(e->prov, sizeof(e->prov), "%s", info->fabric_attr->prov_name);
     e->inject_size = info->tx_attr->inject_size;
     e->max_msg_size = info->ep_attr->max_msg_size;
+    e->iov_limit = info->tx_attr->iov_limit;
     int rc = open_objects(e);
     if (rc == PGC_OK) {
         rc = fab_post_rbufs(f, e);

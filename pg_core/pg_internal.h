@@ -63,6 +63,7 @@ struct pg_world {
     bool oversubscribed; /* more ranks than usable cores on some node (agreed at init) */
     double timeout;
     size_t eager_max;
+    size_t net_zcopy_min; /* MPISHIM_NET_ZCOPY_MIN, SIZE_MAX when 0 (never) */
     uint32_t rndv_seq;
     uint64_t next_ctx; /* the lowest context id not used by a group of mine */
     struct pg_group *world, *self;

@@ -367,8 +367,8 @@ static void nonblocking_many(void)
 /* A completed send leaves its buffer to the caller: each sender overwrites it at once,
  * while its receiver, asleep at first, has taken nothing yet (more data than the transport
  * buffers, so later sends wait for room). Where a send goes from the caller's buffer itself
- * (a rendezvous over libfabric past MPISHIM_NET_EAGER_MAX, 16 KiB; any future zero-copy
- * eager send), a request completed before the fabric was done with the buffer would deliver
+ * (over libfabric: an eager send of MPISHIM_NET_ZCOPY_MIN, 4 KiB, or more, and a rendezvous
+ * past MPISHIM_NET_EAGER_MAX, 16 KiB), a request completed before the fabric was done with the buffer would deliver
  * the overwritten bytes. Pairs (2k, 2k + 1), 4-20 KiB, blocking and non-blocking sends in
  * turn; tests/mr.list also runs this file over tcp;ofi_rxm. alloc_ints: the buffer's size,
  * small (malloc'd by glibc: 4-20 KB go eager through the ring) or past the shared heap's
