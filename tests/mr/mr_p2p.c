@@ -368,12 +368,12 @@ static void nonblocking_many(void)
  * while its receiver, asleep at first, has taken nothing yet (more data than the transport
  * buffers, so later sends wait for room). Where a send goes from the caller's buffer itself
  * (over libfabric: an eager send of MPISHIM_NET_ZCOPY_MIN, 4 KiB, or more, and a rendezvous
- * past MPISHIM_NET_EAGER_MAX, 16 KiB), a request completed before the fabric was done with the buffer would deliver
- * the overwritten bytes. Pairs (2k, 2k + 1), 4-20 KiB, blocking and non-blocking sends in
- * turn; tests/mr.list also runs this file over tcp;ofi_rxm. alloc_ints: the buffer's size,
- * small (malloc'd by glibc: 4-20 KB go eager through the ring) or past the shared heap's
- * 64 KiB threshold (from 4 KiB they go as rendezvous, the receiver copying straight from the
- * sender's heap). */
+ * past MPISHIM_NET_EAGER_MAX, 16 KiB), a request completed before the fabric was done with
+ * the buffer would deliver the overwritten bytes. Pairs (2k, 2k + 1), 4-20 KiB, blocking
+ * and non-blocking sends in turn; tests/mr.list also runs this file over tcp;ofi_rxm.
+ * alloc_ints: the buffer's size, small (malloc'd by glibc: 4-20 KB go eager through the
+ * ring) or past the shared heap's 64 KiB threshold (from 4 KiB they go as rendezvous, the
+ * receiver copying straight from the sender's heap). */
 static void send_then_overwrite(int alloc_ints)
 {
     enum { K = 1024, MAXN = 5120 };
