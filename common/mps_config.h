@@ -34,8 +34,11 @@
     X(HEAP_SIZE, "MPISHIM_HEAP_SIZE", INT, "0",                                                    \
       "bytes of address space the shared heap reserves (0: the node's memory, at most 64 GiB)")   \
     X(EAGER_MAX, "MPISHIM_EAGER_MAX", INT, "32768",                                                \
-      "largest message (bytes) sent eagerly; larger ones use the rendezvous path (rooted "         \
-      "collectives' sends: at most 16384)")                                                        \
+      "largest message (bytes) sent eagerly; larger ones use the rendezvous path")                \
+    X(ROOTED_EAGER_MAX, "MPISHIM_ROOTED_EAGER_MAX", INT, "16384",                                  \
+      "largest message (bytes) a rooted collective (bcast, reduce, gather, scatter) sends "       \
+      "eagerly, at most MPISHIM_EAGER_MAX: its senders run ahead, so its messages arrive "        \
+      "unexpected")                                                                                \
     X(HEAP_EAGER_MAX, "MPISHIM_HEAP_EAGER_MAX", INT, "4096",                                       \
       "largest point-to-point message sent eagerly to a rank of the node from a buffer in the "  \
       "shared heap when each local rank has a core; larger ones are one memcpy by the receiver "  \

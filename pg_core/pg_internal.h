@@ -63,6 +63,7 @@ struct pg_world {
     bool oversubscribed; /* more ranks than usable cores on some node (agreed at init) */
     double timeout;
     size_t eager_max;
+    size_t rooted_eager_max; /* MPISHIM_ROOTED_EAGER_MAX, at most eager_max */
     size_t net_zcopy_min; /* MPISHIM_NET_ZCOPY_MIN, SIZE_MAX when 0 (never) */
     uint32_t rndv_seq;
     uint64_t next_ctx; /* the lowest context id not used by a group of mine */
@@ -125,22 +126,19 @@ enum fab_am_result pg_am_handler(void *arg, int peer, const void *buf, size_t le
                                  bool may_defer);
 /* pg_isend_ctx's flags. PG_SEND_ROOTED marks the sends of a rooted collective (bcast,
  * reduce, gather, scatter), whose senders run ahead of their receivers: every message then
- * arrives unexpected and costs a second copy and a block when eager, so such sends are
- * eager only up to PG_ROOTED_EAGER_MAX (2 and 4 ranks, 32 KiB: bcast 5 -> 12 us, reduce
- * 20 -> 50 us at 4 ranks when eager). Measured before fab_shm could leave such messages in
- * its ring (drain), which with a core per rank removes the second copy; not measured again
- * since. Receives that are posted first (exchanges, most point-to-point) gain from eager
- * up to MPISHIM_EAGER_MAX. */
+ * arrives unexpected and costs a second copy when eager, so such sends are eager only up
+ * to MPISHIM_ROOTED_EAGER_MAX (pg_w.rooted_eager_max, 16 KiB). 32 KiB eager against
+ * rendezvous (bench/ab, 12 rounds, 2026-11-23): bcast 2.06x the time at 2 ranks, reduce
+ * 1.23x at 2 ranks and 1.58x at 4. Receives that are posted first (exchanges, most
+ * point-to-point) gain from eager up to MPISHIM_EAGER_MAX. */
 #define PG_SEND_SYNC 1u
 #define PG_SEND_ROOTED 2u
-#define PG_ROOTED_EAGER_MAX 16384
 
 /* The largest message sent eagerly with these pg_isend_ctx flags, to a peer whose fabric
  * path takes it whole (fab_eager_fits may refuse smaller ones). */
 static inline size_t pg_eager_max(unsigned flags)
 {
-    return (flags & PG_SEND_ROOTED) && pg_w.eager_max > PG_ROOTED_EAGER_MAX ? PG_ROOTED_EAGER_MAX
-                                                                            : pg_w.eager_max;
+    return (flags & PG_SEND_ROOTED) ? pg_w.rooted_eager_max : pg_w.eager_max;
 }
 
 int pg_isend_ctx(struct pg_group *g, uint64_t ctx, const void *buf, size_t len, int dst, int tag,

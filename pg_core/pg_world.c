@@ -178,6 +178,8 @@ int pg_init(const char *init_method, int rank, int size, double timeout, bool mt
     pg_w.mt = mt;
     pg_w.timeout = timeout > 0 ? timeout : mps_config_double(MPS_CFG_TIMEOUT);
     pg_w.eager_max = (size_t)mps_config_int(MPS_CFG_EAGER_MAX);
+    pg_w.rooted_eager_max = (size_t)mps_config_int(MPS_CFG_ROOTED_EAGER_MAX);
+    pg_w.rooted_eager_max = MPS_MIN(pg_w.rooted_eager_max, pg_w.eager_max);
     pg_w.net_zcopy_min = (size_t)mps_config_int(MPS_CFG_NET_ZCOPY_MIN);
     pg_w.net_zcopy_min = pg_w.net_zcopy_min ? pg_w.net_zcopy_min : SIZE_MAX;
     rc = boot_init(&bo, &pg_w.boot);

@@ -431,12 +431,16 @@ static void check_bytes(const unsigned char *p, int len, int src, int k, const c
 /* Messages from 4 KiB to 36 KB out of a buffer in the shared heap (a 1 MiB block), sent
  * from unaligned offsets: with a core per rank they go as rendezvous (the receiver copies
  * straight from the sender's heap), 4 KiB and below eager. Blocking ping-pong both ways,
- * then a burst of non-blocking sends that arrive before their receives, which take them
- * with MPI_ANY_SOURCE and MPI_ANY_TAG; every byte and envelope is checked. */
+ * each length between every pairing of a heap and a static (outside the heap) buffer, so
+ * that from 32 KiB the receiver copies alone or with the sender's help as the pairing
+ * decides (fab_shm.c, help_too_slow); then a burst of non-blocking sends that arrive before
+ * their receives, which take them with MPI_ANY_SOURCE and MPI_ANY_TAG; every byte and
+ * envelope is checked. */
 static void heap_mid_sizes(void)
 {
     static const int lens[] = {4095, 4096, 4097, 6000, 8192, 16383, 32768, 36001};
-    enum { NL = sizeof(lens) / sizeof(lens[0]), BLOCK = 1 << 20 };
+    enum { NL = sizeof(lens) / sizeof(lens[0]), BLOCK = 1 << 20, STATIC = 40960 };
+    static unsigned char static_out[STATIC], static_in[STATIC];
     unsigned char *out = malloc(BLOCK), *in = malloc(BLOCK);
     MPI_Request reqs[NL];
     int peer = rank ^ 1, got;
@@ -445,19 +449,21 @@ static void heap_mid_sizes(void)
     for (int k = 0; peer < size && k < NL * 4; k++) {
         int len = lens[k % NL], off = (k * 136 + 8) % 4096, tag = 70 + k % 3;
         bool first = (k % 2 == 0) == (rank % 2 == 0);
+        unsigned char *src = (k / NL) % 2 ? static_out : out;
+        unsigned char *dst = (k / NL) / 2 ? static_in : in;
         for (int i = 0; i < len; i++) {
-            out[off + i] = (unsigned char)pattern(rank, k, i);
+            src[off + i] = (unsigned char)pattern(rank, k, i);
         }
         if (first) {
-            CHECK_MPI(MPI_Send(out + off, len, MPI_BYTE, peer, tag, MPI_COMM_WORLD));
+            CHECK_MPI(MPI_Send(src + off, len, MPI_BYTE, peer, tag, MPI_COMM_WORLD));
         }
-        CHECK_MPI(MPI_Recv(in + 3, len, MPI_BYTE, peer, tag, MPI_COMM_WORLD, &st));
+        CHECK_MPI(MPI_Recv(dst + 3, len, MPI_BYTE, peer, tag, MPI_COMM_WORLD, &st));
         if (!first) {
-            CHECK_MPI(MPI_Send(out + off, len, MPI_BYTE, peer, tag, MPI_COMM_WORLD));
+            CHECK_MPI(MPI_Send(src + off, len, MPI_BYTE, peer, tag, MPI_COMM_WORLD));
         }
         MPI_Get_count(&st, MPI_BYTE, &got);
         CHECK(got == len, "ping-pong %d: %d bytes, expected %d", k, got, len);
-        check_bytes(in + 3, got < len ? got : len, peer, k, "ping-pong");
+        check_bytes(dst + 3, got < len ? got : len, peer, k, "ping-pong");
     }
     for (int m = 0; peer < size && m < NL; m++) {
         unsigned char *p = out + (size_t)m * 40000;
