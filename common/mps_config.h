@@ -37,12 +37,15 @@
       "largest message (bytes) sent eagerly; larger ones use the rendezvous path")                \
     X(ROOTED_EAGER_MAX, "MPISHIM_ROOTED_EAGER_MAX", INT, "16384",                                  \
       "largest message (bytes) a rooted collective (bcast, reduce, gather, scatter) sends "       \
-      "eagerly, at most MPISHIM_EAGER_MAX: its senders run ahead, so its messages arrive "        \
-      "unexpected")                                                                                \
+      "eagerly from a buffer in the shared heap, at most MPISHIM_EAGER_MAX: its senders run "     \
+      "ahead, so its messages arrive unexpected and would be copied twice")                        \
     X(HEAP_EAGER_MAX, "MPISHIM_HEAP_EAGER_MAX", INT, "4096",                                       \
       "largest point-to-point message sent eagerly to a rank of the node from a buffer in the "  \
       "shared heap when each local rank has a core; larger ones are one memcpy by the receiver "  \
       "(a blocking send then waits for its receive, as past Open MPI's 4 KiB)")                  \
+    X(COLL_HEAP_EAGER_MAX, "MPISHIM_COLL_HEAP_EAGER_MAX", INT, "8192",                             \
+      "the same for a collective's send: the receiver's memcpy from the heap wins from 16 KiB " \
+      "(its exchanges wait for the rendezvous's completion)")                                     \
     X(NET_EAGER_MAX, "MPISHIM_NET_EAGER_MAX", INT, "16384",                                        \
       "largest message sent eagerly to a peer reached through a libfabric provider (tcp, verbs, " \
       "shm when forced); keep it below the provider's own eager size (ofi_rxm: "                 \

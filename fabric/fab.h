@@ -104,8 +104,12 @@ size_t fab_am_max(const struct fab *f);
  * MPISHIM_HEAP_EAGER_MAX (4 KiB) from a buffer in the shared heap when each local rank has
  * a core: the receiver's one memcpy straight from it beats the ring's two copies from 3 KiB
  * (2-rank ping-pong: 8 KiB 1.7 -> 0.6 us, 32 KiB 6.1 -> 1.6 us; bandwidth at 8-32 KiB
- * 1.3-1.9x). buf NULL: no such exception. */
-bool fab_eager_fits(const struct fab *f, int peer, const void *buf, size_t len);
+ * 1.3-1.9x). A collective's send (coll) has its own limit, MPISHIM_COLL_HEAP_EAGER_MAX
+ * (8 KiB): its exchanges wait for the rendezvous's FIN, which cost a 2-rank allgather of 8
+ * KiB blocks 2.2 -> 2.5 us, but from 16 KiB the single copy wins (2 ranks, 16-32 KiB:
+ * allgather, alltoall 0.52-0.66 of the time, 64 KiB reduce_scatter 0.63). buf NULL: no such
+ * exception. */
+bool fab_eager_fits(const struct fab *f, int peer, const void *buf, size_t len, bool coll);
 /* Sends hdr and payload as one AM. Returns when both buffers may be reused (inject or an
  * internal copy); on -FI_EAGAIN it progresses and retries, giving up after MPISHIM_TIMEOUT. */
 int fab_am_send(struct fab *f, int peer, const void *hdr, size_t hlen, const void *payload,

@@ -119,7 +119,8 @@ struct fab {
     double timeout; /* MPISHIM_TIMEOUT in seconds */
     long spin;      /* MPISHIM_SPIN_COUNT */
     size_t net_eager;  /* MPISHIM_NET_EAGER_MAX */
-    size_t heap_eager; /* MPISHIM_HEAP_EAGER_MAX */
+    size_t heap_eager;      /* MPISHIM_HEAP_EAGER_MAX */
+    size_t coll_heap_eager; /* MPISHIM_COLL_HEAP_EAGER_MAX */
 };
 
 /* Converts a -FI_E* code to PGC_ERR_* and records the cause naming the call; the

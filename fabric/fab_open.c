@@ -362,6 +362,7 @@ static int copy_opts(struct fab *f, const struct fab_opts *o)
     f->spin = o->spin > 0 ? o->spin : mps_config_int(MPS_CFG_SPIN_COUNT);
     f->net_eager = (size_t)mps_config_int(MPS_CFG_NET_EAGER_MAX);
     f->heap_eager = (size_t)mps_config_int(MPS_CFG_HEAP_EAGER_MAX);
+    f->coll_heap_eager = (size_t)mps_config_int(MPS_CFG_COLL_HEAP_EAGER_MAX);
     f->nodes = malloc((size_t)o->size * o->node_stride);
     f->peers = calloc((size_t)o->size, sizeof(*f->peers));
     if (!f->nodes || !f->peers) {

@@ -289,13 +289,13 @@ static int check_peer(const struct fab *f, int peer, const char *call)
     return PGC_OK;
 }
 
-bool fab_eager_fits(const struct fab *f, int peer, const void *buf, size_t len)
+bool fab_eager_fits(const struct fab *f, int peer, const void *buf, size_t len, bool coll)
 {
     if (!fab_shm_am_peer(f, peer)) {
         return len <= f->net_eager;
     }
     /* A small message, the common case, is decided without looking at the heap. */
-    return len <= f->heap_eager || !fab_shm_heap_direct(f, buf);
+    return len <= (coll ? f->coll_heap_eager : f->heap_eager) || !fab_shm_heap_direct(f, buf);
 }
 
 /* check_peer, and the AM size limit of every peer's receive buffers. */

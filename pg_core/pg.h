@@ -209,8 +209,8 @@ int pg_allreduce_direct(struct pg_group *g, const void *in, void *out, size_t co
 int pg_bcast_direct(struct pg_group *g, void *buf, size_t bytes, int root);
 /* Whether pg_bcast_direct serves a broadcast of bytes on g as the schedule would: at most
  * PG_DIRECT_MAX bytes, or, where the schedule would choose the binomial tree too, up to a
- * rooted collective's eager size (any size on 2 ranks). */
-bool pg_bcast_direct_ok(const struct pg_group *g, size_t bytes);
+ * rooted collective's eager size from buf (any size on 2 ranks). */
+bool pg_bcast_direct_ok(const struct pg_group *g, const void *buf, size_t bytes);
 /* Whether pg_ibcast runs the binomial tree for bytes on g (else scatter + allgather). */
 bool pg_bcast_binomial_chosen(const struct pg_group *g, size_t bytes);
 int pg_reduce_direct(struct pg_group *g, const void *in, void *out, size_t count,

@@ -135,12 +135,12 @@ int pg_reduce_scatter_block_direct(struct pg_group *g, const void *in, void *out
     return rc;
 }
 
-bool pg_bcast_direct_ok(const struct pg_group *g, size_t bytes)
+bool pg_bcast_direct_ok(const struct pg_group *g, const void *buf, size_t bytes)
 {
     /* Past the eager size on more than 2 ranks the schedule measured faster (4 ranks on 2
      * cores, 64 KiB: 50 against 34 us). */
     return bytes <= PG_DIRECT_MAX ||
-           ((bytes <= pg_eager_max(PG_SEND_ROOTED) || g->size == 2) &&
+           ((bytes <= pg_eager_max(PG_SEND_ROOTED, buf) || g->size == 2) &&
             pg_bcast_binomial_chosen(g, bytes));
 }
 

@@ -6,6 +6,7 @@
 #define PG_INTERNAL_H
 
 #include "pg.h"
+#include "fab_heap.h"
 
 #include <pthread.h>
 
@@ -126,19 +127,23 @@ enum fab_am_result pg_am_handler(void *arg, int peer, const void *buf, size_t le
                                  bool may_defer);
 /* pg_isend_ctx's flags. PG_SEND_ROOTED marks the sends of a rooted collective (bcast,
  * reduce, gather, scatter), whose senders run ahead of their receivers: every message then
- * arrives unexpected and costs a second copy when eager, so such sends are eager only up
- * to MPISHIM_ROOTED_EAGER_MAX (pg_w.rooted_eager_max, 16 KiB). 32 KiB eager against
- * rendezvous (bench/ab, 12 rounds, 2026-11-23): bcast 2.06x the time at 2 ranks, reduce
- * 1.23x at 2 ranks and 1.58x at 4. Receives that are posted first (exchanges, most
- * point-to-point) gain from eager up to MPISHIM_EAGER_MAX. */
+ * arrives unexpected and costs a second copy when eager. From a buffer in the shared heap,
+ * where the rendezvous is one memcpy by the receiver, such sends are therefore eager only
+ * up to MPISHIM_ROOTED_EAGER_MAX (pg_w.rooted_eager_max, 16 KiB; with a core per rank
+ * fab_eager_fits's smaller limit for collectives applies first). bench/ab, 10-12 rounds,
+ * 2026-11-23, 4 ranks on 2 cores: eager against rendezvous at 32 KiB from the heap, bcast
+ * 1.25x and reduce 1.58x the time; at 16 KiB rendezvous 2x. From other buffers the
+ * rendezvous is process_vm_readv, and eager up to MPISHIM_EAGER_MAX wins: at 24-32 KiB
+ * bcast 0.74-0.79 (2 ranks) and 0.46-0.57 (4 ranks) of the time, reduce 0.53-0.56 (2). */
 #define PG_SEND_SYNC 1u
 #define PG_SEND_ROOTED 2u
 
-/* The largest message sent eagerly with these pg_isend_ctx flags, to a peer whose fabric
- * path takes it whole (fab_eager_fits may refuse smaller ones). */
-static inline size_t pg_eager_max(unsigned flags)
+/* The largest message sent eagerly from buf with these pg_isend_ctx flags, to a peer whose
+ * fabric path takes it whole (fab_eager_fits may refuse smaller ones). */
+static inline size_t pg_eager_max(unsigned flags, const void *buf)
 {
-    return (flags & PG_SEND_ROOTED) ? pg_w.rooted_eager_max : pg_w.eager_max;
+    return (flags & PG_SEND_ROOTED) && fab_heap_owns(buf) ? pg_w.rooted_eager_max
+                                                          : pg_w.eager_max;
 }
 
 int pg_isend_ctx(struct pg_group *g, uint64_t ctx, const void *buf, size_t len, int dst, int tag,

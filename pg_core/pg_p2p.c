@@ -407,16 +407,15 @@ static void fabric_send_done(struct fab_req *freq, int status, size_t len)
 }
 
 /* Whether len bytes from buf to world rank dst go as one eager message: within our eager
- * size (a smaller one for rooted collectives, see PG_SEND_ROOTED) and within what the
- * fabric sends to that peer as one message without a slower protocol. Collectives do not
- * let a buffer in the shared heap lower the limit (fab_eager_fits): their exchanges wait
- * for the rendezvous's FIN, which made a 2-rank allgather of 8 KiB blocks 2.2 -> 2.5 us,
- * while point-to-point latency and bandwidth at 6-32 KiB gained 1.6-4.6x. */
+ * size (rooted collectives have their own, see PG_SEND_ROOTED) and within what the fabric
+ * sends to that peer as one message without a slower protocol, which for a buffer in the
+ * shared heap is smaller, and smaller for point-to-point than for collectives
+ * (fab_eager_fits). */
 static inline bool eager_fits(const void *buf, size_t len, int dst_world, uint64_t ctx,
                               unsigned flags)
 {
-    return len <= pg_eager_max(flags) &&
-           fab_eager_fits(pg_w.fab, dst_world, pg_ctx_is_coll(ctx) ? NULL : buf, len);
+    return len <= pg_eager_max(flags, buf) &&
+           fab_eager_fits(pg_w.fab, dst_world, buf, len, pg_ctx_is_coll(ctx));
 }
 
 static int remote_send(uint64_t ctx, struct pg_group *g, const void *buf, size_t len,
