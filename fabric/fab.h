@@ -107,8 +107,8 @@ size_t fab_am_max(const struct fab *f);
  * 1.3-1.9x). A collective's send (coll) has its own limit, MPISHIM_COLL_HEAP_EAGER_MAX
  * (8 KiB): its exchanges wait for the rendezvous's FIN, which cost a 2-rank allgather of 8
  * KiB blocks 2.2 -> 2.5 us, but from 16 KiB the single copy wins (2 ranks, 16-32 KiB:
- * allgather, alltoall 0.52-0.66 of the time, 64 KiB reduce_scatter 0.63). buf NULL: no such
- * exception. */
+ * allgather, alltoall 0.54-0.66 of the time; reduce_scatter at 32-64 KiB 0.68-0.74). buf
+ * NULL: no such exception. */
 bool fab_eager_fits(const struct fab *f, int peer, const void *buf, size_t len, bool coll);
 /* Sends hdr and payload as one AM. Returns when both buffers may be reused (inject or an
  * internal copy); on -FI_EAGAIN it progresses and retries, giving up after MPISHIM_TIMEOUT. */
