@@ -873,8 +873,8 @@ static int wait_helper(struct fab *f, int peer, struct slot *sl)
 
 /* Whether the sender's help would slow a copy of n bytes from its address src into my buf:
  * when src lies in its shared heap my part is a memcpy, and when buf is outside mine its
- * part is a process_vm_writev, whose fixed cost the reader then waits out. Mixed so
- * (w3-style stream of blocking sends, 2 ranks), 32 KiB took 2.6 us alone against 3.4 with
+ * part is a process_vm_writev, whose fixed cost the reader then waits out. Mixed so (2
+ * ranks, a stream of blocking sends from a heap buffer into an mmap'd one), 32 KiB took 2.6 us alone against 3.4 with
  * help, 64 KiB 4.4 against 4.7, 128 KiB 7.8 against 7.3, 1 MiB 67 against 44; a 2-rank
  * reduce of 32 KiB (its root receives into scratch outside the heap) 4.2 against 8.0. */
 static bool help_too_slow(struct fab_shm *s, int peer, uint64_t src, const void *buf, size_t n)
@@ -888,13 +888,11 @@ static int shared_read(struct fab *f, int peer, uint32_t slot, void *buf, size_t
 {
     struct slot *sl = &f->ring->peer_seg[peer]->slots[slot - 1];
 
-    /* With large sends of my own in flight the traffic goes both ways and both cores are
-     * busy reading already: copy alone, in one system call (chunks cost one each, and
-     * help measured slower: bidirectional 4 MiB 12.5 -> 11.4 GB/s). */
-    if (f->ring->active_slots) {
-        return cma_read(f->ring, peer, buf, sl->src, n);
-    }
-    if (help_too_slow(f->ring, peer, sl->src, buf, n)) {
+    /* Copy alone with large sends of my own in flight (the traffic goes both ways and both
+     * cores are busy reading already; chunks cost a system call each, and help measured
+     * slower: bidirectional 4 MiB 12.5 -> 11.4 GB/s), or where help would cost more than
+     * it saves (help_too_slow). */
+    if (f->ring->active_slots || help_too_slow(f->ring, peer, sl->src, buf, n)) {
         return cma_read(f->ring, peer, buf, sl->src, n);
     }
     sl->dst = (uint64_t)(uintptr_t)buf;

@@ -133,8 +133,9 @@ enum fab_am_result pg_am_handler(void *arg, int peer, const void *buf, size_t le
  * fab_eager_fits's smaller limit for collectives applies first). bench/ab, 10-12 rounds,
  * 2026-11-23, 4 ranks on 2 cores: eager against rendezvous at 32 KiB from the heap, bcast
  * 1.25x and reduce 1.58x the time; at 16 KiB rendezvous 2x. From other buffers the
- * rendezvous is process_vm_readv, and eager up to MPISHIM_EAGER_MAX wins: at 24-32 KiB
- * bcast 0.74-0.79 (2 ranks) and 0.46-0.57 (4 ranks) of the time, reduce 0.53-0.56 (2). */
+ * rendezvous is process_vm_readv, and eager up to MPISHIM_EAGER_MAX wins (against 34d0fd7,
+ * which stopped at 16 KiB): at 24-32 KiB bcast 0.60-0.77 (2 ranks) and 0.62-0.71 (4 ranks)
+ * of the time, reduce 0.59-0.62 (2 ranks). */
 #define PG_SEND_SYNC 1u
 #define PG_SEND_ROOTED 2u
 
