@@ -344,7 +344,12 @@ static int group_dev(struct pg_group *g, struct pg_group_dev **out)
         rc = mps_error(PGC_ERR_NOMEM, "no memory for the device state of a group");
     } else if (!g->dev) {
         cudaGetDevice(&d->device);
-        e = cudaStreamCreateWithFlags(&d->stream, cudaStreamNonBlocking);
+        /* A blocking stream: its work waits for what the caller queued on the legacy
+         * default stream, so the CUDA-aware MPI idiom (cudaMemcpy or a kernel on stream 0,
+         * then MPI_Allreduce) reads finished data. A cudaMemcpy from pageable memory may
+         * return before its DMA lands, and a non-blocking stream then read stale bytes
+         * (seen on an H100: staged 4 KiB allreduces summed zeros). */
+        e = cudaStreamCreateWithFlags(&d->stream, cudaStreamDefault);
         if (e != cudaSuccess) {
             rc = cuda_status(e, "cudaStreamCreateWithFlags");
             free(d);

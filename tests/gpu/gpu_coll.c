@@ -5,7 +5,8 @@
  * MPI level (the shim's device dispatch): MPI_Allreduce (in place, user op -> staged,
  * freed pointer -> MPI_ERR_BUFFER), MPI_Iallreduce, MPI_Bcast and MPI_Reduce from every
  * root, MPI_Allgather (in place too). pg_core level (pg_device.h): reduce_scatter_block,
- * alltoall, gather, scatter, AVG, and device send/receive with PG_ANY_SOURCE. With
+ * alltoall, gather, scatter, AVG, and device send/receive with PG_ANY_SOURCE (and through
+ * MPI_Irecv/MPI_Send with the status checked). With
  * MPISHIM_DEVICE_COLL=staging also mixed host/device buffers across ranks.
  *
  * Without a GPU it prints "SKIP: needs an NVIDIA GPU (cudaGetDeviceCount found none)" and
@@ -289,6 +290,31 @@ static void check_p2p(void)
     free(r);
 }
 
+/* The same ring through MPI: MPI_Irecv(MPI_ANY_SOURCE) and MPI_Send on device buffers, the
+ * status (source, tag, count) as for host buffers. */
+static void check_mpi_p2p(void)
+{
+    int n = 5003, left = (me + np - 1) % np, count = -1;
+    float *h = host_vals(me, (size_t)n), *s = to_dev(h, (size_t)n), *d = dmalloc((size_t)n * 4), *r;
+    MPI_Request rq;
+    MPI_Status st;
+
+    CHECK_MPI(MPI_Irecv(d, n, MPI_FLOAT, MPI_ANY_SOURCE, 7, MPI_COMM_WORLD, &rq));
+    CHECK_MPI(MPI_Send(s, n, MPI_FLOAT, (me + 1) % np, 7, MPI_COMM_WORLD));
+    CHECK_MPI(MPI_Wait(&rq, &st));
+    MPI_Get_count(&st, MPI_FLOAT, &count);
+    CHECK(st.MPI_SOURCE == left && st.MPI_TAG == 7 && count == n, "MPI status %d %d %d",
+          st.MPI_SOURCE, st.MPI_TAG, count);
+    r = from_dev(d, (size_t)n);
+    for (int i = 0; i < n; i++) {
+        CHECK(r[i] == val(left, (size_t)i), "MPI p2p i=%d: %g", i, r[i]);
+    }
+    cudaFree(s);
+    cudaFree(d);
+    free(h);
+    free(r);
+}
+
 /* A freed pointer on every rank: MPI_ERR_BUFFER from classification, not a crash. */
 static void check_freed_pointer(void)
 {
@@ -347,6 +373,7 @@ int main(int argc, char **argv)
     check_allgather(257, true);
     check_pg_level();
     check_p2p();
+    check_mpi_p2p();
     check_freed_pointer();
     if (mode && !strcmp(mode, "staging")) {
         check_mixed();
