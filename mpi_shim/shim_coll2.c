@@ -308,6 +308,45 @@ static void side_unpack_later(struct plan *p, const struct side *sd, const size_
 
 /* ---- Setting up and starting ---- */
 
+/* The memory a side's first block lies in (a side is one kind of memory). */
+static int side_memory(struct coll *k, const struct side *sd, const char *what)
+{
+    const struct blk *b = sd->b;
+    enum pg_mem m;
+
+    while (b < sd->b + sd->n && b->count == 0) {
+        b++;
+    }
+    m = b < sd->b + sd->n ? pg_dev_classify(b->ptr) : PG_MEM_HOST;
+    if (m == PG_MEM_DEVICE) {
+        return shim_error(k->comm, k->fn, MPI_ERR_BUFFER,
+                          "%s is CUDA device memory, which this collective does not take "
+                          "(device buffers: MPI_Allreduce, MPI_Reduce, MPI_Bcast, "
+                          "MPI_Allgather, MPI_Alltoall, MPI_Gather, MPI_Scatter, "
+                          "MPI_Reduce_scatter_block and point-to-point; see doc/gpu.md)",
+                          what);
+    }
+    if (m == PG_MEM_INVALID) {
+        return shim_error(k->comm, k->fn, MPI_ERR_BUFFER,
+                          "%s %p is neither host memory nor a live CUDA allocation", what,
+                          (void *)b->ptr);
+    }
+    return MPI_SUCCESS;
+}
+
+/* With a GPU present, a collective without a device path must not touch device memory
+ * on the CPU: it is refused here, before anything is packed. Managed memory goes on. */
+static int device_guard(struct coll *k)
+{
+    int rc;
+
+    if (mps_likely(!pg_dev_present())) {
+        return MPI_SUCCESS;
+    }
+    rc = side_memory(k, &k->S, "sendbuf");
+    return rc == MPI_SUCCESS ? side_memory(k, &k->R, "recvbuf") : rc;
+}
+
 /* The request and its plan; lays out both sides, packs the input, lists the output. */
 static int coll_prepare(struct coll *k, bool force_pack_send)
 {
@@ -315,7 +354,10 @@ static int coll_prepare(struct coll *k, bool force_pack_send)
 
     side_measure(&k->S, force_pack_send);
     side_measure(&k->R, false);
-    rc = shim_coll_req(k->fn, k->comm, &k->r);
+    rc = device_guard(k);
+    if (rc == MPI_SUCCESS) {
+        rc = shim_coll_req(k->fn, k->comm, &k->r);
+    }
     if (rc != MPI_SUCCESS) {
         return rc;
     }
@@ -425,8 +467,14 @@ int PMPI_Igather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void
 {
     struct coll k;
     struct shim_dtype *st = NULL, *rt = NULL;
-    int rc = coll_begin(&k, SHIM_FN, comm);
+    int rc;
     bool is_root;
+
+    if (shim_dev_try_gather(SHIM_FN, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
+                            root, comm, request, &rc)) {
+        return rc;
+    }
+    rc = coll_begin(&k, SHIM_FN, comm);
 
     if (rc == MPI_SUCCESS) {
         rc = shim_coll_check_root(SHIM_FN, comm, k.c, root);
@@ -563,8 +611,14 @@ int PMPI_Iscatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, voi
 {
     struct coll k;
     struct shim_dtype *st = NULL, *rt = NULL;
-    int rc = coll_begin(&k, SHIM_FN, comm);
+    int rc;
     bool is_root;
+
+    if (shim_dev_try_scatter(SHIM_FN, sendbuf, sendcount, sendtype, recvbuf, recvcount,
+                             recvtype, root, comm, request, &rc)) {
+        return rc;
+    }
+    rc = coll_begin(&k, SHIM_FN, comm);
 
     if (rc == MPI_SUCCESS) {
         rc = scatter_check(&k, sendbuf, recvbuf, recvcount, recvtype, &rt, root);
@@ -850,8 +904,14 @@ int PMPI_Ialltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, vo
 {
     struct coll k;
     struct shim_dtype *st = NULL, *rt = NULL;
-    int rc = coll_begin(&k, SHIM_FN, comm);
+    int rc;
     bool in_place = sendbuf == MPI_IN_PLACE;
+
+    if (shim_dev_try_alltoall(SHIM_FN, sendbuf, sendcount, sendtype, recvbuf, recvcount,
+                              recvtype, comm, request, &rc)) {
+        return rc;
+    }
+    rc = coll_begin(&k, SHIM_FN, comm);
 
     if (rc == MPI_SUCCESS) {
         rc = check_buf(&k, sendbuf, sendcount, sendtype, &st, true, "sendbuf");
@@ -1045,7 +1105,13 @@ int PMPI_Ireduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount
     struct coll k;
     struct pg_op_spec spec;
     size_t scale;
-    int rc = coll_begin(&k, SHIM_FN, comm);
+    int rc;
+
+    if (shim_dev_try_reduce_scatter_block(SHIM_FN, sendbuf, recvbuf, recvcount, dt, op, comm,
+                                          request, &rc)) {
+        return rc;
+    }
+    rc = coll_begin(&k, SHIM_FN, comm);
 
     if (rc == MPI_SUCCESS && recvcount < 0) {
         rc = shim_error(comm, SHIM_FN, MPI_ERR_COUNT, "recvcount %d is negative", recvcount);

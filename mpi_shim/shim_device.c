@@ -179,23 +179,24 @@ bool shim_dev_try_bcast(const char *fn, void *buf, int count, MPI_Datatype dt, i
     return true;
 }
 
-/* Allgather's send side must describe as many bytes as one receive block, contiguously. */
-static int check_send_side(const char *fn, MPI_Comm comm, const void *sendbuf, int sendcount,
-                           MPI_Datatype sendtype, size_t block)
+/* The side of a block collective not used as its reference (allgather's and alltoall's
+ * send side, for instance) must describe as many bytes as one block, contiguously. */
+static int check_other_side(const char *fn, MPI_Comm comm, const void *buf, int count,
+                            MPI_Datatype dt, size_t block)
 {
-    struct shim_dtype *st;
+    struct shim_dtype *t;
 
-    if (sendbuf == MPI_IN_PLACE) {
+    if (buf == MPI_IN_PLACE) {
         return MPI_SUCCESS;
     }
-    if (sendcount < 0 || shim_dtype_check_comm(sendtype, &st) != MPI_SUCCESS) {
-        return shim_error(comm, fn, MPI_ERR_TYPE, "invalid send count or datatype");
+    if (count < 0 || shim_dtype_check_comm(dt, &t) != MPI_SUCCESS) {
+        return shim_error(comm, fn, MPI_ERR_TYPE, "invalid count or datatype");
     }
-    if (!st->contig || (size_t)sendcount * st->size != block) {
+    if (!t->contig || (size_t)count * t->size != block) {
         return shim_error(comm, fn, MPI_ERR_TYPE,
-                          "device allgather needs a contiguous send type of %zu bytes per rank "
-                          "(got %zu)",
-                          block, (size_t)sendcount * st->size);
+                          "device buffers need contiguous types of %zu bytes per rank on both "
+                          "sides (got %zu)",
+                          block, (size_t)count * t->size);
     }
     return MPI_SUCCESS;
 }
@@ -223,7 +224,7 @@ bool shim_dev_try_allgather(const char *fn, const void *sendbuf, int sendcount,
         return true;
     }
     block = (size_t)recvcount * k.t->size;
-    *rc = check_send_side(fn, comm, sendbuf, sendcount, sendtype, block);
+    *rc = check_other_side(fn, comm, sendbuf, sendcount, sendtype, block);
     if (*rc != MPI_SUCCESS) {
         shim_req_free(k.r);
         return true;
@@ -232,5 +233,168 @@ bool shim_dev_try_allgather(const char *fn, const void *sendbuf, int sendcount,
         in = (const char *)recvbuf + (size_t)c->g->rank * block;
     }
     *rc = finish(fn, comm, pg_dev_iallgather(k.c->g, in, recvbuf, block, &k.r->pr), k.r, request);
+    return true;
+}
+
+/* Alltoall, gather and scatter: n blocks on one side (the "wide" one: both for alltoall,
+ * the root's receive side for gather, its send side for scatter), one block on the other.
+ * The reference count and type are those of a side significant at this rank. */
+enum blk_kind { BLK_ALLTOALL, BLK_GATHER, BLK_SCATTER };
+
+struct blk_call {
+    enum blk_kind kind;
+    const void *sendbuf;
+    int sendcount;
+    MPI_Datatype sendtype;
+    void *recvbuf;
+    int recvcount;
+    MPI_Datatype recvtype;
+    int root; /* -1: alltoall */
+};
+
+/* Whether this rank's send side is the reference (else its receive side). */
+static bool send_is_ref(const struct blk_call *b, bool at_root)
+{
+    return (b->kind == BLK_GATHER && !at_root) || (b->kind == BLK_SCATTER && at_root);
+}
+
+/* The buffers and byte counts that this rank's part of b touches, for classification. */
+static int blk_route(const struct blk_call *b, int n, bool at_root)
+{
+    long long wide_s = b->kind == BLK_SCATTER ? (at_root ? n : 0) : 1;
+    long long wide_r = b->kind == BLK_GATHER ? (at_root ? n : 0) : 1;
+
+    if (b->kind == BLK_ALLTOALL) {
+        wide_s = wide_r = n;
+    }
+    return route(b->sendbuf, wide_s * b->sendcount, b->sendtype, b->recvbuf,
+                 wide_r * b->recvcount, b->recvtype);
+}
+
+static int blk_start(const struct blk_call *b, struct dev_call *k, size_t block, int me)
+{
+    const char *in = b->sendbuf;
+    char *out = b->recvbuf;
+
+    if (b->kind == BLK_ALLTOALL) {
+        return pg_dev_ialltoall(k->c->g, in, out, block, &k->r->pr);
+    }
+    if (b->kind == BLK_GATHER) {
+        if (me == b->root && b->sendbuf == MPI_IN_PLACE) {
+            in = out + (size_t)me * block;
+        }
+        return pg_dev_igather(k->c->g, in, me == b->root ? out : NULL, block, b->root,
+                              &k->r->pr);
+    }
+    if (me == b->root && b->recvbuf == MPI_IN_PLACE) {
+        out = (char *)in + (size_t)me * block;
+    }
+    return pg_dev_iscatter(k->c->g, me == b->root ? in : NULL, out, block, b->root, &k->r->pr);
+}
+
+static bool try_blocks(const char *fn, const struct blk_call *b, MPI_Comm comm,
+                       MPI_Request *request, int *rc)
+{
+    struct shim_comm *c;
+    struct dev_call k;
+    bool at_root, ref_send;
+    int route_rc;
+
+    if (!pg_dev_present() || shim_comm_get(comm, &c) != MPI_SUCCESS ||
+        (b->root >= 0 && (b->root >= c->g->size))) {
+        return false;
+    }
+    at_root = c->g->rank == b->root;
+    ref_send = send_is_ref(b, at_root);
+    if ((ref_send ? b->sendcount : b->recvcount) < 0 ||
+        (route_rc = blk_route(b, c->g->size, at_root)) == 0) {
+        return false;
+    }
+    *rc = prelude(fn, comm, route_rc, ref_send ? b->sendcount : b->recvcount,
+                  ref_send ? b->sendtype : b->recvtype, MPI_OP_NULL, b->root, &k);
+    if (*rc != MPI_SUCCESS) {
+        return true;
+    }
+    if (b->kind == BLK_ALLTOALL && b->sendbuf == MPI_IN_PLACE) {
+        *rc = shim_error(comm, fn, MPI_ERR_BUFFER,
+                         "MPI_IN_PLACE is not supported on device buffers: pass a send buffer");
+    } else if (b->kind == BLK_ALLTOALL) {
+        *rc = check_other_side(fn, comm, b->sendbuf, b->sendcount, b->sendtype,
+                               (size_t)b->recvcount * k.t->size);
+    } else if (at_root) {
+        *rc = check_other_side(fn, comm, ref_send ? b->recvbuf : b->sendbuf,
+                               ref_send ? b->recvcount : b->sendcount,
+                               ref_send ? b->recvtype : b->sendtype,
+                               (size_t)(ref_send ? b->sendcount : b->recvcount) * k.t->size);
+    }
+    if (*rc != MPI_SUCCESS) {
+        shim_req_free(k.r);
+        return true;
+    }
+    *rc = finish(fn, comm,
+                 blk_start(b, &k, (size_t)(ref_send ? b->sendcount : b->recvcount) * k.t->size,
+                           c->g->rank),
+                 k.r, request);
+    return true;
+}
+
+bool shim_dev_try_alltoall(const char *fn, const void *sendbuf, int sendcount,
+                           MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                           MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request, int *rc)
+{
+    struct blk_call b = {BLK_ALLTOALL, sendbuf, sendcount, sendtype, recvbuf, recvcount,
+                         recvtype, -1};
+
+    return try_blocks(fn, &b, comm, request, rc);
+}
+
+bool shim_dev_try_gather(const char *fn, const void *sendbuf, int sendcount,
+                         MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                         MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request,
+                         int *rc)
+{
+    struct blk_call b = {BLK_GATHER, sendbuf, sendcount, sendtype, recvbuf, recvcount,
+                         recvtype, root};
+
+    return root >= 0 && try_blocks(fn, &b, comm, request, rc);
+}
+
+bool shim_dev_try_scatter(const char *fn, const void *sendbuf, int sendcount,
+                          MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                          MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request,
+                          int *rc)
+{
+    struct blk_call b = {BLK_SCATTER, sendbuf, sendcount, sendtype, recvbuf, recvcount,
+                         recvtype, root};
+
+    return root >= 0 && try_blocks(fn, &b, comm, request, rc);
+}
+
+bool shim_dev_try_reduce_scatter_block(const char *fn, const void *sendbuf, void *recvbuf,
+                                       int recvcount, MPI_Datatype dt, MPI_Op op,
+                                       MPI_Comm comm, MPI_Request *request, int *rc)
+{
+    struct shim_comm *c;
+    struct dev_call k;
+    int route_rc;
+
+    if (!pg_dev_present() || shim_comm_get(comm, &c) != MPI_SUCCESS || recvcount < 0 ||
+        (route_rc = route(sendbuf, (long long)recvcount * c->g->size, dt, recvbuf, recvcount,
+                          dt)) == 0) {
+        return false;
+    }
+    *rc = prelude(fn, comm, route_rc, recvcount, dt, op, -1, &k);
+    if (*rc == MPI_SUCCESS && sendbuf == MPI_IN_PLACE) {
+        shim_req_free(k.r);
+        *rc = shim_error(comm, fn, MPI_ERR_BUFFER,
+                         "MPI_IN_PLACE is not supported on device buffers: pass a send buffer");
+    }
+    if (*rc == MPI_SUCCESS) {
+        *rc = finish(fn, comm,
+                     pg_dev_ireduce_scatter_block(k.c->g, sendbuf, recvbuf,
+                                                  (size_t)recvcount * k.scale, &k.spec,
+                                                  &k.r->pr),
+                     k.r, request);
+    }
     return true;
 }

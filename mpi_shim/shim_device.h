@@ -35,5 +35,19 @@ bool shim_dev_try_bcast(const char *fn, void *buf, int count, MPI_Datatype dt, i
 bool shim_dev_try_allgather(const char *fn, const void *sendbuf, int sendcount,
                             MPI_Datatype sendtype, void *recvbuf, int recvcount,
                             MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request, int *rc);
+bool shim_dev_try_alltoall(const char *fn, const void *sendbuf, int sendcount,
+                           MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                           MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request, int *rc);
+bool shim_dev_try_gather(const char *fn, const void *sendbuf, int sendcount,
+                         MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                         MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request,
+                         int *rc);
+bool shim_dev_try_scatter(const char *fn, const void *sendbuf, int sendcount,
+                          MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                          MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request,
+                          int *rc);
+bool shim_dev_try_reduce_scatter_block(const char *fn, const void *sendbuf, void *recvbuf,
+                                       int recvcount, MPI_Datatype dt, MPI_Op op,
+                                       MPI_Comm comm, MPI_Request *request, int *rc);
 
 #endif

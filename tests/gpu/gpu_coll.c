@@ -4,7 +4,9 @@
  *
  * MPI level (the shim's device dispatch): MPI_Allreduce (in place, user op -> staged,
  * freed pointer -> MPI_ERR_BUFFER), MPI_Iallreduce, MPI_Bcast and MPI_Reduce from every
- * root, MPI_Allgather (in place too). pg_core level (pg_device.h): reduce_scatter_block,
+ * root, MPI_Allgather (in place too), MPI_Alltoall, MPI_Gather and MPI_Scatter from every
+ * root, MPI_Reduce_scatter_block, MPI_ERR_BUFFER from MPI_Alltoallv (no device path) and
+ * from an in-place device MPI_Alltoall. pg_core level (pg_device.h): reduce_scatter_block,
  * alltoall, gather, scatter, AVG, and device send/receive with PG_ANY_SOURCE (and through
  * MPI_Irecv/MPI_Send with the status checked). With
  * MPISHIM_DEVICE_COLL=staging also mixed host/device buffers across ranks.
@@ -315,6 +317,77 @@ static void check_mpi_p2p(void)
     free(r);
 }
 
+/* MPI_Alltoall, MPI_Gather, MPI_Scatter (every root, in place at the root too) and
+ * MPI_Reduce_scatter_block on device buffers, through the device dispatch. */
+static void check_mpi_blocks(void)
+{
+    int n = 301;
+    size_t all = (size_t)n * (size_t)np;
+    float *h = host_vals(me, all), *in = to_dev(h, all), *out = dmalloc(all * 4), *r;
+
+    CHECK_MPI(MPI_Alltoall(in, n, MPI_FLOAT, out, n, MPI_FLOAT, MPI_COMM_WORLD));
+    r = from_dev(out, all);
+    for (int q = 0; q < np; q++) {
+        CHECK(r[(size_t)q * n + 5] == val(q, (size_t)me * n + 5), "MPI_Alltoall block %d", q);
+    }
+    free(r);
+    for (int root = 0; root < np; root++) {
+        bool at_root = me == root;
+        /* In place at the root: its block is already in out. */
+        CUDA_OK(cudaMemcpy(out + (size_t)me * n, in, (size_t)n * 4, cudaMemcpyDeviceToDevice));
+        CHECK_MPI(MPI_Gather(at_root && root % 2 ? MPI_IN_PLACE : in, n, MPI_FLOAT, out, n,
+                             MPI_FLOAT, root, MPI_COMM_WORLD));
+        if (at_root) {
+            r = from_dev(out, all);
+            for (int q = 0; q < np; q++) {
+                CHECK(r[(size_t)q * n + n - 1] == val(q, (size_t)n - 1), "MPI_Gather root %d "
+                      "block %d", root, q);
+            }
+            free(r);
+        }
+        CHECK_MPI(MPI_Scatter(in, n, MPI_FLOAT, at_root && root % 2 ? MPI_IN_PLACE : out, n,
+                              MPI_FLOAT, root, MPI_COMM_WORLD));
+        r = from_dev(at_root && root % 2 ? in + (size_t)me * n : out, (size_t)n);
+        CHECK(r[7] == val(root, (size_t)me * n + 7), "MPI_Scatter root %d: %g", root, r[7]);
+        free(r);
+    }
+    CHECK_MPI(MPI_Reduce_scatter_block(in, out, n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD));
+    r = from_dev(out, (size_t)n);
+    for (int i = 0; i < n; i++) {
+        CHECK(r[i] == sum_at((size_t)me * n + i), "MPI_Reduce_scatter_block i=%d: %g", i, r[i]);
+    }
+    free(r);
+    cudaFree(in);
+    cudaFree(out);
+    free(h);
+}
+
+/* A collective without a device path refuses device buffers with MPI_ERR_BUFFER (its CPU
+ * code would otherwise read device memory), as does MPI_IN_PLACE where the device path
+ * lacks it. */
+static void check_refused(void)
+{
+    float *d = dmalloc((size_t)np * 64 * 4), *e = dmalloc((size_t)np * 64 * 4);
+    int *counts = malloc(sizeof(int) * (size_t)np * 2), *displs = counts + np, rc, cls = 0;
+
+    for (int q = 0; q < np; q++) {
+        counts[q] = 64;
+        displs[q] = 64 * q;
+    }
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    rc = MPI_Alltoallv(d, counts, displs, MPI_FLOAT, e, counts, displs, MPI_FLOAT,
+                       MPI_COMM_WORLD);
+    MPI_Error_class(rc, &cls);
+    CHECK(cls == MPI_ERR_BUFFER, "MPI_Alltoallv on device buffers: error class %d", cls);
+    rc = MPI_Alltoall(MPI_IN_PLACE, 64, MPI_FLOAT, d, 64, MPI_FLOAT, MPI_COMM_WORLD);
+    MPI_Error_class(rc, &cls);
+    CHECK(cls == MPI_ERR_BUFFER, "in-place MPI_Alltoall on a device buffer: class %d", cls);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
+    cudaFree(d);
+    cudaFree(e);
+    free(counts);
+}
+
 /* A freed pointer on every rank: MPI_ERR_BUFFER from classification, not a crash. */
 static void check_freed_pointer(void)
 {
@@ -374,6 +447,8 @@ int main(int argc, char **argv)
     check_pg_level();
     check_p2p();
     check_mpi_p2p();
+    check_mpi_blocks();
+    check_refused();
     check_freed_pointer();
     if (mode && !strcmp(mode, "staging")) {
         check_mixed();
