@@ -308,30 +308,15 @@ static void side_unpack_later(struct plan *p, const struct side *sd, const size_
 
 /* ---- Setting up and starting ---- */
 
-/* The memory a side's first block lies in (a side is one kind of memory). */
-static int side_memory(struct coll *k, const struct side *sd, const char *what)
+/* A side is one kind of memory: its first block with data stands for it. */
+static int side_host_only(struct coll *k, const struct side *sd, const char *what)
 {
     const struct blk *b = sd->b;
-    enum pg_mem m;
 
     while (b < sd->b + sd->n && b->count == 0) {
         b++;
     }
-    m = b < sd->b + sd->n ? pg_dev_classify(b->ptr) : PG_MEM_HOST;
-    if (m == PG_MEM_DEVICE) {
-        return shim_error(k->comm, k->fn, MPI_ERR_BUFFER,
-                          "%s is CUDA device memory, which this collective does not take "
-                          "(device buffers: MPI_Allreduce, MPI_Reduce, MPI_Bcast, "
-                          "MPI_Allgather, MPI_Alltoall, MPI_Gather, MPI_Scatter, "
-                          "MPI_Reduce_scatter_block and point-to-point; see doc/gpu.md)",
-                          what);
-    }
-    if (m == PG_MEM_INVALID) {
-        return shim_error(k->comm, k->fn, MPI_ERR_BUFFER,
-                          "%s %p is neither host memory nor a live CUDA allocation", what,
-                          (void *)b->ptr);
-    }
-    return MPI_SUCCESS;
+    return b < sd->b + sd->n ? shim_dev_host_only(k->fn, k->comm, b->ptr, what) : MPI_SUCCESS;
 }
 
 /* With a GPU present, a collective without a device path must not touch device memory
@@ -343,8 +328,8 @@ static int device_guard(struct coll *k)
     if (mps_likely(!pg_dev_present())) {
         return MPI_SUCCESS;
     }
-    rc = side_memory(k, &k->S, "sendbuf");
-    return rc == MPI_SUCCESS ? side_memory(k, &k->R, "recvbuf") : rc;
+    rc = side_host_only(k, &k->S, "sendbuf");
+    return rc == MPI_SUCCESS ? side_host_only(k, &k->R, "recvbuf") : rc;
 }
 
 /* The request and its plan; lays out both sides, packs the input, lists the output. */

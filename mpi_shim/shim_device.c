@@ -19,6 +19,26 @@ int PMPIX_Query_cuda_support(void)
     return HAVE_CUDA && pg_dev_present();
 }
 
+int shim_dev_host_only(const char *fn, MPI_Comm comm, const void *buf, const char *what)
+{
+    enum pg_mem m = pg_dev_present() && buf && buf != MPI_IN_PLACE ? pg_dev_classify(buf)
+                                                                    : PG_MEM_HOST;
+
+    if (m == PG_MEM_DEVICE) {
+        return shim_error(comm, fn, MPI_ERR_BUFFER,
+                          "%s is CUDA device memory, which this call does not take (device "
+                          "buffers: MPI_Allreduce, MPI_Reduce, MPI_Bcast, MPI_Allgather, "
+                          "MPI_Alltoall, MPI_Gather, MPI_Scatter, MPI_Reduce_scatter_block "
+                          "and point-to-point; see doc/gpu.md)",
+                          what);
+    }
+    if (m == PG_MEM_INVALID) {
+        return shim_error(comm, fn, MPI_ERR_BUFFER,
+                          "%s %p is neither host memory nor a live CUDA allocation", what, buf);
+    }
+    return MPI_SUCCESS;
+}
+
 /* The first byte and the packed size of count elements of dt at buf, for classification;
  * false when dt is not a valid committed type (the host path will raise that). */
 static bool buf_span(const void *buf, long long count, MPI_Datatype dt, const void **p, size_t *n)

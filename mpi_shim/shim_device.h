@@ -24,6 +24,11 @@
 
 #include <stdbool.h>
 
+/* For calls without a device path: MPI_ERR_BUFFER (raised through comm's handler as fn)
+ * when buf is CUDA device memory, which their CPU code would read, or no live memory at
+ * all; MPI_SUCCESS for host, pinned and managed memory. Without a GPU: one branch. */
+int shim_dev_host_only(const char *fn, MPI_Comm comm, const void *buf, const char *what);
+
 bool shim_dev_try_allreduce(const char *fn, const void *sendbuf, void *recvbuf, int count,
                             MPI_Datatype dt, MPI_Op op, MPI_Comm comm, MPI_Request *request,
                             int *rc);

@@ -14,6 +14,7 @@
 #include "pg_group_sub.h"
 #include "pgc_status.h"
 #include "shim_coll.h"
+#include "shim_device.h"
 #include "shim_topo.h"
 
 #include <stdlib.h>
@@ -214,6 +215,19 @@ static void skip_proc_null(struct nbr_block *b, const int *peers, int n)
     }
 }
 
+/* No device path here: device memory is refused before the CPU packs or unpacks it. A
+ * side is one kind of memory; its first block with data stands for it. */
+static int blocks_host_only(const char *fn, MPI_Comm comm, const struct nbr_block *b, int n,
+                            const char *what)
+{
+    for (int i = 0; i < n; i++) {
+        if (b[i].count) {
+            return shim_dev_host_only(fn, comm, b[i].ptr, what);
+        }
+    }
+    return MPI_SUCCESS;
+}
+
 static int nbr_start(const char *fn, MPI_Comm comm, const struct nbr_side *send,
                      const struct nbr_side *recv, MPI_Request *request)
 {
@@ -241,6 +255,12 @@ static int nbr_start(const char *fn, MPI_Comm comm, const struct nbr_side *send,
     rc = resolve_side(fn, comm, send, nout, sb);
     if (rc == MPI_SUCCESS) {
         rc = resolve_side(fn, comm, recv, nin, rb);
+    }
+    if (rc == MPI_SUCCESS) {
+        rc = blocks_host_only(fn, comm, sb, nout, "sendbuf");
+    }
+    if (rc == MPI_SUCCESS) {
+        rc = blocks_host_only(fn, comm, rb, nin, "recvbuf");
     }
     if (rc == MPI_SUCCESS) {
         skip_proc_null(sb, out, nout);

@@ -6,6 +6,7 @@
 
 #include "shim_comm.h"
 #include "shim_datatype.h"
+#include "shim_device.h"
 #include "mps_log.h"
 #include "pgc_status.h"
 
@@ -178,6 +179,14 @@ int PMPI_Reduce_local(const void *inbuf, void *inoutbuf, int count, MPI_Datatype
     }
     if (rc != MPI_SUCCESS) {
         return shim_error(MPI_COMM_WORLD, SHIM_FN, rc, "%s", mps_last_error());
+    }
+    /* The op runs on the CPU: device memory is refused (count 0 touches nothing). */
+    rc = count ? shim_dev_host_only(SHIM_FN, MPI_COMM_WORLD, inbuf, "inbuf") : MPI_SUCCESS;
+    if (rc == MPI_SUCCESS && count) {
+        rc = shim_dev_host_only(SHIM_FN, MPI_COMM_WORLD, inoutbuf, "inoutbuf");
+    }
+    if (rc != MPI_SUCCESS) {
+        return rc;
     }
     rc = pg_op_apply(&spec, inbuf, inoutbuf, (size_t)count * scale);
     return rc == PGC_OK ? MPI_SUCCESS : shim_error_pg(MPI_COMM_WORLD, SHIM_FN, rc);

@@ -5,8 +5,9 @@
  * MPI level (the shim's device dispatch): MPI_Allreduce (in place, user op -> staged,
  * freed pointer -> MPI_ERR_BUFFER), MPI_Iallreduce, MPI_Bcast and MPI_Reduce from every
  * root, MPI_Allgather (in place too), MPI_Alltoall, MPI_Gather and MPI_Scatter from every
- * root, MPI_Reduce_scatter_block, MPI_ERR_BUFFER from MPI_Alltoallv (no device path) and
- * from an in-place device MPI_Alltoall. pg_core level (pg_device.h): reduce_scatter_block,
+ * root, MPI_Reduce_scatter_block, MPI_ERR_BUFFER from MPI_Alltoallv, MPI_Reduce_local and
+ * MPI_Neighbor_allgather (no device path) and from an in-place device MPI_Alltoall. pg_core
+ * level (pg_device.h): reduce_scatter_block,
  * alltoall, gather, scatter, AVG, and device send/receive with PG_ANY_SOURCE (and through
  * MPI_Irecv/MPI_Send with the status checked). With
  * MPISHIM_DEVICE_COLL=staging also mixed host/device buffers across ranks.
@@ -362,6 +363,20 @@ static void check_mpi_blocks(void)
     free(h);
 }
 
+/* Neighbour collectives have no device path either (a periodic ring of every rank). */
+static void check_refused_neighbor(float *d, float *e)
+{
+    MPI_Comm ring;
+    int dims[1] = {np}, periods[1] = {1}, rc, cls = 0;
+
+    CHECK_MPI(MPI_Cart_create(MPI_COMM_WORLD, 1, dims, periods, 0, &ring));
+    MPI_Comm_set_errhandler(ring, MPI_ERRORS_RETURN);
+    rc = MPI_Neighbor_allgather(d, 64, MPI_FLOAT, e, 64, MPI_FLOAT, ring);
+    MPI_Error_class(rc, &cls);
+    CHECK(cls == MPI_ERR_BUFFER, "MPI_Neighbor_allgather on device buffers: class %d", cls);
+    MPI_Comm_free(&ring);
+}
+
 /* A collective without a device path refuses device buffers with MPI_ERR_BUFFER (its CPU
  * code would otherwise read device memory), as does MPI_IN_PLACE where the device path
  * lacks it. */
@@ -382,6 +397,10 @@ static void check_refused(void)
     rc = MPI_Alltoall(MPI_IN_PLACE, 64, MPI_FLOAT, d, 64, MPI_FLOAT, MPI_COMM_WORLD);
     MPI_Error_class(rc, &cls);
     CHECK(cls == MPI_ERR_BUFFER, "in-place MPI_Alltoall on a device buffer: class %d", cls);
+    rc = MPI_Reduce_local(d, e, 64, MPI_FLOAT, MPI_SUM);
+    MPI_Error_class(rc, &cls);
+    CHECK(cls == MPI_ERR_BUFFER, "MPI_Reduce_local on device buffers: class %d", cls);
+    check_refused_neighbor(d, e);
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
     cudaFree(d);
     cudaFree(e);
