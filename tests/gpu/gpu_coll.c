@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "../mr/mrtest.h"
 #include "pg_coll2.h"
@@ -407,16 +408,24 @@ static void check_refused(void)
     free(counts);
 }
 
-/* A freed pointer on every rank: MPI_ERR_BUFFER from classification, not a crash. */
+/* A freed or a foreign pointer on every rank: MPI_ERR_BUFFER from classification, not a
+ * crash. */
 static void check_freed_pointer(void)
 {
     float *d = dmalloc(1024);
-    int rc;
+    void *gone = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    int rc, cls = 0;
 
     cudaFree(d);
+    CHECK(gone != MAP_FAILED && munmap(gone, 4096) == 0, "mmap/munmap of a scratch page");
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     rc = MPI_Allreduce(MPI_IN_PLACE, d, 256, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
-    CHECK(rc != MPI_SUCCESS, "a freed device pointer was accepted");
+    MPI_Error_class(rc, &cls);
+    CHECK(cls == MPI_ERR_BUFFER, "a freed device pointer: error class %d", cls);
+    /* A foreign pointer: an address no allocation holds, neither CUDA's nor the host's. */
+    rc = MPI_Allreduce(MPI_IN_PLACE, gone, 256, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    MPI_Error_class(rc, &cls);
+    CHECK(cls == MPI_ERR_BUFFER, "an unmapped pointer: error class %d", cls);
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
 }
 
