@@ -1,7 +1,9 @@
 /*
- * shim_device.c - CUDA-aware MPI: MPIX_Query_cuda_support, and the device dispatch of
- * MPI_(I)Allreduce, (I)Reduce, (I)Bcast and (I)Allgather onto pg_core's device backend
- * (see shim_device.h for how the entry points call it, pg_device.h for the paths).
+ * shim_device.c - CUDA-aware MPI: MPIX_Query_cuda_support, the device dispatch of
+ * MPI_(I)Allreduce, (I)Reduce, (I)Bcast, (I)Allgather, (I)Alltoall, (I)Gather, (I)Scatter
+ * and (I)Reduce_scatter_block onto pg_core's device backend (see shim_device.h for how the
+ * entry points call it, pg_device.h for the paths), and the refusal of device memory by
+ * the calls without a device path (shim_dev_host_only).
  */
 #include "config.h"
 
