@@ -209,8 +209,7 @@ static bool bcast_direct(const char *fn, void *buf, int count, MPI_Datatype dt, 
 
     if (!direct_args(comm, count, dt, &c, &t) ||
         !pg_bcast_direct_ok(c->g, buf, (size_t)count * t->size) || root < 0 ||
-        root >= c->g->size ||
-        buf == MPI_IN_PLACE || (count && !buf)) {
+        root >= c->g->size || buf == MPI_IN_PLACE || (count && !buf)) {
         return false;
     }
     *rc = pg_bcast_direct(c->g, buf, (size_t)count * t->size, root);

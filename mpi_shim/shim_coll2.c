@@ -75,6 +75,7 @@ struct coll {
     struct side S, R;
     size_t *scnt, *sdsp, *rcnt, *rdsp; /* byte layouts for pg_core (in the plan) */
     char *in, *out;                    /* what pg_core reads and writes */
+    bool dev_checked; /* a shim_dev_try_* classified the buffers already: host memory */
 };
 
 static size_t round16(size_t x)
@@ -320,12 +321,13 @@ static int side_host_only(struct coll *k, const struct side *sd, const char *wha
 }
 
 /* With a GPU present, a collective without a device path must not touch device memory
- * on the CPU: it is refused here, before anything is packed. Managed memory goes on. */
+ * on the CPU: it is refused here, before anything is packed. Managed memory goes on. The
+ * collectives with a device path have classified their buffers before (dev_checked). */
 static int device_guard(struct coll *k)
 {
     int rc;
 
-    if (mps_likely(!pg_dev_present())) {
+    if (mps_likely(!pg_dev_present()) || k->dev_checked) {
         return MPI_SUCCESS;
     }
     rc = side_host_only(k, &k->S, "sendbuf");
@@ -460,6 +462,7 @@ int PMPI_Igather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void
         return rc;
     }
     rc = coll_begin(&k, SHIM_FN, comm);
+    k.dev_checked = true;
 
     if (rc == MPI_SUCCESS) {
         rc = shim_coll_check_root(SHIM_FN, comm, k.c, root);
@@ -604,6 +607,7 @@ int PMPI_Iscatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, voi
         return rc;
     }
     rc = coll_begin(&k, SHIM_FN, comm);
+    k.dev_checked = true;
 
     if (rc == MPI_SUCCESS) {
         rc = scatter_check(&k, sendbuf, recvbuf, recvcount, recvtype, &rt, root);
@@ -745,6 +749,7 @@ int PMPI_Iallgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, v
         return rc;
     }
     rc = coll_begin(&k, SHIM_FN, comm);
+    k.dev_checked = true;
 
     if (rc == MPI_SUCCESS) {
         rc = check_buf(&k, sendbuf, sendcount, sendtype, &st, true, "sendbuf");
@@ -897,6 +902,7 @@ int PMPI_Ialltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, vo
         return rc;
     }
     rc = coll_begin(&k, SHIM_FN, comm);
+    k.dev_checked = true;
 
     if (rc == MPI_SUCCESS) {
         rc = check_buf(&k, sendbuf, sendcount, sendtype, &st, true, "sendbuf");
@@ -1097,6 +1103,7 @@ int PMPI_Ireduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount
         return rc;
     }
     rc = coll_begin(&k, SHIM_FN, comm);
+    k.dev_checked = true;
 
     if (rc == MPI_SUCCESS && recvcount < 0) {
         rc = shim_error(comm, SHIM_FN, MPI_ERR_COUNT, "recvcount %d is negative", recvcount);

@@ -314,49 +314,51 @@ static int blk_start(const struct blk_call *b, struct dev_call *k, size_t block,
     return pg_dev_iscatter(k->c->g, me == b->root ? in : NULL, out, block, b->root, &k->r->pr);
 }
 
+/* One side of a block collective as the caller gave it. */
+struct blk_side {
+    const void *buf;
+    int count;
+    MPI_Datatype type;
+};
+
 static bool try_blocks(const char *fn, const struct blk_call *b, MPI_Comm comm,
                        MPI_Request *request, int *rc)
 {
+    struct blk_side send = {b->sendbuf, b->sendcount, b->sendtype};
+    struct blk_side recv = {b->recvbuf, b->recvcount, b->recvtype}, ref, other;
     struct shim_comm *c;
     struct dev_call k;
-    bool at_root, ref_send;
+    bool at_root;
+    size_t block;
     int route_rc;
 
+    /* Not a device call, or arguments whose error the host path raises. */
     if (!pg_dev_present() || shim_comm_get(comm, &c) != MPI_SUCCESS ||
-        (b->root >= 0 && (b->root >= c->g->size))) {
+        (b->kind != BLK_ALLTOALL && (b->root < 0 || b->root >= c->g->size))) {
         return false;
     }
     at_root = c->g->rank == b->root;
-    ref_send = send_is_ref(b, at_root);
-    if ((ref_send ? b->sendcount : b->recvcount) < 0 ||
-        (route_rc = blk_route(b, c->g->size, at_root)) == 0) {
+    ref = send_is_ref(b, at_root) ? send : recv;
+    other = send_is_ref(b, at_root) ? recv : send;
+    if (ref.count < 0 || (route_rc = blk_route(b, c->g->size, at_root)) == 0) {
         return false;
     }
-    *rc = prelude(fn, comm, route_rc, ref_send ? b->sendcount : b->recvcount,
-                  ref_send ? b->sendtype : b->recvtype, MPI_OP_NULL, b->root, &k);
+    *rc = prelude(fn, comm, route_rc, ref.count, ref.type, MPI_OP_NULL, b->root, &k);
     if (*rc != MPI_SUCCESS) {
         return true;
     }
+    block = (size_t)ref.count * k.t->size;
     if (b->kind == BLK_ALLTOALL && b->sendbuf == MPI_IN_PLACE) {
         *rc = shim_error(comm, fn, MPI_ERR_BUFFER,
                          "MPI_IN_PLACE is not supported on device buffers: pass a send buffer");
-    } else if (b->kind == BLK_ALLTOALL) {
-        *rc = check_other_side(fn, comm, b->sendbuf, b->sendcount, b->sendtype,
-                               (size_t)b->recvcount * k.t->size);
-    } else if (at_root) {
-        *rc = check_other_side(fn, comm, ref_send ? b->recvbuf : b->sendbuf,
-                               ref_send ? b->recvcount : b->sendcount,
-                               ref_send ? b->recvtype : b->sendtype,
-                               (size_t)(ref_send ? b->sendcount : b->recvcount) * k.t->size);
+    } else if (b->kind == BLK_ALLTOALL || at_root) {
+        *rc = check_other_side(fn, comm, other.buf, other.count, other.type, block);
     }
     if (*rc != MPI_SUCCESS) {
         shim_req_free(k.r);
         return true;
     }
-    *rc = finish(fn, comm,
-                 blk_start(b, &k, (size_t)(ref_send ? b->sendcount : b->recvcount) * k.t->size,
-                           c->g->rank),
-                 k.r, request);
+    *rc = finish(fn, comm, blk_start(b, &k, block, c->g->rank), k.r, request);
     return true;
 }
 
@@ -378,7 +380,7 @@ bool shim_dev_try_gather(const char *fn, const void *sendbuf, int sendcount,
     struct blk_call b = {BLK_GATHER, sendbuf, sendcount, sendtype, recvbuf, recvcount,
                          recvtype, root};
 
-    return root >= 0 && try_blocks(fn, &b, comm, request, rc);
+    return try_blocks(fn, &b, comm, request, rc);
 }
 
 bool shim_dev_try_scatter(const char *fn, const void *sendbuf, int sendcount,
@@ -389,7 +391,7 @@ bool shim_dev_try_scatter(const char *fn, const void *sendbuf, int sendcount,
     struct blk_call b = {BLK_SCATTER, sendbuf, sendcount, sendtype, recvbuf, recvcount,
                          recvtype, root};
 
-    return root >= 0 && try_blocks(fn, &b, comm, request, rc);
+    return try_blocks(fn, &b, comm, request, rc);
 }
 
 bool shim_dev_try_reduce_scatter_block(const char *fn, const void *sendbuf, void *recvbuf,

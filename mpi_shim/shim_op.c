@@ -181,9 +181,10 @@ int PMPI_Reduce_local(const void *inbuf, void *inoutbuf, int count, MPI_Datatype
         return shim_error(MPI_COMM_WORLD, SHIM_FN, rc, "%s", mps_last_error());
     }
     /* The op runs on the CPU: device memory is refused (count 0 touches nothing). */
-    rc = count ? shim_dev_host_only(SHIM_FN, MPI_COMM_WORLD, inbuf, "inbuf") : MPI_SUCCESS;
-    if (rc == MPI_SUCCESS && count) {
-        rc = shim_dev_host_only(SHIM_FN, MPI_COMM_WORLD, inoutbuf, "inoutbuf");
+    if (count) {
+        rc = shim_dev_host_only(SHIM_FN, MPI_COMM_WORLD, inbuf, "inbuf");
+        rc = rc == MPI_SUCCESS ? shim_dev_host_only(SHIM_FN, MPI_COMM_WORLD, inoutbuf, "inoutbuf")
+                               : rc;
     }
     if (rc != MPI_SUCCESS) {
         return rc;

@@ -10,7 +10,12 @@
 set -eu
 out=${1:?usage: bundle.sh OUTDIR}
 src=$(cd "$(dirname "$0")/../.." && pwd)
-build=${BUILD_DIR:-$(mktemp -d)}
+if [ -n "${BUILD_DIR:-}" ]; then
+    build=$BUILD_DIR
+else
+    build=$(mktemp -d)
+    trap 'rm -rf "$build"' EXIT # a build of our own is not kept
+fi
 # What the GPU machine has: the C runtime, CUDA's driver, NCCL.
 system_libs='libc|libm|libdl|libpthread|librt|libgcc_s|libstdc\+\+|libcuda|libnccl'
 progs="tests/gpu/gpu_coll tools/mpiexec tools/mpishim_info bench/dev_bench
@@ -21,7 +26,10 @@ if [ ! -f "$build/Makefile" ]; then
         >configure.log)
 fi
 # shellcheck disable=SC2086 # one word per program
-make -C "$build" -j"$(nproc)" $progs >"$build/bundle-make.log"
+if ! make -C "$build" -j"$(nproc)" $progs >"$build/bundle-make.log" 2>&1; then
+    tail -30 "$build/bundle-make.log"
+    exit 1
+fi
 mkdir -p "$out/lib"
 for p in $progs; do
     mkdir -p "$out/$(dirname "$p")"
