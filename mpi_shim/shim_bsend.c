@@ -171,7 +171,27 @@ int PMPI_Bsend(const void *buf, int count, MPI_Datatype dt, int dest, int tag, M
     return rc != MPI_SUCCESS ? rc : bsend_start(buf, count, dt, dest, tag, comm, &b, SHIM_FN);
 }
 
-/* The request of an MPI_Ibsend completes at once: the data is already copied out. */
+/* A buffered send's request completes at once: the data is already copied out. */
+static void complete_now(struct shim_req *r)
+{
+    pg_req_init(&r->pr, PG_REQ_SEND);
+    pg_req_complete(&r->pr, PGC_OK);
+}
+
+int shim_bsend_start(struct shim_req *r)
+{
+    struct bsend *b;
+    int rc = bsend_start(r->p.buf, r->p.count, r->p.dt, r->p.peer, r->p.tag, r->comm, &b,
+                         "MPI_Start");
+
+    if (rc == MPI_SUCCESS) {
+        r->finished = false;
+        r->active = true;
+        complete_now(r);
+    }
+    return rc;
+}
+
 #pragma weak MPI_Ibsend = PMPI_Ibsend
 int PMPI_Ibsend(const void *buf, int count, MPI_Datatype dt, int dest, int tag, MPI_Comm comm,
                 MPI_Request *request)
@@ -186,8 +206,7 @@ int PMPI_Ibsend(const void *buf, int count, MPI_Datatype dt, int dest, int tag, 
     if (!r) {
         return shim_error(comm, SHIM_FN, MPI_ERR_NO_MEM, "no memory for a request");
     }
-    pg_req_init(&r->pr, PG_REQ_SEND);
-    pg_req_complete(&r->pr, PGC_OK);
+    complete_now(r);
     *request = r->handle;
     return MPI_SUCCESS;
 }

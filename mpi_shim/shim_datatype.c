@@ -1024,7 +1024,11 @@ int PMPI_Type_dup(MPI_Datatype oldtype, MPI_Datatype *newtype)
         t->true_extent = old->true_extent;
     }
     rc = t ? record(t, MPI_COMBINER_DUP, 0, NULL, 0, NULL, 1, &old) : MPI_ERR_OTHER;
-    return finish_new(SHIM_FN, t, rc, newtype);
+    rc = finish_new(SHIM_FN, t, rc, newtype);
+    if (rc == MPI_SUCCESS && (rc = shim_attr_type_copy_all(oldtype, *newtype)) != MPI_SUCCESS) {
+        PMPI_Type_free(newtype); /* a failed copy callback leaves no half-made type */
+    }
+    return rc;
 }
 
 /* ------------------------------------------------------------------------------------- */
@@ -1077,6 +1081,11 @@ int PMPI_Type_free(MPI_Datatype *datatype)
         return shim_error(MPI_COMM_WORLD, SHIM_FN, MPI_ERR_TYPE,
                           "%s is predefined and cannot be freed", t->name);
     }
+    /* The attributes go with the last handle, while it is still valid for the callbacks.
+     * A failing delete callback is reported, and the type is freed all the same. */
+    if (t->handle_refs == 1) {
+        rc = shim_attr_type_delete_all(t);
+    }
     pthread_mutex_lock(&table_lock);
     if (--t->handle_refs == 0) {
         unpublish_locked(t);
@@ -1084,7 +1093,9 @@ int PMPI_Type_free(MPI_Datatype *datatype)
     pthread_mutex_unlock(&table_lock);
     shim_dtype_release(t);
     *datatype = MPI_DATATYPE_NULL;
-    return MPI_SUCCESS;
+    return rc == MPI_SUCCESS
+               ? rc
+               : shim_error(MPI_COMM_WORLD, SHIM_FN, rc, "an attribute delete callback failed");
 }
 
 #pragma weak MPI_Type_get_extent_x = PMPI_Type_get_extent_x

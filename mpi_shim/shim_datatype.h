@@ -41,6 +41,8 @@
 #include <stddef.h>
 
 /* One contiguous run of bytes of an element: [off, off + len) relative to the element. */
+struct shim_attr;
+
 struct shim_dtype_block {
     MPI_Aint off;
     size_t len;
@@ -77,6 +79,7 @@ struct shim_dtype {
     struct shim_dtype **types; /* retained */
 
     char name[MPI_MAX_OBJECT_NAME];
+    struct shim_attr *attrs; /* cached attributes (shim_attr.c) */
 };
 
 /* Finds the type of handle h. Returns MPI_SUCCESS and sets *out, or MPI_ERR_TYPE (without
@@ -94,6 +97,12 @@ int shim_dtype_check_comm(MPI_Datatype h, struct shim_dtype **out);
 /* Takes / drops a reference (no-ops for builtins). Drop the last one and the type is freed. */
 void shim_dtype_retain(struct shim_dtype *t);
 void shim_dtype_release(struct shim_dtype *t);
+
+/* Attributes (shim_attr.c): MPI_Type_dup copies old's into new through the keyvals' copy
+ * callbacks; freeing the last handle of t deletes t's, newest first. Both return the MPI
+ * error class of a failing callback (raised by the copy, returned as it is by the delete). */
+int shim_attr_type_copy_all(MPI_Datatype oldtype, MPI_Datatype newtype);
+int shim_attr_type_delete_all(struct shim_dtype *t);
 
 /* Copies count elements of type t from buf (element k at buf + k * extent) into out, back to
  * back (count * t->size bytes). out must not overlap the source bytes. */

@@ -182,13 +182,22 @@ int PMPI_Finalize(void)
     if (rc != MPI_SUCCESS) {
         return rc;
     }
+    /* MPI-3.1 section 8.7.1: first the equivalent of freeing MPI_COMM_SELF, whose attributes'
+     * delete callbacks run newest first while MPI still works; libraries (HDF5 among them)
+     * hang their cleanup on it. A failing callback is raised now, with MPI_COMM_SELF's
+     * handler; under MPI_ERRORS_RETURN finalization goes on and returns it. */
+    int arc = shim_attr_delete_all(MPI_COMM_SELF);
+    if (arc != MPI_SUCCESS) {
+        arc = shim_error(MPI_COMM_SELF, SHIM_FN, arc,
+                         "a delete callback of an MPI_COMM_SELF attribute failed");
+    }
     rc = owns_world ? pg_finalize() : pg_barrier(pg_world_group());
     shim_comm_fini();
     state = 2;
     if (rc != PGC_OK) {
         return shim_error(MPI_COMM_NULL, SHIM_FN, shim_errclass(rc), "%s", mps_last_error());
     }
-    return MPI_SUCCESS;
+    return arc;
 }
 
 #pragma weak MPI_Abort = PMPI_Abort

@@ -561,7 +561,7 @@ static int persist_init(const void *buf, int count, MPI_Datatype dt, int peer, i
     }
     r->persistent = true;
     r->active = false;
-    r->p = (struct shim_persist){buf, count, dt, peer, tag, sync};
+    r->p = (struct shim_persist){buf, count, dt, peer, tag, sync, false};
     *request = r->handle;
     return MPI_SUCCESS;
 }
@@ -585,6 +585,18 @@ int PMPI_Rsend_init(const void *buf, int count, MPI_Datatype dt, int dest, int t
                     MPI_Comm comm, MPI_Request *request)
 {
     return persist_init(buf, count, dt, dest, tag, comm, SHIM_REQ_SEND, false, request, SHIM_FN);
+}
+
+#pragma weak MPI_Bsend_init = PMPI_Bsend_init
+int PMPI_Bsend_init(const void *buf, int count, MPI_Datatype dt, int dest, int tag,
+                    MPI_Comm comm, MPI_Request *request)
+{
+    int rc = persist_init(buf, count, dt, dest, tag, comm, SHIM_REQ_SEND, false, request, SHIM_FN);
+
+    if (rc == MPI_SUCCESS) {
+        shim_req_get(*request)->p.buffered = true;
+    }
+    return rc;
 }
 
 #pragma weak MPI_Recv_init = PMPI_Recv_init
@@ -613,6 +625,9 @@ int PMPI_Start(MPI_Request *request)
     }
     if (r->kind == SHIM_REQ_RECV) {
         return start_recv(r, c, (void *)r->p.buf, r->p.count, t, r->p.peer, r->p.tag, SHIM_FN);
+    }
+    if (r->p.buffered) {
+        return shim_bsend_start(r);
     }
     return start_send(r, c, r->p.buf, r->p.count, t, r->p.peer, r->p.tag, r->p.sync, SHIM_FN);
 }

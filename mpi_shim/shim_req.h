@@ -26,6 +26,7 @@ struct shim_persist {
     MPI_Datatype dt;
     int peer, tag;
     bool sync;
+    bool buffered; /* MPI_Bsend_init: each start copies the message out (shim_bsend.c) */
 };
 
 struct shim_req {
@@ -34,7 +35,6 @@ struct shim_req {
     MPI_Comm comm;
     int handle;
     bool persistent, active, finished;
-    bool bsend;                 /* buffered send: releases its share of the attached buffer */
     shim_req_finish_fn finish;
     void *tmp;                  /* owned temporary (packed data), freed at completion */
     void *tmp2;                 /* a second one (collectives with two packed buffers) */
@@ -55,6 +55,9 @@ struct shim_req *shim_req_new_p2p(enum shim_req_kind kind, MPI_Comm comm);
 struct shim_req *shim_req_get(MPI_Request h);
 /* Back to the pool (frees temporaries, releases the type). */
 void shim_req_free(struct shim_req *r);
+/* MPI_Start of an MPI_Bsend_init request (shim_bsend.c): copies the message out against
+ * the attached buffer, as MPI_Bsend does, and leaves r active and already complete. */
+int shim_bsend_start(struct shim_req *r);
 
 /* Packed-buffer helpers shared by point-to-point and collectives. */
 struct shim_msgbuf {

@@ -1,8 +1,7 @@
 /*
  * shim_unsupported.c - the MPI functions that mpi.h declares but mpishim does not provide:
  * one-sided communication (RMA windows, put/get/accumulate and their synchronization,
- * window attributes and error handlers), attributes cached on datatypes, and persistent
- * buffered sends (MPI_Bsend_init). At the end, four small calls that no other file
+ * window attributes and error handlers). At the end, four small calls that no other file
  * defines and that are simple enough to do properly here rather than refuse: MPI_Pcontrol
  * and the status setters.
  *
@@ -45,10 +44,6 @@
     }
 
 #define RMA_CAUSE "one-sided communication (RMA) is not supported by mpishim"
-#define TYPE_ATTR_CAUSE                                                                            \
-    "attributes on datatypes are not supported by mpishim (communicator attributes are)"
-#define BSEND_INIT_CAUSE                                                                           \
-    "persistent buffered sends are not supported by mpishim; use MPI_Bsend or MPI_Send_init"
 
 SHIM_UNSUPPORTED_OUT(Win_create,
                      (void *base, MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm,
@@ -139,11 +134,11 @@ SHIM_UNSUPPORTED(Win_flush_all, (MPI_Win win), RMA_CAUSE)
 SHIM_UNSUPPORTED(Win_flush_local, (int rank, MPI_Win win), RMA_CAUSE)
 SHIM_UNSUPPORTED(Win_flush_local_all, (MPI_Win win), RMA_CAUSE)
 SHIM_UNSUPPORTED(Win_sync, (MPI_Win win), RMA_CAUSE)
-SHIM_UNSUPPORTED(Win_create_keyval,
-                 (MPI_Win_copy_attr_function * win_copy_attr_fn,
-                  MPI_Win_delete_attr_function *win_delete_attr_fn, int *win_keyval,
-                  void *extra_state),
-                 RMA_CAUSE)
+SHIM_UNSUPPORTED_OUT(Win_create_keyval,
+                     (MPI_Win_copy_attr_function * win_copy_attr_fn,
+                      MPI_Win_delete_attr_function *win_delete_attr_fn, int *win_keyval,
+                      void *extra_state),
+                     RMA_CAUSE, win_keyval, MPI_KEYVAL_INVALID)
 SHIM_UNSUPPORTED(Win_free_keyval, (int *win_keyval), RMA_CAUSE)
 SHIM_UNSUPPORTED(Win_get_attr, (MPI_Win win, int win_keyval, void *attribute_val, int *flag),
                  RMA_CAUSE)
@@ -155,24 +150,6 @@ SHIM_UNSUPPORTED(Win_create_errhandler,
 SHIM_UNSUPPORTED(Win_get_errhandler, (MPI_Win win, MPI_Errhandler *errhandler), RMA_CAUSE)
 SHIM_UNSUPPORTED(Win_set_errhandler, (MPI_Win win, MPI_Errhandler errhandler), RMA_CAUSE)
 SHIM_UNSUPPORTED(Win_call_errhandler, (MPI_Win win, int errorcode), RMA_CAUSE)
-
-SHIM_UNSUPPORTED_OUT(Type_create_keyval,
-                     (MPI_Type_copy_attr_function *type_copy_attr_fn,
-                      MPI_Type_delete_attr_function *type_delete_attr_fn, int *type_keyval,
-                      void *extra_state),
-                     TYPE_ATTR_CAUSE, type_keyval, MPI_KEYVAL_INVALID)
-SHIM_UNSUPPORTED(Type_free_keyval, (int *type_keyval), TYPE_ATTR_CAUSE)
-SHIM_UNSUPPORTED(Type_set_attr, (MPI_Datatype datatype, int type_keyval, void *attribute_val),
-                 TYPE_ATTR_CAUSE)
-SHIM_UNSUPPORTED_OUT(Type_get_attr,
-                     (MPI_Datatype datatype, int type_keyval, void *attribute_val, int *flag),
-                     TYPE_ATTR_CAUSE, flag, 0)
-SHIM_UNSUPPORTED(Type_delete_attr, (MPI_Datatype datatype, int type_keyval), TYPE_ATTR_CAUSE)
-
-SHIM_UNSUPPORTED_OUT(Bsend_init,
-                     (const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
-                      MPI_Comm comm, MPI_Request *request),
-                     BSEND_INIT_CAUSE, request, MPI_REQUEST_NULL)
 
 /* ------------------------------------------------------------------------------------- */
 /* Supported: small calls with no better home                                            */

@@ -1,7 +1,8 @@
 /* Point-to-point modes and request calls of MPI-3.1 chapter 3, each checked with values the
  * test computes itself: synchronous, ready and buffered sends, sendrecv_replace, probes and
- * matched probes, persistent requests, the any/some/all completion calls, cancel, request
- * status, element counts. Ranks pair up (0-1, 2-3, ...); an odd last rank talks to itself. */
+ * matched probes, persistent requests (buffered ones too), the any/some/all completion
+ * calls, cancel, request status, element counts. Ranks pair up (0-1, 2-3, ...); an odd
+ * last rank talks to itself. */
 #include "mrtest.h"
 
 #include <string.h>
@@ -142,6 +143,54 @@ static void persistent(void)
     CHECK_MPI(MPI_Request_free(&r[1]));
 }
 
+/* MPI_Bsend_init: each start copies the message out against the attached buffer and
+ * completes at once, so the sender may reuse its buffer after the wait and the peer may
+ * receive much later; a start whose message cannot fit fails with MPI_ERR_BUFFER and leaves
+ * the request inactive. */
+static void persistent_buffered(void)
+{
+    enum { N = 4, ROUNDS = 5 };
+    int pool_len = ROUNDS * (N * (int)sizeof(int) + MPI_BSEND_OVERHEAD), out[N], in[N], len;
+    char *pool = malloc(pool_len);
+    int *big = calloc(pool_len, 1);
+    void *back;
+    MPI_Comm c;
+    MPI_Request r;
+
+    CHECK_MPI(MPI_Buffer_attach(pool, pool_len));
+    CHECK_MPI(MPI_Bsend_init(out, N, MPI_INT, peer, 43, MPI_COMM_WORLD, &r));
+    for (int it = 0; it < ROUNDS; it++) {
+        for (int i = 0; i < N; i++) {
+            out[i] = value(rank, it * N + i);
+        }
+        CHECK_MPI(MPI_Start(&r));
+        CHECK_MPI(MPI_Wait(&r, MPI_STATUS_IGNORE));
+        CHECK(r != MPI_REQUEST_NULL, "the wait freed a persistent buffered send");
+    }
+    memset(out, 0xff, sizeof(out)); /* each start took its own copy */
+    CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD)); /* no receive was posted before all five sends */
+    for (int it = 0; it < ROUNDS; it++) {
+        CHECK_MPI(MPI_Recv(in, N, MPI_INT, peer, 43, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+        for (int i = 0; i < N; i++) {
+            CHECK(in[i] == value(peer, it * N + i), "bsend_init round %d elem %d = %d", it, i,
+                  in[i]);
+        }
+    }
+    CHECK_MPI(MPI_Request_free(&r));
+
+    CHECK_MPI(MPI_Comm_dup(MPI_COMM_WORLD, &c));
+    CHECK_MPI(MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN));
+    CHECK_MPI(MPI_Bsend_init(big, pool_len / (int)sizeof(int), MPI_INT, peer, 44, c, &r));
+    EXPECT_CLASS(MPI_Start(&r), MPI_ERR_BUFFER);
+    CHECK_MPI(MPI_Wait(&r, MPI_STATUS_IGNORE)); /* inactive: returns at once */
+    CHECK_MPI(MPI_Request_free(&r));
+    CHECK_MPI(MPI_Comm_free(&c));
+    CHECK_MPI(MPI_Buffer_detach(&back, &len));
+    CHECK(back == pool && len == pool_len, "detach gave %p/%d", back, len);
+    free(big);
+    free(pool);
+}
+
 /* Waitany/Waitsome/Testall/Testany/Testsome over a set of receives from the peer. */
 static void completion_calls(void)
 {
@@ -228,6 +277,7 @@ int main(int argc, char **argv)
     ready_and_buffered();
     replace_and_probes();
     persistent();
+    persistent_buffered();
     completion_calls();
     cancel_and_status();
     return mrt_finish("mr_p2p_modes");
