@@ -10,6 +10,7 @@
 
 #include "shim_req.h"
 #include "shim_comm.h"
+#include "shim_device.h"
 #include "mps_log.h"
 #include "pgc_status.h"
 
@@ -134,6 +135,10 @@ static int bsend_start(const void *buf, int count, MPI_Datatype dt, int dest, in
         count < 0) {
         /* Let the standard send path raise the precise error. */
         return PMPI_Send(buf, count, dt, dest, tag, comm);
+    }
+    /* The copy out is a CPU pack: device memory is refused, not read. */
+    if ((rc = shim_dev_host_only(fn, comm, buf, "buf")) != MPI_SUCCESS) {
+        return rc;
     }
     bytes = (size_t)count * t->size;
     if (!charge(bytes, &in_use)) {

@@ -11,6 +11,7 @@
 #include "pg_device.h"
 #include "shim_req.h"
 #include "shim_comm.h"
+#include "shim_device.h"
 #include "mps_log.h"
 #include "pgc_status.h"
 
@@ -340,10 +341,11 @@ int PMPI_Sendrecv_replace(void *buf, int count, MPI_Datatype dt, int dest, int s
     struct shim_msgbuf mb;
     int rc = p2p_check(SHIM_FN, comm, count, dt, dest, sendtag, false, &c, &t);
 
-    if (rc != MPI_SUCCESS) {
+    /* The outgoing data is packed into a temporary so the receive may overwrite buf: a CPU
+     * pack, so device memory is refused, not read. */
+    if (rc != MPI_SUCCESS || (rc = shim_dev_host_only(SHIM_FN, comm, buf, "buf")) != MPI_SUCCESS) {
         return rc;
     }
-    /* The outgoing data is packed into a temporary so the receive may overwrite buf. */
     mb.bytes = (size_t)count * t->size;
     mb.tmp = malloc(mb.bytes ? mb.bytes : 1);
     if (!mb.tmp) {

@@ -5,8 +5,9 @@
  * MPI level (the shim's device dispatch): MPI_Allreduce (in place, user op -> staged,
  * freed pointer -> MPI_ERR_BUFFER), MPI_Iallreduce, MPI_Bcast and MPI_Reduce from every
  * root, MPI_Allgather (in place too), MPI_Alltoall, MPI_Gather and MPI_Scatter from every
- * root, MPI_Reduce_scatter_block, MPI_ERR_BUFFER from MPI_Alltoallv, MPI_Reduce_local and
- * MPI_Neighbor_allgather (no device path) and from an in-place device MPI_Alltoall. pg_core
+ * root, MPI_Reduce_scatter_block, MPI_ERR_BUFFER from MPI_Alltoallv, MPI_Reduce_local,
+ * MPI_Neighbor_allgather, MPI_Bsend and MPI_Sendrecv_replace (no device path) and from an
+ * in-place device MPI_Alltoall. pg_core
  * level (pg_device.h): reduce_scatter_block,
  * alltoall, gather, scatter, AVG, and device send/receive with PG_ANY_SOURCE (and through
  * MPI_Irecv/MPI_Send with the status checked). With
@@ -401,6 +402,13 @@ static void check_refused(void)
     rc = MPI_Reduce_local(d, e, 64, MPI_FLOAT, MPI_SUM);
     MPI_Error_class(rc, &cls);
     CHECK(cls == MPI_ERR_BUFFER, "MPI_Reduce_local on device buffers: class %d", cls);
+    /* Point-to-point calls that pack on the CPU: self as the peer, so nothing is sent. */
+    rc = MPI_Bsend(d, 64, MPI_FLOAT, me, 5, MPI_COMM_WORLD);
+    MPI_Error_class(rc, &cls);
+    CHECK(cls == MPI_ERR_BUFFER, "MPI_Bsend of a device buffer: class %d", cls);
+    rc = MPI_Sendrecv_replace(d, 64, MPI_FLOAT, me, 6, me, 6, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    MPI_Error_class(rc, &cls);
+    CHECK(cls == MPI_ERR_BUFFER, "MPI_Sendrecv_replace of a device buffer: class %d", cls);
     check_refused_neighbor(d, e);
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
     cudaFree(d);
