@@ -874,9 +874,10 @@ static int wait_helper(struct fab *f, int peer, struct slot *sl)
 /* Whether the sender's help would slow a copy of n bytes from its address src into my buf:
  * when src lies in its shared heap my part is a memcpy, and when buf is outside mine its
  * part is a process_vm_writev, whose fixed cost the reader then waits out. Mixed so (2
- * ranks, a stream of blocking sends from a heap buffer into an mmap'd one), 32 KiB took 2.6 us alone against 3.4 with
- * help, 64 KiB 4.4 against 4.7, 128 KiB 7.8 against 7.3, 1 MiB 67 against 44; a 2-rank
- * reduce of 32 KiB (its root receives into scratch outside the heap) 4.2 against 8.0. */
+ * ranks, a stream of blocking sends from a heap buffer into an mmap'd one), 32 KiB took
+ * 2.6 us alone against 3.4 with help, 64 KiB 4.4 against 4.7, 128 KiB 7.8 against 7.3,
+ * 1 MiB 67 against 44; a 2-rank reduce of 32 KiB (its root receives into scratch outside
+ * the heap) 4.2 against 8.0. */
 static bool help_too_slow(struct fab_shm *s, int peer, uint64_t src, const void *buf, size_t n)
 {
     return n < HELP_MIXED_MIN && !fab_heap_owns(buf) && heap_addr(s, peer, src, n);
