@@ -6,10 +6,13 @@
 
 #include "shim_coll.h"
 #include "shim_device.h"
+#include "pg_coll2.h"
 #include "mps_log.h"
 #include "pgc_status.h"
 
+#include <limits.h>
 #include <stdlib.h>
+#include <string.h>
 
 int shim_coll_check(const char *fn, MPI_Comm comm, int count, MPI_Datatype dt,
                     struct shim_comm **c, struct shim_dtype **t)
@@ -117,104 +120,107 @@ int PMPI_Ibarrier(MPI_Comm comm, MPI_Request *request)
     return ibarrier_impl(comm, request, SHIM_FN);
 }
 
-/* Whether a blocking collective of count elements of dt takes the direct path (no request,
- * no schedule): a valid, contiguous and small buffer. Invalid arguments go the usual way,
- * which raises the precise error. */
-static bool direct_args(MPI_Comm comm, int count, MPI_Datatype dt, struct shim_comm **c,
-                        struct shim_dtype **t)
+/*
+ * The blocking collectives. Each checks its arguments, brings this rank's buffers to the
+ * contiguous form the group runs on (packing a derived type into a temporary) and calls
+ * pg_core's blocking form, which alone chooses the path from what every rank agrees on.
+ * Nothing here may depend on a rank-local property to pick a path: a root sending 4 x
+ * MPI_INT and a receiver taking one strided vector of 4 ints must meet.
+ */
+/* A buffer of count elements of t that is NULL can hold nothing; MPI_IN_PLACE reaches here
+ * only where MPI does not allow it. */
+static int check_buf(struct shim_blk *b, const void *buf, int count,
+                     const struct shim_dtype *t, const char *what)
 {
-    return shim_initialized() && shim_comm_get(comm, c) == MPI_SUCCESS && count >= 0 &&
-           shim_dtype_lookup(dt, t) == MPI_SUCCESS && (*t)->committed && (*t)->contig;
+    if (buf == MPI_IN_PLACE) {
+        return shim_error(b->comm, b->fn, MPI_ERR_BUFFER, "%s may not be MPI_IN_PLACE", what);
+    }
+    if (!buf && count > 0 && t->size > 0) {
+        return shim_error(b->comm, b->fn, MPI_ERR_BUFFER, "%s is NULL with count %d", what,
+                          count);
+    }
+    return MPI_SUCCESS;
 }
 
-static bool direct_ok(MPI_Comm comm, int count, MPI_Datatype dt, struct shim_comm **c,
-                      struct shim_dtype **t)
+int shim_blk_begin(struct shim_blk *b, const char *fn, MPI_Comm comm, int count,
+                          MPI_Datatype dt)
 {
-    return direct_args(comm, count, dt, c, t) && (size_t)count * (*t)->size <= PG_DIRECT_MAX;
+    memset(b, 0, sizeof(*b));
+    b->fn = fn;
+    b->comm = comm;
+    return shim_coll_check(fn, comm, count, dt, &b->c, &b->t);
 }
 
-static bool allreduce_direct(const char *fn, const void *sendbuf, void *recvbuf, int count,
-                             MPI_Datatype dt, MPI_Op op, MPI_Comm comm, int *rc)
+/* The input side: the packed form of count elements at buf. */
+int shim_blk_in(struct shim_blk *b, const void *buf, int count, struct shim_dtype *t,
+                const char *what)
 {
-    struct shim_comm *c;
-    struct shim_dtype *t;
-    struct pg_op_spec spec;
-    struct shim_op_call call;
+    int rc = check_buf(b, buf, count, t, what);
+
+    if (rc == MPI_SUCCESS && shim_msgbuf_send(buf, count, t, &b->in) != MPI_SUCCESS) {
+        rc = shim_error(b->comm, b->fn, MPI_ERR_NO_MEM, "no memory to pack %s", what);
+    }
+    return rc;
+}
+
+/* The output side: where the result lands, unpacked into buf at the end. */
+int shim_blk_out(struct shim_blk *b, void *buf, int count, struct shim_dtype *t,
+                 const char *what)
+{
+    int rc = check_buf(b, buf, count, t, what);
+
+    if (rc == MPI_SUCCESS && shim_msgbuf_recv(buf, count, t, &b->out) != MPI_SUCCESS) {
+        rc = shim_error(b->comm, b->fn, MPI_ERR_NO_MEM, "no memory for %s", what);
+    }
+    b->ubuf = buf;
+    b->ucount = count;
+    b->ut = t;
+    return rc;
+}
+
+/* Ends a blocking collective whose pg_core call returned pgrc: unpacks the result, frees
+ * the temporaries and raises a failure through the communicator's handler. */
+int shim_blk_end(struct shim_blk *b, int pgrc)
+{
+    if (pgrc == PGC_OK && b->out.tmp) {
+        shim_dtype_unpack(b->out.tmp, (size_t)b->ucount, b->ut, b->ubuf);
+    }
+    free(b->in.tmp);
+    free(b->out.tmp);
+    return pgrc == PGC_OK ? MPI_SUCCESS : shim_error_pg(b->comm, b->fn, pgrc);
+}
+
+/* Reduce and allreduce (root < 0): the checks, the op and both buffers. MPI_IN_PLACE is
+ * the input in recvbuf, where the result goes. */
+static int blk_reduction(struct shim_blk *b, const char *fn, const void *sendbuf,
+                              void *recvbuf, int count, MPI_Datatype dt, MPI_Op op, int root,
+                              MPI_Comm comm)
+{
     size_t scale;
+    bool gets_result;
+    int rc = shim_blk_begin(b, fn, comm, count, dt);
 
-    if (!direct_ok(comm, count, dt, &c, &t) || sendbuf == recvbuf || recvbuf == MPI_IN_PLACE ||
-        (count && (!recvbuf || !sendbuf)) ||
-        shim_op_spec(op, dt, t, &spec, &scale, &call) != MPI_SUCCESS) {
-        return false;
+    if (rc == MPI_SUCCESS && root >= 0) {
+        rc = shim_coll_check_root(fn, comm, b->c, root);
     }
-    *rc = pg_allreduce_direct(c->g, sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf, recvbuf,
-                              (size_t)count * scale, &spec);
-    *rc = *rc == PGC_OK ? MPI_SUCCESS : shim_error_pg(comm, fn, *rc);
-    return true;
-}
-
-bool shim_reduce_scatter_block_direct(const char *fn, const void *sendbuf, void *recvbuf,
-                                      int recvcount, MPI_Datatype dt, MPI_Op op, MPI_Comm comm,
-                                      int *rc)
-{
-    struct shim_comm *c;
-    struct shim_dtype *t;
-    struct pg_op_spec spec;
-    struct shim_op_call call;
-    size_t scale;
-
-    if (!direct_args(comm, recvcount, dt, &c, &t) ||
-        (size_t)recvcount * t->size * (size_t)c->g->size > PG_DIRECT_MAX ||
-        sendbuf == recvbuf || recvbuf == MPI_IN_PLACE || (recvcount && (!recvbuf || !sendbuf)) ||
-        shim_op_spec(op, dt, t, &spec, &scale, &call) != MPI_SUCCESS) {
-        return false;
+    if (rc != MPI_SUCCESS) {
+        return rc;
     }
-    *rc = pg_reduce_scatter_block_direct(c->g, sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf,
-                                         recvbuf, (size_t)recvcount * scale, &spec);
-    *rc = *rc == PGC_OK ? MPI_SUCCESS : shim_error_pg(comm, fn, *rc);
-    return true;
-}
-
-static bool reduce_direct(const char *fn, const void *sendbuf, void *recvbuf, int count,
-                          MPI_Datatype dt, MPI_Op op, int root, MPI_Comm comm, int *rc)
-{
-    struct shim_comm *c;
-    struct shim_dtype *t;
-    struct pg_op_spec spec;
-    struct shim_op_call call;
-    size_t scale;
-    bool am_root;
-
-    if (!direct_ok(comm, count, dt, &c, &t) || root < 0 || root >= c->g->size) {
-        return false;
+    rc = shim_op_spec(op, dt, b->t, &b->spec, &scale, &b->call);
+    if (rc != MPI_SUCCESS) {
+        return shim_error(comm, fn, rc, "%s", mps_last_error());
     }
-    am_root = c->g->rank == root;
-    /* MPI_IN_PLACE is the root's alone; the others' receive buffer is not used. */
-    if ((sendbuf == MPI_IN_PLACE && !am_root) || (am_root && sendbuf == recvbuf) ||
-        (am_root && recvbuf == MPI_IN_PLACE) || (count && (!sendbuf || (am_root && !recvbuf))) ||
-        shim_op_spec(op, dt, t, &spec, &scale, &call) != MPI_SUCCESS) {
-        return false;
+    b->n = (size_t)count * scale;
+    gets_result = root < 0 || b->c->g->rank == root;
+    if (sendbuf == MPI_IN_PLACE && !gets_result) {
+        return shim_error(comm, fn, MPI_ERR_BUFFER, "MPI_IN_PLACE is the root's alone");
     }
-    *rc = pg_reduce_direct(c->g, sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf, recvbuf,
-                           (size_t)count * scale, &spec, root);
-    *rc = *rc == PGC_OK ? MPI_SUCCESS : shim_error_pg(comm, fn, *rc);
-    return true;
-}
-
-static bool bcast_direct(const char *fn, void *buf, int count, MPI_Datatype dt, int root,
-                         MPI_Comm comm, int *rc)
-{
-    struct shim_comm *c;
-    struct shim_dtype *t;
-
-    if (!direct_args(comm, count, dt, &c, &t) ||
-        !pg_bcast_direct_ok(c->g, buf, (size_t)count * t->size) || root < 0 ||
-        root >= c->g->size || buf == MPI_IN_PLACE || (count && !buf)) {
-        return false;
+    rc = shim_blk_in(b, sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf, count, b->t,
+                     sendbuf == MPI_IN_PLACE ? "the receive buffer" : "the send buffer");
+    if (rc == MPI_SUCCESS && gets_result) {
+        rc = shim_blk_out(b, recvbuf, count, b->t, "the receive buffer");
     }
-    *rc = pg_bcast_direct(c->g, buf, (size_t)count * t->size, root);
-    *rc = *rc == PGC_OK ? MPI_SUCCESS : shim_error_pg(comm, fn, *rc);
-    return true;
+    return rc;
 }
 
 #pragma weak MPI_Barrier = PMPI_Barrier
@@ -226,7 +232,7 @@ int PMPI_Barrier(MPI_Comm comm)
     if (rc != MPI_SUCCESS) {
         return rc;
     }
-    rc = pg_barrier_direct(c->g);
+    rc = pg_barrier(c->g);
     return rc == PGC_OK ? MPI_SUCCESS : shim_error_pg(comm, SHIM_FN, rc);
 }
 
@@ -276,15 +282,28 @@ int PMPI_Ibcast(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm,
 #pragma weak MPI_Bcast = PMPI_Bcast
 int PMPI_Bcast(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm)
 {
-    MPI_Request req;
+    struct shim_blk b;
     int rc;
+
     if (shim_dev_try_bcast(SHIM_FN, buf, count, dt, root, comm, NULL, &rc)) {
         return rc;
     }
-    if (bcast_direct(SHIM_FN, buf, count, dt, root, comm, &rc)) {
+    rc = shim_blk_begin(&b, SHIM_FN, comm, count, dt);
+    if (rc == MPI_SUCCESS) {
+        rc = shim_coll_check_root(SHIM_FN, comm, b.c, root);
+    }
+    /* The root sends its packed data; the others unpack what arrives. */
+    if (rc == MPI_SUCCESS && b.c->g->rank == root) {
+        rc = shim_blk_in(&b, buf, count, b.t, "the buffer");
+        b.out.ptr = b.in.ptr;
+    } else if (rc == MPI_SUCCESS) {
+        rc = shim_blk_out(&b, buf, count, b.t, "the buffer");
+    }
+    if (rc != MPI_SUCCESS) {
+        shim_blk_end(&b, PGC_OK);
         return rc;
     }
-    return shim_coll_wait(SHIM_FN, ibcast_impl(buf, count, dt, root, comm, &req, SHIM_FN), &req);
+    return shim_blk_end(&b, pg_bcast(b.c->g, b.out.ptr, (size_t)count * b.t->size, root));
 }
 
 /* Checks, op and buffers shared by reduce and allreduce; root < 0 means allreduce. */
@@ -361,17 +380,18 @@ int PMPI_Ireduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt,
 int PMPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, MPI_Op op,
                 int root, MPI_Comm comm)
 {
-    MPI_Request req;
+    struct shim_blk b;
     int rc;
+
     if (shim_dev_try_reduce(SHIM_FN, sendbuf, recvbuf, count, dt, op, root, comm, NULL, &rc)) {
         return rc;
     }
-    if (reduce_direct(SHIM_FN, sendbuf, recvbuf, count, dt, op, root, comm, &rc)) {
+    rc = blk_reduction(&b, SHIM_FN, sendbuf, recvbuf, count, dt, op, root, comm);
+    if (rc != MPI_SUCCESS) {
+        shim_blk_end(&b, PGC_OK);
         return rc;
     }
-
-    return shim_coll_wait(SHIM_FN, ireduce_impl(sendbuf, recvbuf, count, dt, op, root, comm, &req, SHIM_FN),
-                          &req);
+    return shim_blk_end(&b, pg_reduce(b.c->g, b.in.ptr, b.out.ptr, b.n, &b.spec, root));
 }
 
 static int iallreduce_impl(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, MPI_Op op,
@@ -407,14 +427,50 @@ int PMPI_Iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype 
 int PMPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, MPI_Op op,
                    MPI_Comm comm)
 {
-    MPI_Request req;
+    struct shim_blk b;
     int rc;
+
     if (shim_dev_try_allreduce(SHIM_FN, sendbuf, recvbuf, count, dt, op, comm, NULL, &rc)) {
         return rc;
     }
-    if (allreduce_direct(SHIM_FN, sendbuf, recvbuf, count, dt, op, comm, &rc)) {
+    rc = blk_reduction(&b, SHIM_FN, sendbuf, recvbuf, count, dt, op, -1, comm);
+    if (rc != MPI_SUCCESS) {
+        shim_blk_end(&b, PGC_OK);
         return rc;
     }
-    return shim_coll_wait(SHIM_FN, iallreduce_impl(sendbuf, recvbuf, count, dt, op, comm, &req, SHIM_FN),
-                          &req);
+    return shim_blk_end(&b, pg_allreduce(b.c->g, b.in.ptr, b.out.ptr, b.n, &b.spec));
+}
+
+/* Every rank's recvcount elements of the reduction of n of them: the input is n times
+ * recvcount elements (MPI_IN_PLACE: in recvbuf), the output recvcount. */
+int shim_reduce_scatter_block_blk(const char *fn, const void *sendbuf, void *recvbuf,
+                                  int recvcount, MPI_Datatype dt, MPI_Op op, MPI_Comm comm)
+{
+    struct shim_blk b;
+    size_t scale;
+    int rc = shim_blk_begin(&b, fn, comm, recvcount, dt);
+    int n = rc == MPI_SUCCESS ? b.c->g->size : 0;
+
+    if (rc == MPI_SUCCESS) {
+        rc = shim_op_spec(op, dt, b.t, &b.spec, &scale, &b.call);
+        rc = rc == MPI_SUCCESS ? rc : shim_error(comm, fn, rc, "%s", mps_last_error());
+    }
+    if (rc == MPI_SUCCESS && (size_t)recvcount * (size_t)n > INT_MAX) {
+        rc = shim_error(comm, fn, MPI_ERR_COUNT, "%d ranks x %d elements exceed an int", n,
+                        recvcount);
+    }
+    if (rc == MPI_SUCCESS) {
+        rc = shim_blk_in(&b, sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf, recvcount * n, b.t,
+                         "the send buffer");
+    }
+    /* In place, my share of the result goes to the start of recvbuf. */
+    if (rc == MPI_SUCCESS) {
+        rc = shim_blk_out(&b, recvbuf, recvcount, b.t, "the receive buffer");
+    }
+    if (rc != MPI_SUCCESS) {
+        shim_blk_end(&b, PGC_OK);
+        return rc;
+    }
+    return shim_blk_end(&b, pg_reduce_scatter_block(b.c->g, b.in.ptr, b.out.ptr,
+                                                     (size_t)recvcount * scale, &b.spec));
 }

@@ -19,11 +19,40 @@ int shim_coll_req(const char *fn, MPI_Comm comm, struct shim_req **r);
 int shim_coll_started(const char *fn, int rc, struct shim_req *r, MPI_Request *request);
 /* The blocking forms: waits for the request, raising errors as fn. */
 int shim_coll_wait(const char *fn, int rc, MPI_Request *request);
-/* The blocking MPI_Reduce_scatter_block of a few bytes on pg_core's direct path; false
- * (nothing done) when the call does not qualify, and the general path runs. */
-bool shim_reduce_scatter_block_direct(const char *fn, const void *sendbuf, void *recvbuf,
-                                      int recvcount, MPI_Datatype dt, MPI_Op op, MPI_Comm comm,
-                                      int *rc);
+/*
+ * A rank's side of a blocking collective (shim_coll.c): its buffers in the contiguous form
+ * the group runs on, derived types packed into temporaries. pg_core's blocking forms then
+ * choose the path from what every rank agrees on; nothing in the MPI layer picks one.
+ *   shim_blk_begin  checks the communicator, count and type dt (MPI errors raised as fn);
+ *   shim_blk_in     the packed input of count elements at buf (MPI_ERR_BUFFER if NULL);
+ *   shim_blk_out    where the output lands, unpacked into buf by shim_blk_end;
+ *   shim_blk_end    takes pg_core's status, unpacks, frees, raises a failure.
+ */
+struct shim_blk {
+    const char *fn;
+    MPI_Comm comm;
+    struct shim_comm *c;
+    struct shim_dtype *t;
+    struct pg_op_spec spec;
+    struct shim_op_call call; /* a user op's function and type, for the call's duration */
+    size_t n;                 /* elements of spec (reductions) */
+    struct shim_msgbuf in, out;
+    void *ubuf; /* where out's temporary is unpacked, with ucount elements of ut */
+    int ucount;
+    struct shim_dtype *ut;
+};
+
+int shim_blk_begin(struct shim_blk *b, const char *fn, MPI_Comm comm, int count,
+                   MPI_Datatype dt);
+int shim_blk_in(struct shim_blk *b, const void *buf, int count, struct shim_dtype *t,
+                const char *what);
+int shim_blk_out(struct shim_blk *b, void *buf, int count, struct shim_dtype *t,
+                 const char *what);
+int shim_blk_end(struct shim_blk *b, int pgrc);
+/* MPI_Reduce_scatter_block, blocking (after the device dispatch). */
+int shim_reduce_scatter_block_blk(const char *fn, const void *sendbuf, void *recvbuf,
+                                  int recvcount, MPI_Datatype dt, MPI_Op op, MPI_Comm comm);
+
 /* Packs input (send side) into r->tmp2 if needed; output into r->tmp with unpack at
  * completion. */
 int shim_coll_in(struct shim_req *r, const void *buf, int count, struct shim_dtype *t,

@@ -28,6 +28,7 @@
 #include "pgc_status.h"
 #include "shim_coll.h"
 
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -766,64 +767,83 @@ int PMPI_Iallgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, v
     return allgather_common(&k, sendbuf, sendcount, st, false, request);
 }
 
-/* Blocking allgather/alltoall of small contiguous blocks on a small group: every block
- * straight to its peer (pg_allgather_direct / pg_alltoall_direct), no request, no schedule.
- * Anything unusual (derived or mismatched types, in-place alltoall, invalid arguments) goes
- * the general way, which raises the precise error. */
-static bool pair_direct(const char *fn, const void *sendbuf, int sendcount, MPI_Datatype st,
-                        void *recvbuf, int recvcount, MPI_Datatype rt, MPI_Comm comm,
-                        bool gather, int *rc)
+/* MPI_IN_PLACE input of a blocking allgather or alltoall: my block (allgather) or all of
+ * recvbuf (alltoall, from a copy: pg_alltoall's buffers may not overlap), packed. */
+static int pair_in_place(struct shim_blk *b, void *recvbuf, int recvcount, bool gather)
 {
-    struct shim_comm *c;
-    struct shim_dtype *s, *r;
-    size_t block;
-    bool in_place = sendbuf == MPI_IN_PLACE;
+    int n = b->c->g->size, me = b->c->g->rank;
+    size_t block = (size_t)recvcount * b->t->size;
 
-    /* With a GPU present, buffers may be device memory: the general path classifies them. */
-    if (pg_dev_present() || !shim_initialized() || shim_comm_get(comm, &c) != MPI_SUCCESS ||
-        recvcount < 0 ||
-        shim_dtype_lookup(rt, &r) != MPI_SUCCESS || !r->committed || !r->contig ||
-        (in_place && !gather)) {
-        return false;
-    }
-    block = (size_t)recvcount * r->size;
-    if (recvbuf == MPI_IN_PLACE || (block && (!recvbuf || (!in_place && !sendbuf)))) {
-        return false;
-    }
-    if (!in_place && (sendcount < 0 || shim_dtype_lookup(st, &s) != MPI_SUCCESS ||
-                      !s->committed || !s->contig || (size_t)sendcount * s->size != block)) {
-        return false;
-    }
-    if (c->g->size > PG_DIRECT_RANKS || block * (size_t)c->g->size > 8 * PG_DIRECT_MAX) {
-        return false;
-    }
     if (gather) {
-        *rc = pg_allgather_direct(c->g, in_place ? (char *)recvbuf + block * (size_t)c->g->rank
-                                                 : sendbuf,
-                                  recvbuf, block);
-    } else {
-        *rc = pg_alltoall_direct(c->g, sendbuf, recvbuf, block);
+        b->in.ptr = (char *)b->out.ptr + (size_t)me * block;
+        if (b->out.tmp) {
+            shim_dtype_pack((char *)recvbuf + (MPI_Aint)me * recvcount * b->t->extent,
+                            (size_t)recvcount, b->t, b->in.ptr);
+        }
+        return MPI_SUCCESS;
     }
-    *rc = *rc == PGC_OK ? MPI_SUCCESS : shim_error_pg(comm, fn, *rc);
-    return true;
+    b->in.tmp = malloc(block * (size_t)n + 1);
+    if (!b->in.tmp) {
+        return shim_error(b->comm, b->fn, MPI_ERR_NO_MEM, "no memory to copy recvbuf");
+    }
+    shim_dtype_pack(recvbuf, (size_t)recvcount * (size_t)n, b->t, b->in.tmp);
+    b->in.ptr = b->in.tmp;
+    return MPI_SUCCESS;
+}
+
+/* Blocking allgather (gather) and alltoall: this rank's buffers in contiguous form, then
+ * pg_core's blocking form, which alone chooses the path. MPI_IN_PLACE is given by every
+ * rank or by none, as MPI requires. */
+static int pair_blocking(const char *fn, const void *sendbuf, int sendcount, MPI_Datatype st,
+                         void *recvbuf, int recvcount, MPI_Datatype rt, MPI_Comm comm,
+                         bool gather)
+{
+    struct shim_blk b;
+    struct shim_dtype *s = NULL;
+    bool in_place = sendbuf == MPI_IN_PLACE;
+    int rc = shim_blk_begin(&b, fn, comm, recvcount, rt);
+    int n = rc == MPI_SUCCESS ? b.c->g->size : 0;
+    size_t block = rc == MPI_SUCCESS ? (size_t)recvcount * b.t->size : 0;
+
+    if (rc == MPI_SUCCESS && !in_place) {
+        rc = shim_coll_check(fn, comm, sendcount, st, &b.c, &s);
+    }
+    if (rc == MPI_SUCCESS && (size_t)recvcount * (size_t)n > INT_MAX) {
+        rc = shim_error(comm, fn, MPI_ERR_COUNT, "%d ranks x %d elements exceed an int", n,
+                        recvcount);
+    }
+    if (rc == MPI_SUCCESS && !in_place && (size_t)sendcount * s->size != block) {
+        rc = shim_error(comm, fn, MPI_ERR_TRUNCATE, "a block sent is %zu bytes, one received "
+                        "%zu", (size_t)sendcount * s->size, block);
+    }
+    if (rc == MPI_SUCCESS) {
+        rc = shim_blk_out(&b, recvbuf, recvcount * n, b.t, "recvbuf");
+    }
+    if (rc == MPI_SUCCESS) {
+        rc = in_place ? pair_in_place(&b, recvbuf, recvcount, gather)
+                      : shim_blk_in(&b, sendbuf, gather ? sendcount : sendcount * n, s,
+                                    "sendbuf");
+    }
+    if (rc != MPI_SUCCESS) {
+        shim_blk_end(&b, PGC_OK);
+        return rc;
+    }
+    return shim_blk_end(&b, gather ? pg_allgather(b.c->g, b.in.ptr, b.out.ptr, block)
+                                   : pg_alltoall(b.c->g, b.in.ptr, b.out.ptr, block));
 }
 
 #pragma weak MPI_Allgather = PMPI_Allgather
 int PMPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                    int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
 {
-    MPI_Request req;
     int rc;
 
-    if (pair_direct(SHIM_FN, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
-                    true, &rc)) {
+    if (shim_dev_try_allgather(SHIM_FN, sendbuf, sendcount, sendtype, recvbuf, recvcount,
+                               recvtype, comm, NULL, &rc)) {
         return rc;
     }
-
-    return shim_coll_wait(
-        SHIM_FN,
-        (shim_outer_fn = SHIM_FN, PMPI_Iallgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, &req)),
-        &req);
+    return pair_blocking(SHIM_FN, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
+                         comm, true);
 }
 
 #pragma weak MPI_Iallgatherv = PMPI_Iallgatherv
@@ -927,18 +947,14 @@ int PMPI_Ialltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, vo
 int PMPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                   int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
 {
-    MPI_Request req;
     int rc;
 
-    if (pair_direct(SHIM_FN, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
-                    false, &rc)) {
+    if (shim_dev_try_alltoall(SHIM_FN, sendbuf, sendcount, sendtype, recvbuf, recvcount,
+                              recvtype, comm, NULL, &rc)) {
         return rc;
     }
-
-    return shim_coll_wait(
-        SHIM_FN,
-        (shim_outer_fn = SHIM_FN, PMPI_Ialltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, &req)),
-        &req);
+    return pair_blocking(SHIM_FN, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
+                         comm, false);
 }
 
 #pragma weak MPI_Ialltoallv = PMPI_Ialltoallv
@@ -1126,15 +1142,13 @@ int PMPI_Ireduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount
 int PMPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype dt,
                               MPI_Op op, MPI_Comm comm)
 {
-    MPI_Request req;
     int rc;
 
-    if (!pg_dev_present() && shim_reduce_scatter_block_direct(SHIM_FN, sendbuf, recvbuf,
-                                                              recvcount, dt, op, comm, &rc)) {
+    if (shim_dev_try_reduce_scatter_block(SHIM_FN, sendbuf, recvbuf, recvcount, dt, op, comm,
+                                          NULL, &rc)) {
         return rc;
     }
-    return shim_coll_wait(
-        SHIM_FN, (shim_outer_fn = SHIM_FN, PMPI_Ireduce_scatter_block(sendbuf, recvbuf, recvcount, dt, op, comm, &req)), &req);
+    return shim_reduce_scatter_block_blk(SHIM_FN, sendbuf, recvbuf, recvcount, dt, op, comm);
 }
 
 #pragma weak MPI_Ireduce_scatter = PMPI_Ireduce_scatter

@@ -192,7 +192,8 @@ int pg_iallgather(struct pg_group *g, const void *in, void *out, size_t bytes,
 /* counts/displs in bytes, one per rank; copied, so the caller may free them at return. */
 int pg_iallgatherv(struct pg_group *g, const void *in, size_t inbytes, void *out,
                    const size_t *counts, const size_t *displs, struct pg_req *req);
-/* Blocking forms: start + wait with the world timeout. */
+/* Blocking forms (pg_coll.c chooses their path from what every rank agrees on: the group,
+ * the bytes, the op, the root). They never match the non-blocking forms, as in MPI. */
 int pg_allgather(struct pg_group *g, const void *in, void *out, size_t bytes);
 int pg_barrier(struct pg_group *g);
 int pg_bcast(struct pg_group *g, void *buf, size_t bytes, int root);

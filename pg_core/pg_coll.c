@@ -4,6 +4,7 @@
  */
 #include "config.h"
 
+#include "pg_coll2.h"
 #include "pg_coll_algos.h"
 #include "pg_internal.h"
 #include "mps_config.h"
@@ -224,7 +225,18 @@ int pg_iallgather(struct pg_group *g, const void *in, void *out, size_t bytes,
     return rc;
 }
 
-/* The blocking forms: the request lives on the stack for the duration of the wait. */
+/*
+ * The blocking forms, and the one place that chooses a blocking collective's path: one
+ * round in shared memory (pg_coll_shm.c), the direct algorithms run from the caller's stack
+ * (pg_coll_direct.c), or a schedule started and waited for. The choice reads only what
+ * every rank of a legal program agrees on: the group, the bytes of the type signature, the
+ * op and the root. A rank's buffers (contiguous or packed, in a heap or not, in place or
+ * not) change how it copies, never which protocol the group runs: two ranks choosing
+ * differently would never meet. The direct and scheduled forms of one algorithm send the
+ * same messages with the same tags, so where both exist they may differ between ranks.
+ * MPI's blocking collectives never match non-blocking ones, which is what lets these use
+ * shared memory while pg_i* always run schedules.
+ */
 #define PG_BLOCKING(call)                                                                          \
     do {                                                                                           \
         struct pg_req req = {0};                                                                   \
@@ -234,27 +246,65 @@ int pg_iallgather(struct pg_group *g, const void *in, void *out, size_t bytes,
 
 int pg_barrier(struct pg_group *g)
 {
-    PG_BLOCKING(pg_ibarrier(g, &req));
+    return pg_barrier_direct(g);
 }
 
 int pg_bcast(struct pg_group *g, void *buf, size_t bytes, int root)
 {
+    /* pg_bcast_direct_ok reads buf only to pick between the direct and the scheduled
+     * binomial tree, which send the same messages. */
+    if (pg_check_root(g, root) == PGC_OK && pg_bcast_direct_ok(g, buf, bytes)) {
+        return pg_bcast_direct(g, buf, bytes, root);
+    }
     PG_BLOCKING(pg_ibcast(g, buf, bytes, root, &req));
 }
 
 int pg_reduce(struct pg_group *g, const void *in, void *out, size_t count,
               const struct pg_op_spec *op, int root)
 {
+    if (count * op->elem_size <= PG_DIRECT_MAX) {
+        return pg_reduce_direct(g, in, out, count, op, root);
+    }
     PG_BLOCKING(pg_ireduce(g, in, out, count, op, root, &req));
 }
 
 int pg_allreduce(struct pg_group *g, const void *in, void *out, size_t count,
                  const struct pg_op_spec *op)
 {
+    if (count * op->elem_size <= PG_DIRECT_MAX) {
+        return pg_allreduce_direct(g, in, out, count, op);
+    }
     PG_BLOCKING(pg_iallreduce(g, in, out, count, op, &req));
+}
+
+int pg_reduce_scatter_block(struct pg_group *g, const void *in, void *out, size_t count,
+                            const struct pg_op_spec *op)
+{
+    if (count * op->elem_size * (size_t)g->size <= PG_DIRECT_MAX) {
+        return pg_reduce_scatter_block_direct(g, in, out, count, op);
+    }
+    PG_BLOCKING(pg_ireduce_scatter_block(g, in, out, count, op, &req));
+}
+
+/* Equal blocks to and from every peer: one message each way per pair at once for a few
+ * bytes on a small group, else the scheduled algorithms. */
+static bool all_pairs_chosen(const struct pg_group *g, size_t block)
+{
+    return g->size <= PG_DIRECT_RANKS && block * (size_t)g->size <= 8 * PG_DIRECT_MAX;
 }
 
 int pg_allgather(struct pg_group *g, const void *in, void *out, size_t bytes)
 {
+    if (all_pairs_chosen(g, bytes)) {
+        return pg_allgather_direct(g, in, out, bytes);
+    }
     PG_BLOCKING(pg_iallgather(g, in, out, bytes, &req));
+}
+
+int pg_alltoall(struct pg_group *g, const void *in, void *out, size_t bytes)
+{
+    if (all_pairs_chosen(g, bytes)) {
+        return pg_alltoall_direct(g, in, out, bytes);
+    }
+    PG_BLOCKING(pg_ialltoall(g, in, out, bytes, &req));
 }

@@ -46,6 +46,11 @@ int pg_ireduce_scatter(struct pg_group *g, const void *in, void *out, const size
                        const struct pg_op_spec *op, struct pg_req *req);
 int pg_ireduce_scatter_block(struct pg_group *g, const void *in, void *out, size_t count,
                              const struct pg_op_spec *op, struct pg_req *req);
+/* Blocking forms (pg_coll.c's selection, like pg_allreduce): in and out of pg_alltoall
+ * must not overlap; count is each rank's share, in elements of op->elem_size. */
+int pg_alltoall(struct pg_group *g, const void *in, void *out, size_t bytes);
+int pg_reduce_scatter_block(struct pg_group *g, const void *in, void *out, size_t count,
+                            const struct pg_op_spec *op);
 /* Scan: out on rank r = in_0 op ... op in_r. Exscan: out on rank r > 0 = in_0 op ... op
  * in_(r-1); rank 0's out is never written (it may be NULL). in == out is allowed. */
 int pg_iscan(struct pg_group *g, const void *in, void *out, size_t count,
