@@ -108,6 +108,27 @@ struct pg_group {
 
 /* What a reduction does: a built-in op on an element type, or a user function. */
 typedef void (*pg_user_op_fn)(const void *in, void *inout, size_t count, void *ctx);
+/* The kinds of collective, for their signatures (pg_coll_sig.c). */
+enum pg_coll_kind {
+    PG_COLL_OTHER,
+    PG_COLL_BARRIER,
+    PG_COLL_BCAST,
+    PG_COLL_REDUCE,
+    PG_COLL_ALLREDUCE,
+    PG_COLL_ALLGATHER,
+    PG_COLL_ALLTOALL,
+    PG_COLL_GATHER,
+    PG_COLL_GATHERV,
+    PG_COLL_SCATTER,
+    PG_COLL_SCATTERV,
+    PG_COLL_REDUCE_SCATTER,
+    PG_COLL_REDUCE_SCATTER_BLOCK,
+    PG_COLL_SCAN,
+    PG_COLL_EXSCAN,
+    PG_COLL_NEIGHBOR,
+    PG_COLL_KINDS /* 16 at most: a signature has 4 bits for the kind */
+};
+
 struct pg_op_spec {
     enum pg_dtype dt;      /* element type (PG_BYTE with a user op: opaque elements) */
     enum pg_op op;

@@ -53,6 +53,7 @@ int pg_ibarrier(struct pg_group *g, struct pg_req *req)
     if (!s) {
         return PGC_ERR_NOMEM;
     }
+    pg_sched_sig(s, PG_COLL_BARRIER, NULL, -1);
     pg_barrier_dissemination(s);
     return pg_sched_launch(s);
 }
@@ -69,6 +70,7 @@ int pg_ibcast(struct pg_group *g, void *buf, size_t bytes, int root, struct pg_r
     if (!s) {
         return PGC_ERR_NOMEM;
     }
+    pg_sched_sig(s, PG_COLL_BCAST, NULL, root);
     pg_sched_rooted(s);
     if (pg_bcast_binomial_chosen(g, bytes)) {
         pg_bcast_binomial(s, buf, bytes, root);
@@ -107,6 +109,7 @@ int pg_ireduce(struct pg_group *g, const void *in, void *out, size_t count,
     if (!s) {
         return PGC_ERR_NOMEM;
     }
+    pg_sched_sig(s, PG_COLL_REDUCE, op, root);
     pg_sched_rooted(s);
     pg_sched_align_like(s, in);
     /* The root reduces into its output, inner ranks into scratch (their input is const);
@@ -158,6 +161,7 @@ int pg_iallreduce(struct pg_group *g, const void *in, void *out, size_t count,
     if (!s) {
         return PGC_ERR_NOMEM;
     }
+    pg_sched_sig(s, PG_COLL_ALLREDUCE, op, -1);
     pg_sched_align_like(s, out);
     pg_sched_copy(s, out, in, count * op->elem_size);
     build_allreduce(s, out, count);
@@ -191,6 +195,7 @@ int pg_iallgatherv(struct pg_group *g, const void *in, size_t inbytes, void *out
     if (!s) {
         return PGC_ERR_NOMEM;
     }
+    pg_sched_sig(s, PG_COLL_ALLGATHER, NULL, -1);
     /* The schedule outlives the call: keep its own copy of the layout. */
     cd = pg_sched_alloc(s, sizeof(size_t) * 2 * (size_t)g->size);
     if (cd) {

@@ -42,6 +42,7 @@ int pg_igather(struct pg_group *g, const void *in, void *out, size_t bytes, int 
     if (!s) {
         return PGC_ERR_NOMEM;
     }
+    pg_sched_sig(s, PG_COLL_GATHER, NULL, root);
     pg_sched_rooted(s);
     pg_gather_binomial(s, in, out, bytes, root);
     return pg_sched_launch(s);
@@ -67,6 +68,7 @@ int pg_igatherv(struct pg_group *g, const void *in, size_t inbytes, void *out, c
     if (!s) {
         return PGC_ERR_NOMEM;
     }
+    pg_sched_sig(s, PG_COLL_GATHERV, NULL, root);
     pg_sched_rooted(s);
     if (g->rank == root) {
         cd = keep_arrays(s, g->size, counts, displs, NULL, NULL);
@@ -90,6 +92,7 @@ int pg_iscatter(struct pg_group *g, const void *in, void *out, size_t bytes, int
     if (!s) {
         return PGC_ERR_NOMEM;
     }
+    pg_sched_sig(s, PG_COLL_SCATTER, NULL, root);
     pg_sched_rooted(s);
     pg_scatter_binomial(s, in, out, bytes, root);
     return pg_sched_launch(s);
@@ -116,6 +119,7 @@ int pg_iscatterv(struct pg_group *g, const void *in, const size_t *counts, const
     if (!s) {
         return PGC_ERR_NOMEM;
     }
+    pg_sched_sig(s, PG_COLL_SCATTERV, NULL, root);
     pg_sched_rooted(s);
     if (g->rank == root) {
         cd = keep_arrays(s, g->size, counts, displs, NULL, NULL);
@@ -143,6 +147,9 @@ int pg_ialltoallv(struct pg_group *g, const void *in, const size_t *scounts, con
     if (!s) {
         return PGC_ERR_NOMEM;
     }
+    /* alltoall's signature: the MPI layer runs an alltoallv of equal blocks as an alltoall
+     * on the ranks that see them equal, and both send the same messages. */
+    pg_sched_sig(s, PG_COLL_ALLTOALL, NULL, -1);
     cd = keep_arrays(s, n, scounts, sdispls, rcounts, rdispls);
     if (cd) {
         pg_alltoallv_pairwise(s, in, cd, cd + n, out, cd + 2 * n, cd + 3 * n);
@@ -167,6 +174,7 @@ int pg_ialltoall(struct pg_group *g, const void *in, void *out, size_t bytes, st
     if (!s) {
         return PGC_ERR_NOMEM;
     }
+    pg_sched_sig(s, PG_COLL_ALLTOALL, NULL, -1);
     /* Both sides share one layout. */
     cd = pg_sched_alloc(s, sizeof(size_t) * 2 * (size_t)g->size);
     if (cd) {
@@ -190,6 +198,7 @@ int pg_ireduce_scatter(struct pg_group *g, const void *in, void *out, const size
     if (!s) {
         return PGC_ERR_NOMEM;
     }
+    pg_sched_sig(s, PG_COLL_REDUCE_SCATTER, op, -1);
     pg_sched_align_like(s, in);
     cd = pg_sched_alloc(s, sizeof(size_t) * (size_t)g->size);
     if (cd) {
@@ -213,6 +222,7 @@ int pg_ireduce_scatter_block(struct pg_group *g, const void *in, void *out, size
     if (!s) {
         return PGC_ERR_NOMEM;
     }
+    pg_sched_sig(s, PG_COLL_REDUCE_SCATTER_BLOCK, op, -1);
     pg_sched_align_like(s, in);
     cd = pg_sched_alloc(s, sizeof(size_t) * (size_t)g->size);
     if (cd) {
@@ -237,6 +247,7 @@ static int scan_start(struct pg_group *g, const void *in, void *out, size_t coun
     if (!s) {
         return PGC_ERR_NOMEM;
     }
+    pg_sched_sig(s, exclusive ? PG_COLL_EXSCAN : PG_COLL_SCAN, op, -1);
     pg_sched_align_like(s, in);
     pg_scan_recursive_doubling(s, in, out, count, exclusive);
     return pg_sched_launch(s);

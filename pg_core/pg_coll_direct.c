@@ -39,7 +39,10 @@ static int exchange(struct pg_group *g, uint64_t ctx, int tag, const void *out, 
     } else if (rc != PGC_OK && recv_from >= 0 && !pg_req_is_done(&rr)) {
         pg_unpost_recv(&rr);
     }
-    if (rc == PGC_OK && recv_from >= 0 && rr.status != PGC_OK) {
+    /* A mismatch has its message already (pg_coll_mismatch names both collectives). */
+    if (rc == PGC_OK && recv_from >= 0 && rr.status == PGC_ERR_MISMATCH) {
+        rc = rr.status;
+    } else if (rc == PGC_OK && recv_from >= 0 && rr.status != PGC_OK) {
         rc = mps_error(rr.status, "collective message from rank %d: %s (do all ranks call the "
                        "same collectives with the same counts?)", recv_from,
                        pgc_strerror(rr.status));
@@ -115,8 +118,8 @@ int pg_allreduce_direct(struct pg_group *g, const void *in, void *out, size_t co
         if (in != out) {
             memcpy(out, in, count * op->elem_size);
         }
-        rc = allreduce_rd(g, pg_ctx_coll(g), (int)(g->coll_seq++ & PG_TAG_UB), out, tmp, count,
-                          op);
+        rc = allreduce_rd(g, pg_ctx_coll(g), pg_coll_tag(g, pg_coll_sig(PG_COLL_ALLREDUCE, op, -1)),
+                          out, tmp, count, op);
     }
     PG_UNLOCK();
     return rc;
@@ -148,7 +151,7 @@ static int bcast_binomial(struct pg_group *g, void *buf, size_t bytes, int root)
 {
     struct pg_req sends[32]; /* a binomial tree node has at most log2(INT_MAX) children */
     int n = g->size, vr = (g->rank - root + n) % n, mask = 1, nsend = 0, rc = PGC_OK;
-    int tag = (int)(g->coll_seq++ & PG_TAG_UB);
+    int tag = pg_coll_tag(g, pg_coll_sig(PG_COLL_BCAST, NULL, root));
     uint64_t ctx = pg_ctx_coll(g);
 
     for (; mask < n; mask <<= 1) {
@@ -191,7 +194,7 @@ int pg_bcast_direct(struct pg_group *g, void *buf, size_t bytes, int root)
 static int barrier_dissemination(struct pg_group *g)
 {
     int n = g->size, r = g->rank, rc = PGC_OK;
-    int tag = (int)(g->coll_seq++ & PG_TAG_UB);
+    int tag = pg_coll_tag(g, pg_coll_sig(PG_COLL_BARRIER, NULL, -1));
 
     for (int k = 1; k < n && rc == PGC_OK; k <<= 1) {
         rc = exchange(g, pg_ctx_coll(g), tag, NULL, 0, NULL, 0, (r + k) % n, (r - k + n) % n);
@@ -213,13 +216,13 @@ int pg_barrier_direct(struct pg_group *g)
  * direct allgather and alltoall for small blocks on small groups (every message eager).
  * Peer p gets the block at in + p * send_stride and its block lands at out + p * block. */
 static int all_pairs(struct pg_group *g, const char *in, size_t send_stride, char *out,
-                     size_t block)
+                     size_t block, enum pg_coll_kind kind)
 {
     struct pg_req reqs[2 * PG_DIRECT_RANKS];
     uint64_t ctx = pg_ctx_coll(g);
     int n = g->size, r = g->rank, nreq = 0, tag, rc = PGC_OK;
 
-    tag = (int)(g->coll_seq++ & PG_TAG_UB);
+    tag = pg_coll_tag(g, pg_coll_sig(kind, NULL, -1));
     for (int p = 0; p < n && rc == PGC_OK; p++) {
         if (p != r) {
             reqs[nreq].on_complete = NULL;
@@ -266,7 +269,7 @@ int pg_allgather_direct(struct pg_group *g, const void *in, void *out, size_t bl
     }
     PG_LOCK();
     /* Every peer gets the same block: a send stride of 0 over my own block. */
-    rc = all_pairs(g, mine, 0, out, block);
+    rc = all_pairs(g, mine, 0, out, block, PG_COLL_ALLGATHER);
     PG_UNLOCK();
     return rc;
 }
@@ -281,7 +284,7 @@ int pg_alltoall_direct(struct pg_group *g, const void *in, void *out, size_t blo
     }
     memcpy((char *)out + me, (const char *)in + me, block);
     PG_LOCK();
-    rc = all_pairs(g, in, block, out, block);
+    rc = all_pairs(g, in, block, out, block, PG_COLL_ALLTOALL);
     PG_UNLOCK();
     return rc;
 }
@@ -333,8 +336,8 @@ int pg_reduce_direct(struct pg_group *g, const void *in, void *out, size_t count
         memcpy(acc, in, bytes);
     }
     PG_LOCK();
-    rc = reduce_binomial(g, pg_ctx_coll(g), (int)(g->coll_seq++ & PG_TAG_UB), acc, tmp, count, op,
-                         root);
+    rc = reduce_binomial(g, pg_ctx_coll(g), pg_coll_tag(g, pg_coll_sig(PG_COLL_REDUCE, op, root)),
+                         acc, tmp, count, op, root);
     PG_UNLOCK();
     return rc;
 }

@@ -40,6 +40,9 @@ int pg_ineighbor(struct pg_group *g, const struct pg_nbr_xfer *sends, int nsend,
         return rc;
     }
     s = pg_sched_new(g, NULL, req);
+    if (s) {
+        pg_sched_sig(s, PG_COLL_NEIGHBOR, NULL, -1);
+    }
     if (!s) {
         return PGC_ERR_NOMEM;
     }

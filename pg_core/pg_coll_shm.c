@@ -17,8 +17,11 @@
  * is created (pg_group.c: the lowest channel that no creator holds). A channel has a `done`
  * line and SHM_SLOTS slots, used in turn by the collective's sequence number. A slot opens
  * with its stamp, (the group's context id << 32) | sequence number, stored last (release):
- * a reader that sees the stamp it expects sees the bytes before it. 48 bytes of data share
- * the stamp's line, so an allreduce of up to 48 bytes reads one line per peer.
+ * a reader that sees the stamp it expects sees the bytes before it. Then comes the writer's
+ * signature word: its collective's signature (pg_coll_sig.c) and byte count, which every
+ * reader compares with its own, so that ranks calling different collectives fail instead of
+ * reading each other's data. 48 bytes of data share the stamp's line, so an allreduce of
+ * up to 48 bytes reads one line per peer.
  *
  * Reuse: a rank writes its slot for sequence s only when every reader is done with
  * s - SHM_SLOTS, the last use of that slot: each rank stores the stamp of each collective
@@ -55,7 +58,7 @@ static inline void cpu_relax(void)
 
 struct shm_slot {
     _Alignas(64) uint64_t stamp; /* the data's collective; stored last */
-    uint64_t bytes;
+    uint64_t sig;                /* slot_sig(): the collective's signature and bytes */
     unsigned char data[PG_SHM_MAX];
 };
 
@@ -369,8 +372,15 @@ static int wait_reuse(struct pg_group *g, uint64_t seq, const char *what)
     return rc;
 }
 
+/* A slot's signature word: the collective's signature above its byte count. */
+static uint64_t slot_sig(uint32_t sig, size_t bytes)
+{
+    return (uint64_t)sig << 48 | (uint64_t)bytes;
+}
+
 /* Takes the next sequence number and writes my slot for it (after its readers are done). */
-static int post(struct pg_group *g, const void *buf, size_t bytes, const char *what)
+static int post(struct pg_group *g, const void *buf, size_t bytes, uint64_t sig,
+                const char *what)
 {
     struct pg_shm *s = g->shm;
     uint64_t seq = ++s->seq;
@@ -382,20 +392,39 @@ static int post(struct pg_group *g, const void *buf, size_t bytes, const char *w
         if (bytes) {
             memcpy(mine->data, buf, bytes);
         }
-        mine->bytes = bytes;
+        mine->sig = sig;
         publish(&mine->stamp, stamp_of(s, seq));
     }
     return rc;
 }
 
-static int check_bytes(const struct shm_slot *slot, size_t bytes, int rank, const char *what)
+/* Whether rank's slot holds the collective I run (sig, from slot_sig). */
+static int check_sig(const struct shm_slot *slot, uint64_t sig, int rank, const char *what)
 {
-    if (slot->bytes != bytes) {
+    uint64_t theirs = slot->sig;
+
+    if (theirs >> 48 != sig >> 48) {
+        return pg_coll_mismatch(rank, (uint32_t)(theirs >> 48), (uint32_t)(sig >> 48));
+    }
+    if (theirs != sig) {
         return mps_error(PGC_ERR_MISMATCH, "%s: rank %d gave %zu bytes, this rank %zu (do all "
                          "ranks call the same collectives with the same counts?)", what, rank,
-                         (size_t)slot->bytes, bytes);
+                         (size_t)(theirs & ((1ull << 48) - 1)),
+                         (size_t)(sig & ((1ull << 48) - 1)));
     }
     return PGC_OK;
+}
+
+/* Every member's slot of the current collective against mine. */
+static int check_all(struct pg_group *g, uint64_t sig, const char *what)
+{
+    struct pg_shm *s = g->shm;
+    int slot = (int)(s->seq % SHM_SLOTS), rc = PGC_OK;
+
+    for (int r = 0; r < g->size && rc == PGC_OK; r++) {
+        rc = check_sig(&s->at[r]->slot[slot], sig, r, what);
+    }
+    return rc;
 }
 
 /* Everyone's slot is in: my next write is safe up to the collective before it. */
@@ -412,15 +441,14 @@ static void finish(struct pg_group *g, bool saw_all)
 /* ---- the collectives (called with the lock held) ---- */
 
 /* out = slot 0 op slot 1 op ... op slot n-1, the same on every rank whatever the op. */
-static int reduce_slots(struct pg_group *g, void *out, size_t count, const struct pg_op_spec *op)
+static int reduce_slots(struct pg_group *g, void *out, size_t count, const struct pg_op_spec *op,
+                        uint64_t sig)
 {
     struct pg_shm *s = g->shm;
-    int slot = (int)(s->seq % SHM_SLOTS), n = g->size, rc = PGC_OK;
+    int slot = (int)(s->seq % SHM_SLOTS), n = g->size;
     size_t bytes = count * op->elem_size;
+    int rc = check_all(g, sig, "allreduce");
 
-    for (int r = 0; r < n && rc == PGC_OK; r++) {
-        rc = check_bytes(&s->at[r]->slot[slot], bytes, r, "allreduce");
-    }
     if (rc == PGC_OK && bytes) { /* count 0 may come with NULL buffers */
         memcpy(out, s->at[n - 1]->slot[slot].data, bytes);
     }
@@ -433,13 +461,14 @@ static int reduce_slots(struct pg_group *g, void *out, size_t count, const struc
 int pg_allreduce_shm(struct pg_group *g, const void *in, void *out, size_t count,
                      const struct pg_op_spec *op)
 {
-    int rc = post(g, in, count * op->elem_size, "allreduce");
+    uint64_t sig = slot_sig(pg_coll_sig(PG_COLL_ALLREDUCE, op, -1), count * op->elem_size);
+    int rc = post(g, in, count * op->elem_size, sig, "allreduce");
 
     if (rc == PGC_OK) {
         rc = wait_slots(g, g->shm->seq, 0, g->size, "allreduce");
     }
     if (rc == PGC_OK) {
-        rc = reduce_slots(g, out, count, op);
+        rc = reduce_slots(g, out, count, op, sig);
         finish(g, true);
     }
     return rc;
@@ -449,10 +478,11 @@ int pg_bcast_shm(struct pg_group *g, void *buf, size_t bytes, int root)
 {
     struct pg_shm *s = g->shm;
     const struct shm_slot *slot;
+    uint64_t sig = slot_sig(pg_coll_sig(PG_COLL_BCAST, NULL, root), bytes);
     int rc;
 
     if (g->rank == root) {
-        rc = post(g, buf, bytes, "bcast");
+        rc = post(g, buf, bytes, sig, "bcast");
         if (rc == PGC_OK) {
             finish(g, false);
         }
@@ -461,7 +491,7 @@ int pg_bcast_shm(struct pg_group *g, void *buf, size_t bytes, int root)
     rc = wait_slots(g, ++s->seq, root, root + 1, "bcast");
     slot = &s->at[root]->slot[s->seq % SHM_SLOTS];
     if (rc == PGC_OK) {
-        rc = check_bytes(slot, bytes, root, "bcast");
+        rc = check_sig(slot, sig, root, "bcast");
         if (rc == PGC_OK && bytes) {
             memcpy(buf, slot->data, bytes);
         }
@@ -472,12 +502,14 @@ int pg_bcast_shm(struct pg_group *g, void *buf, size_t bytes, int root)
 
 int pg_barrier_shm(struct pg_group *g)
 {
-    int rc = post(g, NULL, 0, "barrier");
+    uint64_t sig = slot_sig(pg_coll_sig(PG_COLL_BARRIER, NULL, -1), 0);
+    int rc = post(g, NULL, 0, sig, "barrier");
 
     if (rc == PGC_OK) {
         rc = wait_slots(g, g->shm->seq, 0, g->size, "barrier");
     }
     if (rc == PGC_OK) {
+        rc = check_all(g, sig, "barrier");
         finish(g, true);
     }
     return rc;

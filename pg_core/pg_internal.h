@@ -107,6 +107,32 @@ extern struct pg_world pg_w;
  * (pg_wire_hdr). */
 #define PG_CTX_LIMIT (UINT64_C(1) << 30)
 
+/* ---- collective signatures (pg_coll_sig.c) ---- */
+/* A collective message's tag: the group's sequence number in the high PG_COLL_SEQ_BITS,
+ * the signature in the low PG_COLL_SIG_BITS (together PG_TAG_UB's 30 bits). */
+#define PG_COLL_SIG_BITS 12
+#define PG_COLL_SEQ_BITS 18
+/* The signature of a collective: op may be NULL, root < 0 for none. */
+uint32_t pg_coll_sig(enum pg_coll_kind kind, const struct pg_op_spec *op, int root);
+/* Records, with both sides named, that group rank `rank` sent theirs where this rank runs
+ * mine; returns PGC_ERR_MISMATCH. */
+int pg_coll_mismatch(int rank, uint32_t theirs, uint32_t mine);
+
+/* Takes the group's next collective sequence number: the tag of its messages. */
+static inline int pg_coll_tag(struct pg_group *g, uint32_t sig)
+{
+    uint32_t seq = g->coll_seq++ & ((1u << PG_COLL_SEQ_BITS) - 1);
+
+    return (int)(seq << PG_COLL_SIG_BITS | (sig & ((1u << PG_COLL_SIG_BITS) - 1)));
+}
+
+/* Whether two collective tags are the same collective (sequence number) with different
+ * signatures. */
+static inline bool pg_coll_tags_clash(int a, int b)
+{
+    return a != b && a >> PG_COLL_SIG_BITS == b >> PG_COLL_SIG_BITS;
+}
+
 static inline uint64_t pg_ctx_p2p(const struct pg_group *g)
 {
     return g->ctx << 1;

@@ -131,6 +131,62 @@ static struct pg_req *find_posted(uint64_t ctx, int src, int tag)
     return NULL;
 }
 
+/* ---- collectives that do not match (pg_coll_sig.c) ----
+ * A collective message carries its sequence number and signature in its tag. One that
+ * finds no receive with its tag but one of the same sequence number from the same rank
+ * (or a receive that finds such a message waiting) means the two ranks called different
+ * collectives: the receive fails at once, naming both, instead of waiting out the timeout.
+ * Only unmatched collective messages pay for the look. */
+
+static void fail_clash(struct pg_req *r, int src, int tag)
+{
+    r->source = src;
+    r->tag = tag;
+    pg_req_complete(r, pg_coll_mismatch(src, (uint32_t)tag & ((1u << PG_COLL_SIG_BITS) - 1),
+                                        (uint32_t)r->match_tag &
+                                            ((1u << PG_COLL_SIG_BITS) - 1)));
+}
+
+/* A message (ctx, src, tag) found no posted receive: fails the one it clashes with. */
+static void posted_clash(uint64_t ctx, int src, int tag)
+{
+    struct mps_list *pos;
+
+    if (!(ctx & 1)) {
+        return;
+    }
+    mps_list_for_each(pos, &pg_w.posted)
+    {
+        struct pg_req *r = container_of(pos, struct pg_req, link);
+        if (r->ctx == ctx && r->match_src == src && pg_coll_tags_clash(r->match_tag, tag)) {
+            mps_list_remove(&r->link);
+            fail_clash(r, src, tag);
+            return;
+        }
+    }
+}
+
+/* A collective receive found no message: whether one of the same sequence number from its
+ * source waits with another signature (then req has failed). */
+static bool unexpected_clash(const struct pg_group *g, struct pg_req *req)
+{
+    struct mps_list *pos;
+
+    if (!(req->ctx & 1) || (unsigned)req->match_src >= (unsigned)g->size) {
+        return false;
+    }
+    mps_list_for_each(pos, &pg_w.unexpected[g->ranks[req->match_src]])
+    {
+        struct pg_msg *m = container_of(pos, struct pg_msg, link);
+        if (m->ctx == req->ctx && m->src == req->match_src &&
+            pg_coll_tags_clash(req->match_tag, m->tag)) {
+            fail_clash(req, m->src, m->tag);
+            return true;
+        }
+    }
+    return false;
+}
+
 static void queue_ack(int peer_world, uint64_t sync_id)
 {
     struct pg_ack *a = malloc(sizeof(*a));
@@ -359,6 +415,7 @@ enum fab_am_result pg_am_handler(void *arg, int peer, const void *buf, size_t le
         deliver(r, &m, payload);
         return FAB_AM_MATCHED;
     }
+    posted_clash(w.ctx, w.src, w.tag);
     if (may_defer) {
         return FAB_AM_DEFER;
     }
@@ -546,7 +603,9 @@ int pg_irecv_ctx(struct pg_group *g, uint64_t ctx, void *buf, size_t cap, int sr
         msg_free_locked(m);
         return PGC_OK;
     }
-    mps_list_push_back(&pg_w.posted, &req->link);
+    if (!unexpected_clash(g, req)) {
+        mps_list_push_back(&pg_w.posted, &req->link);
+    }
     return PGC_OK;
 }
 

@@ -64,6 +64,7 @@ static struct pg_sched *sched_get(void)
     s->inline_used = 0;
     s->page_offset = 0;
     s->send_flags = 0;
+    s->sig = 0;
     memset(&s->op, 0, sizeof(s->op));
     return s;
 }
@@ -85,6 +86,12 @@ struct pg_sched *pg_sched_new(struct pg_group *g, const struct pg_op_spec *op,
     }
     mps_list_init(&s->link);
     return s;
+}
+
+void pg_sched_sig(struct pg_sched *s, enum pg_coll_kind kind, const struct pg_op_spec *op,
+                  int root)
+{
+    s->sig = pg_coll_sig(kind, op, root);
 }
 
 void pg_sched_rooted(struct pg_sched *s)
@@ -396,7 +403,7 @@ int pg_sched_start(struct pg_sched *s)
     pg_req_init(s->req, PG_REQ_COLL);
     s->req->on_complete = cb;
     s->req->cb_arg = arg;
-    s->tag = (int)(s->g->coll_seq++ & PG_TAG_UB);
+    s->tag = pg_coll_tag(s->g, s->sig);
     mps_list_push_back(&pg_w.scheds, &s->link);
     if (advance(s)) {
         finish(s);

@@ -45,6 +45,7 @@ struct pg_sched {
     struct pg_group *g;
     uint64_t ctx;
     int tag;
+    uint32_t sig; /* the collective's signature (pg_sched_sig), in its tag */
     int status;
     unsigned send_flags; /* pg_isend_ctx's flags for every send (pg_sched_rooted) */
     struct pg_op_spec op;
@@ -62,6 +63,11 @@ struct pg_sched {
 /* A schedule on g that will complete req (initialised here). op may be NULL. */
 struct pg_sched *pg_sched_new(struct pg_group *g, const struct pg_op_spec *op,
                               struct pg_req *req);
+/* Names the collective s runs (its signature: pg_internal.h); op may be NULL, root < 0
+ * for none. Every entry point calls it, so that ranks calling different collectives fail
+ * instead of matching each other's messages. */
+void pg_sched_sig(struct pg_sched *s, enum pg_coll_kind kind, const struct pg_op_spec *op,
+                  int root);
 /* Marks s as a rooted collective's schedule (PG_SEND_ROOTED on its sends). */
 void pg_sched_rooted(struct pg_sched *s);
 void pg_sched_send(struct pg_sched *s, const void *buf, size_t bytes, int peer);

@@ -363,6 +363,7 @@ static int rooted_list(const char *call, pgc_tensor *one, pgc_tensor *list, int 
     if (!s) {
         return w ? coll_start(w, PGC_ERR_NOMEM, async_op, work) : PGC_ERR_NOMEM;
     }
+    pg_sched_sig(s, gather ? PG_COLL_GATHER : PG_COLL_SCATTER, NULL, root);
     n = nbytes(one);
     for (int i = 0; i < g->size && g->rank == root; i++) {
         if (i != root && gather) {
@@ -425,6 +426,7 @@ int pgc_all_gather(pgc_tensor *output_list, const pgc_tensor *input, pgc_group *
     if (!s) {
         return w ? coll_start(w, PGC_ERR_NOMEM, async_op, work) : PGC_ERR_NOMEM;
     }
+    pg_sched_sig(s, PG_COLL_ALLGATHER, NULL, -1);
     for (int i = 0; i < g->size; i++) {
         if (i != g->rank) {
             pg_sched_send(s, input->data, nbytes(input), i);
@@ -548,6 +550,7 @@ static int reduce_scatter(const char *call, struct pg_group *g, pgc_tensor *outp
     set_reduce_finish(w, op, output, m, wide);
     s = pg_sched_new(g, spec, &w->req);
     if (s) {
+        pg_sched_sig(s, PG_COLL_REDUCE_SCATTER, spec, -1);
         build_reduce_scatter(s, blocks, out, m);
         rc = pg_sched_launch(s);
     }
@@ -648,6 +651,7 @@ static int start_all_to_all(struct pgc_work *w, const void *const *sbuf, const s
     if (!s) {
         return PGC_ERR_NOMEM;
     }
+    pg_sched_sig(s, PG_COLL_ALLTOALL, NULL, -1);
     for (int k = 1; k < g->size; k++) {
         /* Pairwise order (peer rank + k, rank - k) spreads the load over the peers. */
         int to = (g->rank + k) % g->size, from = (g->rank - k + g->size) % g->size;
@@ -963,7 +967,7 @@ int pgc_monitored_barrier(pgc_group *group, double timeout, int wait_all_ranks)
     }
     /* The tag of a collective: the same sequence number on every member. */
     PG_LOCK();
-    tag = (int)(g->coll_seq++ & PG_TAG_UB);
+    tag = pg_coll_tag(g, pg_coll_sig(PG_COLL_BARRIER, NULL, -1));
     PG_UNLOCK();
     return g->rank == 0 ? mb_root(g, tag, timeout, wait_all_ranks) : mb_leaf(g, tag, timeout);
 }

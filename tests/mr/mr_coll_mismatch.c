@@ -1,0 +1,105 @@
+/*
+ * mr_coll_mismatch.c - ranks that call different collectives, or the same one with
+ * different ops, at the same point: every rank that reads another's contribution must fail
+ * with an error instead of returning success with the other collective's bytes (before
+ * collective signatures, a rank in MPI_Allreduce facing a rank in MPI_Bcast returned
+ * MPI_SUCCESS holding a wrong sum). The root of a broadcast reads nothing from the others
+ * and cannot tell; it returns MPI_SUCCESS. Each case runs on a fresh communicator, since the
+ * mismatched one is out of step afterwards. tests/mr.list runs it with shared memory on and
+ * off; more than 2 ranks only with shared memory, where every reader sees every slot. Ranks
+ * whose different collectives take different transports (a broadcast stays a message where
+ * ranks outnumber cores, an allreduce uses shared memory) cannot see each other and time
+ * out instead: the broadcast case runs on 2 ranks only.
+ */
+#include "mrtest.h"
+
+static int rank, nranks;
+
+static MPI_Comm fresh(void)
+{
+    MPI_Comm c;
+
+    CHECK_MPI(MPI_Comm_dup(MPI_COMM_WORLD, &c));
+    CHECK_MPI(MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN));
+    return c;
+}
+
+static void expect_failed(int rc, const char *what)
+{
+    int cls;
+
+    MPI_Error_class(rc, &cls);
+    CHECK(cls == MPI_ERR_OTHER, "%s: class %d, expected MPI_ERR_OTHER (%d)", what, cls,
+          MPI_ERR_OTHER);
+}
+
+/* Rank 0 broadcasts, the others allreduce, count ints. */
+static void bcast_against_allreduce(int count)
+{
+    MPI_Comm c = fresh();
+    int buf[600], out[600], rc;
+
+    for (int i = 0; i < count; i++) {
+        buf[i] = rank + i;
+    }
+    if (rank == 0) {
+        rc = MPI_Bcast(buf, count, MPI_INT, 0, c);
+        CHECK(rc == MPI_SUCCESS, "the broadcast root reads nothing: rc %d", rc);
+    } else {
+        rc = MPI_Allreduce(buf, out, count, MPI_INT, MPI_SUM, c);
+        expect_failed(rc, "allreduce facing a bcast");
+    }
+    MPI_Comm_free(&c);
+}
+
+/* Rank 0 reduces with MPI_MAX, the others with MPI_SUM: everyone reads someone's. */
+static void different_ops(int count)
+{
+    MPI_Comm c = fresh();
+    int buf[600], out[600];
+
+    for (int i = 0; i < count; i++) {
+        buf[i] = rank + i;
+    }
+    expect_failed(MPI_Allreduce(buf, out, count, MPI_INT, rank == 0 ? MPI_MAX : MPI_SUM, c),
+                  "allreduce with another op");
+    MPI_Comm_free(&c);
+}
+
+/* Rank 0 in a barrier, the others in an allreduce of one int. */
+static void barrier_against_allreduce(void)
+{
+    MPI_Comm c = fresh();
+    int one = 1, out;
+
+    if (rank == 0) {
+        expect_failed(MPI_Barrier(c), "barrier facing an allreduce");
+    } else {
+        expect_failed(MPI_Allreduce(&one, &out, 1, MPI_INT, MPI_SUM, c),
+                      "allreduce facing a barrier");
+    }
+    MPI_Comm_free(&c);
+}
+
+int main(int argc, char **argv)
+{
+    mrt_init(&argc, &argv);
+    rank = mrt_rank;
+    MPI_Comm_size(MPI_COMM_WORLD, &nranks);
+    CHECK(nranks >= 2, "needs 2 ranks or more, got %d", nranks);
+    /* Up to 256 bytes: a broadcast goes through shared memory like the allreduce. */
+    for (int count = 1; count <= 64; count *= 8) {
+        if (nranks == 2) {
+            bcast_against_allreduce(count);
+        }
+        different_ops(count);
+    }
+    barrier_against_allreduce();
+    /* The world is untouched: a last collective on it still gives the right sum. */
+    {
+        int one = 1, sum = 0;
+        CHECK_MPI(MPI_Allreduce(&one, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
+        CHECK(sum == nranks, "sum %d, expected %d", sum, nranks);
+    }
+    return mrt_finish("mr_coll_mismatch");
+}
