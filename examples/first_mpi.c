@@ -1,6 +1,7 @@
 /*
  * first_mpi.c - a first MPI program: rank 0 sends a number to rank 1, and every rank adds
- * its rank + 1 into a sum that all ranks receive (1 + 2 + ... + size).
+ * its rank + 1 into a sum that all ranks receive (1 + 2 + ... + size). README.md shows this
+ * file below this comment (tests/scripts/test_first_programs.sh checks).
  *
  *   mpicc -o first_mpi first_mpi.c && mpiexec -n 4 ./first_mpi
  */
