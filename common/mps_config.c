@@ -147,7 +147,7 @@ static void list_choices(const struct mps_config_desc *d, char *buf, size_t n)
  * the variable's type; then why, if not NULL, says what is accepted. */
 static const char *check(const struct mps_config_desc *d, const char *v, char *why, size_t n)
 {
-    static const char *const wants[] = {
+    static const char *const wants[MPS_CFG_ENUM + 1] = {
         [MPS_CFG_INT] = "a count (decimal digits, 0 or more)",
         [MPS_CFG_SIZE] = "a size in bytes (decimal digits, optionally followed by k, m or g: "
                          "32k is 32768)",
