@@ -1,108 +1,150 @@
 /*
  * mps_config.h - every MPISHIM_* environment variable, in one table.
  *
- * Each entry has a name, a type, a default and a one-line doc; the info tool prints
- * them all. Values are read from the environment once, on first use, and cached.
- * To add a variable, add one line to MPS_CONFIG_LIST; nothing else needs to change.
+ * Each entry has a name, a type, a default, the allowed names of an enum and a one-line
+ * doc; the info tool prints them all. Values are read from the environment once, on first
+ * use, and cached; MPI_Init and pgc_init_process_group check them all (mps_config_validate).
+ * To add a variable, add one entry to MPS_CONFIG_LIST; nothing else needs to change.
  */
 #ifndef MPS_CONFIG_H
 #define MPS_CONFIG_H
 
 #include <stdbool.h>
 
-/* X(ID, "MPISHIM_NAME", type, "default", "doc"); type is INT, DOUBLE or STRING. */
+/*
+ * X(ID, "MPISHIM_NAME", type, "default", choices, "doc"). The type says what a value may be
+ * (doc/configuration.md has the same list for users):
+ *   INT     a count: decimal digits, 0 or more ("010" is ten, never octal)
+ *   SIZE    bytes: decimal digits, optionally followed by k, m or g (KiB, MiB, GiB: 32k)
+ *   BOOL    0 or 1
+ *   DOUBLE  a decimal number above 0 (300, 0.5, 1e3)
+ *   ENUM    one of choices, in any case; a choice ending in "://" is a prefix (tcp://h:p)
+ *   STRING  anything; the module that reads it checks it (a provider or interface name)
+ * choices is MPS_ONE_OF("a", "b", ...) for an ENUM and MPS_ANY otherwise.
+ */
 #define MPS_CONFIG_LIST(X)                                                                         \
-    X(TIMEOUT, "MPISHIM_TIMEOUT", DOUBLE, "300",                                                   \
+    X(TIMEOUT, "MPISHIM_TIMEOUT", DOUBLE, "300", MPS_ANY,                                          \
       "seconds a blocking call (and the bootstrap) waits before giving up with a timeout error")   \
-    X(LOG_LEVEL, "MPISHIM_LOG_LEVEL", STRING, "warn",                                              \
+    X(LOG_LEVEL, "MPISHIM_LOG_LEVEL", ENUM, "warn", MPS_ONE_OF("error", "warn", "info", "debug"),  \
       "log verbosity: error, warn, info, debug")                                                   \
-    X(FABRIC_PROVIDER, "MPISHIM_FABRIC_PROVIDER", STRING, "",                                      \
+    X(FABRIC_PROVIDER, "MPISHIM_FABRIC_PROVIDER", STRING, "", MPS_ANY,                             \
       "force one libfabric provider for every peer (e.g. shm, tcp;ofi_rxm); empty picks per peer") \
-    X(FABRIC_NET_PROVIDER, "MPISHIM_FABRIC_NET_PROVIDER", STRING, "",                              \
+    X(FABRIC_NET_PROVIDER, "MPISHIM_FABRIC_NET_PROVIDER", STRING, "", MPS_ANY,                     \
       "provider for peers on other nodes; empty takes the first of verbs, efa, tcp;ofi_rxm")       \
-    X(FABRIC_IFACE, "MPISHIM_FABRIC_IFACE", STRING, "",                                            \
-      "network interface of the tcp and net providers (sets FI_TCP_IFACE and FI_NET_IFACE "      \
-      "unless they are set; a name this node lacks is an error)")                                 \
-    X(SHM_RING, "MPISHIM_SHM_RING", INT, "1",                                                      \
-      "1: ranks of one node exchange messages through shared-memory rings and single-copy "      \
-      "reads (CMA); 0: through libfabric's shm provider")                                        \
-    X(HEAP, "MPISHIM_HEAP", INT, "1",                                                              \
+    X(FABRIC_IFACE, "MPISHIM_FABRIC_IFACE", STRING, "", MPS_ANY,                                   \
+      "network interface of the tcp and net providers (sets FI_TCP_IFACE and FI_NET_IFACE "        \
+      "unless they are set; a name this node lacks is an error)")                                  \
+    X(SHM_RING, "MPISHIM_SHM_RING", BOOL, "1", MPS_ANY,                                            \
+      "1: ranks of one node exchange messages through shared-memory rings and single-copy "        \
+      "reads (CMA); 0: through libfabric's shm provider")                                          \
+    X(HEAP, "MPISHIM_HEAP", BOOL, "1", MPS_ANY,                                                    \
       "1: once ranks share a node, malloc serves blocks of MPISHIM_HEAP_MIN bytes or more from "   \
-      "a shared heap the other local ranks map, so large messages are one memcpy; 0: off")        \
-    X(HEAP_MIN, "MPISHIM_HEAP_MIN", INT, "65536",                                                  \
+      "a shared heap the other local ranks map, so large messages are one memcpy; 0: off")         \
+    X(HEAP_MIN, "MPISHIM_HEAP_MIN", SIZE, "65536", MPS_ANY,                                        \
       "smallest allocation (bytes) the shared heap serves")                                        \
-    X(HEAP_SIZE, "MPISHIM_HEAP_SIZE", INT, "0",                                                    \
-      "bytes of address space the shared heap reserves (0: the node's memory, at most 64 GiB)")   \
-    X(EAGER_MAX, "MPISHIM_EAGER_MAX", INT, "32768",                                                \
-      "largest message (bytes) sent eagerly; larger ones use the rendezvous path")                \
-    X(ROOTED_EAGER_MAX, "MPISHIM_ROOTED_EAGER_MAX", INT, "16384",                                  \
-      "largest message (bytes) a rooted collective (bcast, reduce, gather, scatter) sends "       \
-      "eagerly from a buffer in the shared heap, at most MPISHIM_EAGER_MAX: its senders run "     \
+    X(HEAP_SIZE, "MPISHIM_HEAP_SIZE", SIZE, "0", MPS_ANY,                                          \
+      "bytes of address space the shared heap reserves (0: the node's memory, at most 64 GiB)")    \
+    X(EAGER_MAX, "MPISHIM_EAGER_MAX", SIZE, "32768", MPS_ANY,                                      \
+      "largest message (bytes) sent eagerly; larger ones use the rendezvous path")                 \
+    X(ROOTED_EAGER_MAX, "MPISHIM_ROOTED_EAGER_MAX", SIZE, "16384", MPS_ANY,                        \
+      "largest message (bytes) a rooted collective (bcast, reduce, gather, scatter) sends "        \
+      "eagerly from a buffer in the shared heap, at most MPISHIM_EAGER_MAX: its senders run "      \
       "ahead, so its messages arrive unexpected and would be copied twice")                        \
-    X(HEAP_EAGER_MAX, "MPISHIM_HEAP_EAGER_MAX", INT, "4096",                                       \
-      "largest point-to-point message sent eagerly to a rank of the node from a buffer in the "  \
-      "shared heap when each local rank has a core; larger ones are one memcpy by the receiver "  \
-      "(a blocking send then waits for its receive, as past Open MPI's 4 KiB)")                  \
-    X(COLL_HEAP_EAGER_MAX, "MPISHIM_COLL_HEAP_EAGER_MAX", INT, "8192",                             \
-      "the same for a collective's send: the receiver's memcpy from the heap wins from 16 KiB " \
-      "(its exchanges wait for the rendezvous's completion)")                                     \
-    X(NET_EAGER_MAX, "MPISHIM_NET_EAGER_MAX", INT, "16384",                                        \
-      "largest message sent eagerly to a peer reached through a libfabric provider (tcp, verbs, " \
-      "shm when forced); keep it below the provider's own eager size (ofi_rxm: "                 \
-      "FI_OFI_RXM_BUFFER_SIZE, 64 KiB as we set it), past which its slower protocol costs more "  \
+    X(HEAP_EAGER_MAX, "MPISHIM_HEAP_EAGER_MAX", SIZE, "4096", MPS_ANY,                             \
+      "largest point-to-point message sent eagerly to a rank of the node from a buffer in the "    \
+      "shared heap when each local rank has a core; larger ones are one memcpy by the receiver "   \
+      "(a blocking send then waits for its receive, as past Open MPI's 4 KiB)")                    \
+    X(COLL_HEAP_EAGER_MAX, "MPISHIM_COLL_HEAP_EAGER_MAX", SIZE, "8192", MPS_ANY,                   \
+      "the same for a collective's send: the receiver's memcpy from the heap wins from 16 KiB "    \
+      "(its exchanges wait for the rendezvous's completion)")                                      \
+    X(NET_EAGER_MAX, "MPISHIM_NET_EAGER_MAX", SIZE, "16384", MPS_ANY,                              \
+      "largest message sent eagerly to a peer reached through a libfabric provider (tcp, verbs, "  \
+      "shm when forced); keep it below the provider's own eager size (ofi_rxm: "                   \
+      "FI_OFI_RXM_BUFFER_SIZE, 64 KiB as we set it), past which its slower protocol costs more "   \
       "than our rendezvous")                                                                       \
-    X(NET_ZCOPY_MIN, "MPISHIM_NET_ZCOPY_MIN", INT, "4096",                                       \
-      "smallest eager payload (bytes) sent to a peer reached through a libfabric provider "      \
-      "straight from the caller's buffer instead of a copy (the send then completes when the "    \
-      "provider is done with the buffer); 0: always copy")                                        \
-    X(BOOT_METHOD, "MPISHIM_BOOT_METHOD", STRING, "auto",                                          \
-      "bootstrap: auto, pmix, env, singleton (auto: PMIx if its variables are set, then env)")     \
-    X(BOOT_STORE_EXTERNAL, "MPISHIM_BOOT_STORE_EXTERNAL", INT, "0",                                \
+    X(NET_ZCOPY_MIN, "MPISHIM_NET_ZCOPY_MIN", SIZE, "4096", MPS_ANY,                               \
+      "smallest eager payload (bytes) sent to a peer reached through a libfabric provider "        \
+      "straight from the caller's buffer instead of a copy (the send then completes when the "     \
+      "provider is done with the buffer); 0: always copy")                                         \
+    X(BOOT_METHOD, "MPISHIM_BOOT_METHOD", ENUM, "auto",                                            \
+      MPS_ONE_OF("auto", "pmix", "env", "singleton", "pmix://", "env://", "tcp://", "file://"),    \
+      "bootstrap: auto, pmix, env, singleton, tcp://host:port or file:///path (auto: PMIx if "     \
+      "its variables are set, then env, then singleton)")                                          \
+    X(BOOT_STORE_EXTERNAL, "MPISHIM_BOOT_STORE_EXTERNAL", BOOL, "0", MPS_ANY,                      \
       "1 when the launcher serves the TCP store, so rank 0 connects instead of serving it")        \
-    X(NODE_NAME, "MPISHIM_NODE_NAME", STRING, "",                                                  \
-      "node identity used to pick shm or the network for a peer (default: the host name)")        \
-    X(SPIN_COUNT, "MPISHIM_SPIN_COUNT", INT, "2000",                                               \
-      "progress polls before a waiting rank yields the CPU; when a node has more ranks than "    \
-      "cores the default is 1 (yield at once)")    \
-    X(DEVICE_COLL, "MPISHIM_DEVICE_COLL", STRING, "auto",                                          \
+    X(NODE_NAME, "MPISHIM_NODE_NAME", STRING, "", MPS_ANY,                                         \
+      "node identity used to pick shm or the network for a peer (default: the host name)")         \
+    X(SPIN_COUNT, "MPISHIM_SPIN_COUNT", INT, "2000", MPS_ANY,                                      \
+      "progress polls before a waiting rank yields the CPU; when a node has more ranks than "      \
+      "cores the default is 1 (yield at once)")                                                    \
+    X(DEVICE_COLL, "MPISHIM_DEVICE_COLL", ENUM, "auto", MPS_ONE_OF("auto", "nccl", "staging"),     \
       "path for device-buffer collectives: auto, nccl or staging")                                 \
-    X(COLL_ALLREDUCE, "MPISHIM_COLL_ALLREDUCE", STRING, "auto",                                    \
+    X(COLL_ALLREDUCE, "MPISHIM_COLL_ALLREDUCE", ENUM, "auto",                                      \
+      MPS_ONE_OF("auto", "recursive_doubling", "rabenseifner", "ring"),                            \
       "allreduce algorithm: auto, recursive_doubling, rabenseifner, ring")                         \
-    X(COLL_BCAST, "MPISHIM_COLL_BCAST", STRING, "auto",                                            \
+    X(COLL_BCAST, "MPISHIM_COLL_BCAST", ENUM, "auto",                                              \
+      MPS_ONE_OF("auto", "binomial", "scatter_allgather"),                                         \
       "broadcast algorithm: auto, binomial, scatter_allgather")                                    \
-    X(COLL_ALLGATHER, "MPISHIM_COLL_ALLGATHER", STRING, "auto",                                    \
-      "allgather algorithm: auto, bruck (also for recursive_doubling), ring")                                \
-    X(COLL_SHM, "MPISHIM_COLL_SHM", INT, "1",                                                      \
-      "1: allreduce, bcast and barrier of up to 2 KiB on a group within one node go through "    \
-      "shared memory in one round (pg_coll_shm.c); 0: through messages")                        \
-    X(PGC_DEBUG, "MPISHIM_PGC_DEBUG", STRING, "off",                                               \
+    X(COLL_ALLGATHER, "MPISHIM_COLL_ALLGATHER", ENUM, "auto",                                      \
+      MPS_ONE_OF("auto", "bruck", "recursive_doubling", "ring"),                                   \
+      "allgather algorithm: auto, bruck (also for recursive_doubling), ring")                      \
+    X(COLL_SHM, "MPISHIM_COLL_SHM", BOOL, "1", MPS_ANY,                                            \
+      "1: allreduce, bcast and barrier of up to 2 KiB on a group within one node go through "      \
+      "shared memory in one round (pg_coll_shm.c); 0: through messages")                           \
+    X(PGC_DEBUG, "MPISHIM_PGC_DEBUG", ENUM, "off", MPS_ONE_OF("off", "info", "detail"),            \
       "pgc_ API checks: off, info, detail (detail: ranks compare collective arguments first)")
 
+/* The allowed names of an ENUM (a NULL-terminated array with static storage). */
+#define MPS_ONE_OF(...) ((const char *const[]){__VA_ARGS__, NULL})
+#define MPS_ANY NULL
+
 enum mps_config_id {
-#define MPS_CONFIG_ENUM(id, name, type, def, doc) MPS_CFG_##id,
+#define MPS_CONFIG_ENUM(id, name, type, def, choices, doc) MPS_CFG_##id,
     MPS_CONFIG_LIST(MPS_CONFIG_ENUM)
 #undef MPS_CONFIG_ENUM
         MPS_CFG_COUNT
 };
 
-enum mps_config_type { MPS_CFG_INT, MPS_CFG_DOUBLE, MPS_CFG_STRING };
+enum mps_config_type {
+    MPS_CFG_INT,
+    MPS_CFG_DOUBLE,
+    MPS_CFG_STRING,
+    MPS_CFG_SIZE,
+    MPS_CFG_BOOL,
+    MPS_CFG_ENUM
+};
 
 struct mps_config_desc {
     const char *name;
     enum mps_config_type type;
     const char *def;
+    const char *const *choices; /* NULL-terminated for an ENUM, else NULL */
     const char *doc;
 };
 
 /* The table entry of a variable (for the info tool). */
 const struct mps_config_desc *mps_config_desc(enum mps_config_id id);
-/* The value as a string: the environment's if set and non-empty, else the default. */
+/* "int", "size", "bool", "double", "enum" or "string". */
+const char *mps_config_type_name(enum mps_config_type type);
+/*
+ * The value as a string: the environment's if set and non-empty, else the default. An ENUM
+ * gives its choice as the table spells it ("RING" reads as "ring"). A value that is not
+ * valid for its type reads as the default: mps_config_validate reports it at init.
+ */
 const char *mps_config_str(enum mps_config_id id);
+/* The value of an INT, SIZE (suffix applied) or BOOL variable. */
 long mps_config_int(enum mps_config_id id);
 double mps_config_double(enum mps_config_id id);
 /* Whether the variable is set (non-empty) in the environment, as opposed to defaulted. */
 bool mps_config_is_set(enum mps_config_id id);
-/* Forget cached values (tests change the environment between cases). */
+/*
+ * Checks every MPISHIM_* variable set in the environment, once per process (MPI_Init and
+ * pgc_init_process_group call it before anything reads a value). A value invalid for its
+ * type is PGC_ERR_INVALID_ARG, with mps_last_error naming the variable, the value and what
+ * is accepted. An MPISHIM_* name the table lacks is a warning line on stderr, not an error.
+ */
+int mps_config_validate(void);
+/* Forget cached values and the validation (tests change the environment between cases). */
 void mps_config_reset(void);
 
 #endif

@@ -8,6 +8,7 @@
 #include "shim_comm.h"
 #include "pg.h"
 #include "pgc_status.h"
+#include "mps_config.h"
 #include "mps_log.h"
 
 #include <pthread.h>
@@ -137,7 +138,10 @@ static int init_common(int required, int *provided)
     /* A process group world that pgc_init_process_group started is reused: MPI's
      * communicators are groups of that same world. */
     owns_world = !pg_is_initialized();
-    rc = owns_world ? pg_init(NULL, -1, -1, 0, thread_level == MPI_THREAD_MULTIPLE) : PGC_OK;
+    rc = mps_config_validate();
+    if (rc == PGC_OK && owns_world) {
+        rc = pg_init(NULL, -1, -1, 0, thread_level == MPI_THREAD_MULTIPLE);
+    }
     if (rc != PGC_OK) {
         return shim_error(MPI_COMM_NULL, "MPI_Init", shim_errclass(rc), "%s", mps_last_error());
     }

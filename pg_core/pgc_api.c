@@ -355,6 +355,9 @@ int pgc_init_process_group(const pgc_init_opts *opts)
         opts = &defaults;
     }
     rc = parse_backend(opts->backend, &backend);
+    if (rc == PGC_OK && (rc = mps_config_validate()) != PGC_OK) {
+        rc = pgc_wrap(rc, "pgc_init_process_group");
+    }
     if (rc == PGC_OK) {
         rc = start_world(opts);
     }

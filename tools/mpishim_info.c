@@ -22,25 +22,13 @@
 #include "pg_device.h"
 #include "pgc_status.h"
 
-static const char *type_name(enum mps_config_type t)
-{
-    switch (t) {
-    case MPS_CFG_INT:
-        return "int";
-    case MPS_CFG_DOUBLE:
-        return "double";
-    default:
-        return "string";
-    }
-}
-
 static void print_vars(void)
 {
     printf("Environment variables (MPISHIM_*):\n");
     for (int id = 0; id < MPS_CFG_COUNT; id++) {
         const struct mps_config_desc *d = mps_config_desc((enum mps_config_id)id);
         const char *cur = getenv(d->name);
-        printf("  %s (%s)\n", d->name, type_name(d->type));
+        printf("  %s (%s)\n", d->name, mps_config_type_name(d->type));
         printf("      default: \"%s\"   current: %s%s%s\n", d->def, cur ? "\"" : "",
                cur ? cur : "(unset)", cur ? "\"" : "");
         printf("      %s\n", d->doc);

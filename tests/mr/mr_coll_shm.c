@@ -210,7 +210,7 @@ static void check_mismatch(void)
     /* Through messages only the receiver of the longer message can tell (MPI leaves the
      * outcome undefined); through shared memory every rank sees every count. Forcing any
      * provider, shm included, turns the node's rings off and the shared-memory path with
-     * them (README, MPISHIM_FABRIC_PROVIDER). */
+     * them (doc/configuration.md, MPISHIM_FABRIC_PROVIDER). */
     if (size < 2 || (shm && strcmp(shm, "0") == 0) || (prov && *prov)) {
         if (rank == 0) {
             printf("mr_coll_shm: mismatched counts not checked: needs 2 ranks or more and "
