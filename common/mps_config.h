@@ -79,6 +79,12 @@
       "cores the default is 1 (yield at once)")                                                    \
     X(DEVICE_COLL, "MPISHIM_DEVICE_COLL", ENUM, "auto", MPS_ONE_OF("auto", "nccl", "staging"),     \
       "path for device-buffer collectives: auto, nccl or staging")                                 \
+    X(CUDA_LIB, "MPISHIM_CUDA_LIB", STRING, "", MPS_ANY,                                           \
+      "CUDA runtime to open at run time (a file or a name for dlopen); empty: "                  \
+      "libcudart.so.<major of the build's headers>, then configure's CUDA, then libcudart.so")   \
+    X(NCCL_LIB, "MPISHIM_NCCL_LIB", STRING, "", MPS_ANY,                                           \
+      "NCCL to open at run time (a file or a name for dlopen); empty: libnccl.so.2, then "      \
+      "configure's NCCL. A file that does not open means no NCCL: device collectives stage")     \
     X(COLL_ALLREDUCE, "MPISHIM_COLL_ALLREDUCE", ENUM, "auto",                                      \
       MPS_ONE_OF("auto", "recursive_doubling", "rabenseifner", "ring"),                            \
       "allreduce algorithm: auto, recursive_doubling, rabenseifner, ring")                         \

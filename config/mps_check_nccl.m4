@@ -1,8 +1,10 @@
 dnl MPS_CHECK_NCCL: --with-nccl[=DIR], default "use if found" (needs CUDA).
 dnl Missing is a warning; missing but requested is an error. Defines HAVE_NCCL 0/1.
+dnl As for CUDA, libmpishim opens NCCL at run time: NCCL_LIBS is for the programs that call
+dnl NCCL themselves (bench/dev_bench), MPS_NCCL_LIBDIR where the library looks after the loader.
 AC_DEFUN([MPS_CHECK_NCCL], [
   AC_ARG_WITH([nccl],
-    [AS_HELP_STRING([--with-nccl@<:@=DIR@:>@], [NCCL for device collectives (default: use if found)])],
+    [AS_HELP_STRING([--with-nccl@<:@=DIR@:>@], [NCCL for device collectives, opened at run time (default: use if found)])],
     [], [with_nccl=check])
   mps_have_nccl=no
   NCCL_CPPFLAGS=; NCCL_LDFLAGS=; NCCL_LIBS=
@@ -17,6 +19,11 @@ AC_DEFUN([MPS_CHECK_NCCL], [
       NCCL_CPPFLAGS="-I$mps_nccl_dir/include"
       NCCL_LDFLAGS="-L$mps_nccl_dir/lib64 -L$mps_nccl_dir/lib -Wl,-rpath,$mps_nccl_dir/lib64"
       NCCL_LIBS="-lnccl"
+      mps_nccl_libdir=$mps_nccl_dir/lib64
+      AS_IF([test ! -e "$mps_nccl_libdir/libnccl.so.2" && test -e "$mps_nccl_dir/lib/libnccl.so.2"],
+        [mps_nccl_libdir=$mps_nccl_dir/lib])
+      AC_DEFINE_UNQUOTED([MPS_NCCL_LIBDIR], ["$mps_nccl_libdir"],
+                         [directory of the NCCL found at configure time])
     ])
   ])
   AS_IF([test "x$mps_have_nccl" = xno && test "x$with_nccl" != xno && test "x$with_nccl" != xcheck],

@@ -6,8 +6,10 @@
  *         -L/usr/local/cuda/lib64 -lcudart
  *   mpiexec -n 2 ./pgc_device_allreduce
  *
- * Until the pgc_ API routes CUDA tensors to the device backend, pgc_all_reduce answers
- * PGC_ERR_UNSUPPORTED and this example says so.
+ * pgc_all_reduce takes the CUDA tensor through the device backend (NCCL, or staging through
+ * pinned host memory where NCCL refuses the group, e.g. two ranks on one GPU) and each rank
+ * checks the sum against the value it computes itself. Without a usable CUDA device it
+ * says so and exits 0 (the CUDA tensor path would answer PGC_ERR_UNSUPPORTED).
  */
 #include <cuda_runtime.h>
 #include <pgc.h>

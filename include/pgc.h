@@ -42,7 +42,11 @@
  *   used by one thread at a time.
  * - Timeouts: every blocking call gives up with PGC_ERR_TIMEOUT after the process-group
  *   timeout (pgc_init_opts.timeout, default MPISHIM_TIMEOUT, 300 s) unless it takes its own.
- * - Devices: tensors on PGC_DEVICE_CUDA are not supported yet: PGC_ERR_UNSUPPORTED.
+ * - Devices: tensors on PGC_DEVICE_CUDA (data is CUDA device memory) are taken by
+ *   pgc_broadcast, pgc_reduce, pgc_all_reduce and pgc_all_gather_into_tensor, through NCCL
+ *   or by staging through pinned host memory (doc/gpu.md); the other calls return
+ *   PGC_ERR_UNSUPPORTED for them, as does every call in a process without a usable CUDA
+ *   device (no GPU, no driver, or no CUDA runtime to load: mpishim opens it at run time).
  */
 #ifndef PGC_H
 #define PGC_H
@@ -125,8 +129,9 @@ typedef struct pgc_store pgc_store;
 
 typedef struct {
     /* "auto" (or NULL), "host" (libfabric; torch's "gloo" and "mpi" are accepted as
-     * synonyms) or "nccl" (CUDA tensors through NCCL; host tensors still use the host
-     * transport). */
+     * synonyms) or "nccl" (accepted in a build with NCCL; CUDA tensors take the device path,
+     * NCCL where it loads and accepts the group, else staging, whatever the backend; host
+     * tensors still use the host transport). */
     const char *backend;
     /* NULL or "auto": PMIx when a PMIx server launched us (srun --mpi=pmix, mpirun),
      *     else env:// when RANK and WORLD_SIZE are set, else a world of one.

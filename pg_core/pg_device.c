@@ -4,7 +4,9 @@
  *
  * The only file that includes cuda_runtime.h and nccl.h (see pg_device.h for the contract).
  * Without HAVE_CUDA the part at the end compiles to stubs; without HAVE_NCCL every device
- * collective stages through pinned host memory.
+ * collective stages through pinned host memory. With them, the headers give the types and
+ * prototypes, but the CUDA runtime and NCCL are opened at run time (dlopen), never linked:
+ * one build loads on nodes without CUDA, where it behaves as on a node without a GPU.
  */
 #include "config.h"
 
@@ -15,9 +17,12 @@
 #include "pg_internal.h"
 #include "pgc_status.h"
 
+#include <dlfcn.h>
 #include <errno.h>
+#include <link.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -74,6 +79,235 @@ int pg_dev_count(void)
 #if HAVE_CUDA
 
 /* ======================================================================================
+ * The CUDA runtime and NCCL, opened on first use (as fabric/fab_dl.c opens libfabric), so
+ * that libmpishim.so needs neither to load. Every call this file makes into them goes
+ * through rt.* or nc.*, whose types are the headers' own (__typeof__), so a pointer cannot
+ * disagree with its prototype. A library that does not open is not an error: without the
+ * CUDA runtime the process has no device, as on a node without a GPU; without NCCL the
+ * device collectives stage through host memory. Either says why, once, at info level.
+ */
+
+#define DL_STR_(x) #x
+/* The exported name of f, expanded first: a header may map f onto a variant (_ptsz). */
+#define DL_STR(f) DL_STR_(f)
+#define DL_MEMBER(f) __typeof__(f) *f;
+
+#define CUDART_FNS(X)                                                                              \
+    X(cudaGetDeviceCount)                                                                          \
+    X(cudaGetDevice)                                                                               \
+    X(cudaGetLastError)                                                                            \
+    X(cudaGetErrorString)                                                                          \
+    X(cudaRuntimeGetVersion)                                                                       \
+    X(cudaGetDriverEntryPointByVersion)                                                            \
+    X(cudaPointerGetAttributes)                                                                    \
+    X(cudaStreamCreateWithFlags)                                                                   \
+    X(cudaStreamDestroy)                                                                           \
+    X(cudaStreamSynchronize)                                                                       \
+    X(cudaMemcpy)                                                                                  \
+    X(cudaMemcpyAsync)                                                                             \
+    X(cudaHostAlloc)                                                                               \
+    X(cudaFreeHost)                                                                                \
+    X(cudaMallocAsync)                                                                             \
+    X(cudaFreeAsync)                                                                               \
+    X(cudaEventCreateWithFlags)                                                                    \
+    X(cudaEventRecord)                                                                             \
+    X(cudaEventQuery)                                                                              \
+    X(cudaEventDestroy)
+
+static struct {
+    CUDART_FNS(DL_MEMBER)
+} rt;
+
+/* One library opened at run time: whether it loaded, the file, or why not. */
+struct dl_lib {
+    pthread_once_t once;
+    bool loaded;
+    char path[256];
+    char why[384];
+};
+
+static struct dl_lib rt_lib = {.once = PTHREAD_ONCE_INIT};
+
+/* Opens the file the variable names when it is set (and only that: it is how a user picks
+ * a library, or hides one), else the first of names the dynamic loader finds. */
+static void *dl_open(struct dl_lib *lib, enum mps_config_id var, const char *const *names, int n)
+{
+    const char *set = mps_config_is_set(var) ? mps_config_str(var) : NULL;
+    void *h = NULL;
+
+    if (set) {
+        names = &set;
+        n = 1;
+    }
+    for (int i = 0; i < n && !h; i++) {
+        h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+        if (!h && i == 0) {
+            /* The first name's error says most (later names are fallbacks). */
+            snprintf(lib->why, sizeof(lib->why), "%s%s%s", set ? mps_config_desc(var)->name : "",
+                     set ? "=" : "", dlerror());
+        }
+    }
+    return h;
+}
+
+/* The file h was opened from, for the info tool and the logs. */
+static void dl_name(struct dl_lib *lib, void *h, const char *fallback)
+{
+    struct link_map *lm = NULL;
+
+    if (dlinfo(h, RTLD_DI_LINKMAP, &lm) == 0 && lm && lm->l_name && lm->l_name[0]) {
+        fallback = lm->l_name;
+    }
+    snprintf(lib->path, sizeof(lib->path), "%s", fallback);
+}
+
+static bool dl_missing(struct dl_lib *lib, const char *sym)
+{
+    snprintf(lib->why, sizeof(lib->why), "%s lacks %s: %s", lib->path, sym, dlerror());
+    return false;
+}
+
+/* Fills rt from h; false (and why) when a function is missing, e.g. a runtime older than the
+ * headers. */
+static bool rt_fill(void *h)
+{
+#define RT_SYM(f)                                                                                  \
+    if ((*(void **)&rt.f = dlsym(h, DL_STR(f))) == NULL) {                                         \
+        return dl_missing(&rt_lib, DL_STR(f));                                                     \
+    }
+    CUDART_FNS(RT_SYM)
+#undef RT_SYM
+    return true;
+}
+
+/* libcudart.so.<major> of the headers (the ABI they describe) where the loader finds it, then
+ * in the directory configure found CUDA in, then any libcudart.so. */
+static void rt_load_once(void)
+{
+    char soname[32], configured[320];
+    const char *names[] = {soname, configured, "libcudart.so"};
+    int v = 0;
+    void *h;
+
+    snprintf(soname, sizeof(soname), "libcudart.so.%d", CUDART_VERSION / 1000);
+    snprintf(configured, sizeof(configured), "%s/%s", MPS_CUDA_LIBDIR, soname);
+    h = dl_open(&rt_lib, MPS_CFG_CUDA_LIB, names, 3);
+    if (!h) {
+        return;
+    }
+    dl_name(&rt_lib, h, soname);
+    if (!rt_fill(h)) {
+        dlclose(h);
+        return;
+    }
+    rt_lib.loaded = true;
+    if (rt.cudaRuntimeGetVersion(&v) == cudaSuccess && v / 1000 != CUDART_VERSION / 1000) {
+        MPS_WARN("device: %s is CUDA runtime %d.%d, but mpishim was built with CUDA %d.%d "
+                 "headers (set MPISHIM_CUDA_LIB to a libcudart.so.%d)",
+                 rt_lib.path, v / 1000, v % 1000 / 10, CUDART_VERSION / 1000,
+                 CUDART_VERSION % 1000 / 10, CUDART_VERSION / 1000);
+    }
+    MPS_DEBUG("device: CUDA runtime loaded from %s", rt_lib.path);
+}
+
+static bool rt_load(void)
+{
+    pthread_once(&rt_lib.once, rt_load_once);
+    return rt_lib.loaded;
+}
+
+const char *pg_dev_cuda_lib(const char **why)
+{
+    bool ok = rt_load();
+
+    *why = ok ? NULL : rt_lib.why;
+    return ok ? rt_lib.path : NULL;
+}
+
+#if HAVE_NCCL
+
+#define NCCL_FNS(X)                                                                                \
+    X(ncclGetVersion)                                                                              \
+    X(ncclGetErrorString)                                                                          \
+    X(ncclGetUniqueId)                                                                             \
+    X(ncclCommInitRank)                                                                            \
+    X(ncclCommDestroy)                                                                             \
+    X(ncclCommAbort)                                                                               \
+    X(ncclCommGetAsyncError)                                                                       \
+    X(ncclGroupStart)                                                                              \
+    X(ncclGroupEnd)                                                                                \
+    X(ncclAllReduce)                                                                               \
+    X(ncclBroadcast)                                                                               \
+    X(ncclReduce)                                                                                  \
+    X(ncclAllGather)                                                                               \
+    X(ncclReduceScatter)                                                                           \
+    X(ncclSend)                                                                                    \
+    X(ncclRecv)
+
+static struct {
+    NCCL_FNS(DL_MEMBER)
+} nc;
+
+static struct dl_lib nc_lib = {.once = PTHREAD_ONCE_INIT};
+
+static bool nc_fill(void *h)
+{
+#define NC_SYM(f)                                                                                  \
+    if ((*(void **)&nc.f = dlsym(h, DL_STR(f))) == NULL) {                                         \
+        return dl_missing(&nc_lib, DL_STR(f));                                                     \
+    }
+    NCCL_FNS(NC_SYM)
+#undef NC_SYM
+    return true;
+}
+
+/* libnccl.so.<major> where the loader finds it, then where configure found it. */
+static void nc_load_once(void)
+{
+    char soname[32], configured[320];
+    const char *names[] = {soname, configured};
+    void *h;
+
+    snprintf(soname, sizeof(soname), "libnccl.so.%d", NCCL_MAJOR);
+    snprintf(configured, sizeof(configured), "%s/%s", MPS_NCCL_LIBDIR, soname);
+    h = dl_open(&nc_lib, MPS_CFG_NCCL_LIB, names, 2);
+    if (!h) {
+        return;
+    }
+    dl_name(&nc_lib, h, soname);
+    if (!nc_fill(h)) {
+        dlclose(h);
+        return;
+    }
+    nc_lib.loaded = true;
+    MPS_DEBUG("device: NCCL loaded from %s", nc_lib.path);
+}
+
+static bool nc_load(void)
+{
+    pthread_once(&nc_lib.once, nc_load_once);
+    return nc_lib.loaded;
+}
+
+const char *pg_dev_nccl_lib(const char **why)
+{
+    bool ok = nc_load();
+
+    *why = ok ? NULL : nc_lib.why;
+    return ok ? nc_lib.path : NULL;
+}
+
+#else /* !HAVE_NCCL */
+
+const char *pg_dev_nccl_lib(const char **why)
+{
+    *why = "built without NCCL";
+    return NULL;
+}
+
+#endif /* HAVE_NCCL */
+
+/* ======================================================================================
  * Probe and classification.
  */
 
@@ -96,23 +330,37 @@ static void *driver_fn(const char *name)
     enum cudaDriverEntryPointQueryResult q;
     void *fn = NULL;
 
-    if (cudaGetDriverEntryPointByVersion(name, &fn, 12000, cudaEnableDefault, &q) != cudaSuccess ||
+    if (rt.cudaGetDriverEntryPointByVersion(name, &fn, 12000, cudaEnableDefault, &q) !=
+            cudaSuccess ||
         q != cudaDriverEntryPointSuccess) {
-        cudaGetLastError();
+        rt.cudaGetLastError();
         return NULL;
     }
     return fn;
 }
 
+/* No CUDA runtime to load is the same as no device: host path only. */
+static void probe_without_runtime(void)
+{
+    dev_count = 0;
+    MPS_INFO("device: no CUDA runtime (%s): host path only", rt_lib.why);
+    __atomic_store_n(&pg_dev_state, 0, __ATOMIC_RELEASE);
+}
+
 static void probe_run(void)
 {
-    cudaError_t e = cudaGetDeviceCount(&dev_count);
+    cudaError_t e;
 
+    if (!rt_load()) {
+        probe_without_runtime();
+        return;
+    }
+    e = rt.cudaGetDeviceCount(&dev_count);
     if (e != cudaSuccess || dev_count <= 0) {
         dev_count = 0;
-        cudaGetLastError(); /* a failed probe must not leave a sticky error behind */
+        rt.cudaGetLastError(); /* a failed probe must not leave a sticky error behind */
         MPS_INFO("device: no usable CUDA device (cudaGetDeviceCount: %s): host path only",
-                 e != cudaSuccess ? cudaGetErrorString(e) : "0 devices");
+                 e != cudaSuccess ? rt.cudaGetErrorString(e) : "0 devices");
         __atomic_store_n(&pg_dev_state, 0, __ATOMIC_RELEASE);
         return;
     }
@@ -133,12 +381,22 @@ int pg_dev_probe(void)
     return dev_count;
 }
 
+/* Whether a device is usable, with the probe's writes (rt, dev_count) visible to this
+ * thread: entry points that call into CUDA ask this, not pg_dev_present's relaxed read. */
+static bool device_ready(void)
+{
+    return pg_dev_probe() > 0;
+}
+
 int pg_dev_cuda_version(void)
 {
     int v = 0;
 
-    if (cudaRuntimeGetVersion(&v) != cudaSuccess) {
-        cudaGetLastError();
+    if (!rt_load()) {
+        return 0;
+    }
+    if (rt.cudaRuntimeGetVersion(&v) != cudaSuccess) {
+        rt.cudaGetLastError();
         return 0;
     }
     return v;
@@ -149,7 +407,7 @@ int pg_dev_nccl_version(void)
 #if HAVE_NCCL
     int v = 0;
 
-    return ncclGetVersion(&v) == ncclSuccess ? v : 0;
+    return nc_load() && nc.ncclGetVersion(&v) == ncclSuccess ? v : 0;
 #else
     return 0;
 #endif
@@ -198,12 +456,12 @@ enum pg_mem pg_dev_classify(const void *p)
     struct cudaPointerAttributes a;
     cudaError_t e;
 
-    if (!p || !pg_dev_present() || !cuda_context_exists()) {
+    if (!p || !pg_dev_present() || !device_ready() || !cuda_context_exists()) {
         return PG_MEM_HOST;
     }
-    e = cudaPointerGetAttributes(&a, p);
+    e = rt.cudaPointerGetAttributes(&a, p);
     if (e != cudaSuccess) {
-        cudaGetLastError(); /* clear the sticky error, or the next CUDA call reports it */
+        rt.cudaGetLastError(); /* clear the sticky error, or the next CUDA call reports it */
         return host_readable(p) ? PG_MEM_HOST : PG_MEM_INVALID;
     }
     switch (a.type) {
@@ -248,9 +506,9 @@ int pg_dev_route_slow(const void *a, size_t abytes, const void *b, size_t bbytes
 
 static int cuda_status(cudaError_t e, const char *what)
 {
-    cudaGetLastError();
-    return mps_error(PGC_ERR_DEVICE, "%s failed: %s (CUDA error %d)", what, cudaGetErrorString(e),
-                     (int)e);
+    rt.cudaGetLastError();
+    return mps_error(PGC_ERR_DEVICE, "%s failed: %s (CUDA error %d)", what,
+                     rt.cudaGetErrorString(e), (int)e);
 }
 
 /* ======================================================================================
@@ -293,7 +551,7 @@ static int pin_get(size_t bytes, void **out)
     if (*out) {
         return PGC_OK;
     }
-    e = cudaHostAlloc(out, (size_t)1 << (c + PIN_MIN_SHIFT), cudaHostAllocPortable);
+    e = rt.cudaHostAlloc(out, (size_t)1 << (c + PIN_MIN_SHIFT), cudaHostAllocPortable);
     return e == cudaSuccess ? PGC_OK : cuda_status(e, "cudaHostAlloc of a staging buffer");
 }
 
@@ -311,7 +569,7 @@ static void pin_put(void *p, size_t bytes)
     }
     pthread_mutex_unlock(&pin_lock);
     if (p) {
-        cudaFreeHost(p);
+        rt.cudaFreeHost(p);
     }
 }
 
@@ -343,13 +601,13 @@ static int group_dev(struct pg_group *g, struct pg_group_dev **out)
     if (!d && (d = calloc(1, sizeof(*d))) == NULL) {
         rc = mps_error(PGC_ERR_NOMEM, "no memory for the device state of a group");
     } else if (!g->dev) {
-        cudaGetDevice(&d->device);
+        rt.cudaGetDevice(&d->device);
         /* A blocking stream: its work waits for what the caller queued on the legacy
          * default stream, so the CUDA-aware MPI idiom (cudaMemcpy or a kernel on stream 0,
          * then MPI_Allreduce) reads finished data. A cudaMemcpy from pageable memory may
          * return before its DMA lands, and a non-blocking stream then read stale bytes
          * (seen on an H100: staged 4 KiB allreduces summed zeros). */
-        e = cudaStreamCreateWithFlags(&d->stream, cudaStreamDefault);
+        e = rt.cudaStreamCreateWithFlags(&d->stream, cudaStreamDefault);
         if (e != cudaSuccess) {
             rc = cuda_status(e, "cudaStreamCreateWithFlags");
             free(d);
@@ -371,10 +629,10 @@ void pg_dev_group_free(struct pg_group *g)
     }
 #if HAVE_NCCL
     if (d->comm) {
-        ncclCommDestroy(d->comm);
+        nc.ncclCommDestroy(d->comm);
     }
 #endif
-    cudaStreamDestroy(d->stream);
+    rt.cudaStreamDestroy(d->stream);
     free(d);
     g->dev = NULL;
 }
@@ -593,9 +851,9 @@ static int stage_in(struct dev_op *o)
         d->in = hin; /* from here on d->in is the host image */
         return rc;
     }
-    e = cudaMemcpyAsync(hin, in, d->in_bytes, cudaMemcpyDefault, o->gd->stream);
+    e = rt.cudaMemcpyAsync(hin, in, d->in_bytes, cudaMemcpyDefault, o->gd->stream);
     if (e == cudaSuccess) {
-        e = cudaStreamSynchronize(o->gd->stream);
+        e = rt.cudaStreamSynchronize(o->gd->stream);
     }
     d->in = hin;
     return e == cudaSuccess ? PGC_OK : cuda_status(e, "copy of a device input to host");
@@ -621,9 +879,9 @@ static void staged_done(struct pg_req *inner)
         status = pg_reduce_div(o->hout, n, o->op.dt, o->g->size);
     }
     if (status == PGC_OK && o->d.copy_back) {
-        e = cudaMemcpyAsync(o->d.out, o->hout, o->d.out_bytes, cudaMemcpyDefault, o->gd->stream);
+        e = rt.cudaMemcpyAsync(o->d.out, o->hout, o->d.out_bytes, cudaMemcpyDefault, o->gd->stream);
         if (e == cudaSuccess) {
-            e = cudaStreamSynchronize(o->gd->stream);
+            e = rt.cudaStreamSynchronize(o->gd->stream);
         }
         if (e != cudaSuccess) {
             status = cuda_status(e, "copy of a staged result to the device");
@@ -678,8 +936,8 @@ static int stage_start(struct dev_op *o)
 
 static int nccl_status(ncclResult_t r, const char *what)
 {
-    return mps_error(PGC_ERR_DEVICE, "%s failed: %s (NCCL error %d)", what, ncclGetErrorString(r),
-                     (int)r);
+    return mps_error(PGC_ERR_DEVICE, "%s failed: %s (NCCL error %d)", what,
+                     nc.ncclGetErrorString(r), (int)r);
 }
 
 static bool nccl_dtype(enum pg_dtype dt, ncclDataType_t *out)
@@ -778,8 +1036,9 @@ static int agree(struct pg_group *g, int mine, int *all)
     return rc;
 }
 
-/* The first NCCL collective on g: readiness agreed, id from rank 0 over the host path,
- * ncclCommInitRank, then agreement that init worked everywhere; the outcome is cached. */
+/* The first NCCL collective on g: readiness (NCCL loaded) agreed, id from rank 0 over the
+ * host path, ncclCommInitRank, then agreement that init worked everywhere; the outcome is
+ * cached. A rank without NCCL thus makes the whole group stage, never only itself. */
 static int nccl_init(struct pg_group *g, struct pg_group_dev *gd)
 {
     struct {
@@ -787,17 +1046,21 @@ static int nccl_init(struct pg_group *g, struct pg_group_dev *gd)
         int32_t ok;
     } msg;
     ncclResult_t r = ncclInvalidUsage;
-    int all = 0, rc = agree(g, 1, &all);
+    bool ready = nc_load();
+    const char *why = ready ? "NCCL could not be loaded on another rank" : nc_lib.why;
+    int all = 0, rc = agree(g, ready, &all);
 
     memset(&msg, 0, sizeof(msg));
     if (rc == PGC_OK && all && g->rank == 0) {
-        msg.ok = ncclGetUniqueId(&msg.id) == ncclSuccess;
+        msg.ok = nc.ncclGetUniqueId(&msg.id) == ncclSuccess;
     }
     if (rc == PGC_OK && all) {
         rc = pg_bcast(g, &msg, sizeof(msg), 0);
+        why = "ncclGetUniqueId failed on rank 0";
     }
     if (rc == PGC_OK && all && msg.ok) {
-        r = ncclCommInitRank(&gd->comm, g->size, msg.id, g->rank);
+        r = nc.ncclCommInitRank(&gd->comm, g->size, msg.id, g->rank);
+        why = r == ncclSuccess ? "on another rank" : nc.ncclGetErrorString(r);
         rc = agree(g, r == ncclSuccess, &all);
     }
     if (rc != PGC_OK) {
@@ -809,28 +1072,28 @@ static int nccl_init(struct pg_group *g, struct pg_group_dev *gd)
         return PGC_OK;
     }
     if (r == ncclSuccess) {
-        ncclCommAbort(gd->comm); /* another rank failed: ours is of no use */
+        nc.ncclCommAbort(gd->comm); /* another rank failed: ours is of no use */
     }
     gd->comm = NULL;
     gd->path = DEV_G_STAGING;
     MPS_INFO("device: NCCL init failed for a group of %d (%s): its device collectives stage "
              "through host memory",
-             g->size, r == ncclSuccess ? "on another rank" : ncclGetErrorString(r));
+             g->size, why);
     return pg_dev_path_mode() == PG_DEV_PATH_NCCL
                ? mps_error(PGC_ERR_DEVICE,
-                           "MPISHIM_DEVICE_COLL=nccl but NCCL init failed on "
-                           "a group of %d",
-                           g->size)
+                           "MPISHIM_DEVICE_COLL=nccl but NCCL init failed on a group of %d "
+                           "(rank %d: %s)",
+                           g->size, g->rank, why)
                : PGC_OK;
 }
 
 /* Device scratch for a host-side buffer on the NCCL path (NCCL reads device memory). */
 static int bounce(struct dev_op *o, const void *host, size_t bytes, bool copy_in, void **dev)
 {
-    cudaError_t e = cudaMallocAsync(dev, bytes, o->gd->stream);
+    cudaError_t e = rt.cudaMallocAsync(dev, bytes, o->gd->stream);
 
     if (e == cudaSuccess && copy_in) {
-        e = cudaMemcpyAsync(*dev, host, bytes, cudaMemcpyDefault, o->gd->stream);
+        e = rt.cudaMemcpyAsync(*dev, host, bytes, cudaMemcpyDefault, o->gd->stream);
     }
     return e == cudaSuccess ? PGC_OK : cuda_status(e, "device scratch for a host buffer");
 }
@@ -839,7 +1102,7 @@ static ncclResult_t nccl_p2p(const struct coll_desc *d, const char *in, char *ou
                              ncclComm_t c, cudaStream_t s)
 {
     size_t b = d->count;
-    ncclResult_t r = ncclGroupStart();
+    ncclResult_t r = nc.ncclGroupStart();
 
     for (int j = 0; j < n && r == ncclSuccess; j++) {
         bool send = j != me && (d->kind == K_ALLTOALL || (d->kind == K_GATHER && j == d->root) ||
@@ -847,13 +1110,13 @@ static ncclResult_t nccl_p2p(const struct coll_desc *d, const char *in, char *ou
         bool recv = j != me && (d->kind == K_ALLTOALL || (d->kind == K_SCATTER && j == d->root) ||
                                 (d->kind == K_GATHER && me == d->root));
         if (send) {
-            r = ncclSend(d->kind == K_GATHER ? in : in + (size_t)j * b, b, ncclInt8, j, c, s);
+            r = nc.ncclSend(d->kind == K_GATHER ? in : in + (size_t)j * b, b, ncclInt8, j, c, s);
         }
         if (recv && r == ncclSuccess) {
-            r = ncclRecv(d->kind == K_SCATTER ? out : out + (size_t)j * b, b, ncclInt8, j, c, s);
+            r = nc.ncclRecv(d->kind == K_SCATTER ? out : out + (size_t)j * b, b, ncclInt8, j, c, s);
         }
     }
-    return r == ncclSuccess ? ncclGroupEnd() : r;
+    return r == ncclSuccess ? nc.ncclGroupEnd() : r;
 }
 
 /* The block a rank keeps for itself in alltoall/gather/scatter: a device-to-device copy. */
@@ -867,7 +1130,7 @@ static cudaError_t self_block(const struct coll_desc *d, const char *in, char *o
     if (d->kind != K_ALLTOALL && me != d->root) {
         return cudaSuccess;
     }
-    return src == dst || !b ? cudaSuccess : cudaMemcpyAsync(dst, src, b, cudaMemcpyDefault, s);
+    return src == dst || !b ? cudaSuccess : rt.cudaMemcpyAsync(dst, src, b, cudaMemcpyDefault, s);
 }
 
 static ncclResult_t nccl_enqueue(struct dev_op *o, const void *in, void *out)
@@ -884,19 +1147,19 @@ static ncclResult_t nccl_enqueue(struct dev_op *o, const void *in, void *out)
     }
     switch (d->kind) {
     case K_ALLREDUCE:
-        return ncclAllReduce(in, out, d->count, t, rop, c, s);
+        return nc.ncclAllReduce(in, out, d->count, t, rop, c, s);
     case K_BCAST:
-        return ncclBroadcast(in ? in : out, out ? out : (void *)in, d->count, ncclInt8, d->root, c,
-                             s);
+        return nc.ncclBroadcast(in ? in : out, out ? out : (void *)in, d->count, ncclInt8, d->root,
+                                c, s);
     case K_REDUCE:
-        return ncclReduce(in, out ? out : (void *)in, d->count, t, rop, d->root, c, s);
+        return nc.ncclReduce(in, out ? out : (void *)in, d->count, t, rop, d->root, c, s);
     case K_ALLGATHER:
-        return ncclAllGather(in, out, d->count, ncclInt8, c, s);
+        return nc.ncclAllGather(in, out, d->count, ncclInt8, c, s);
     case K_REDSCAT:
-        return ncclReduceScatter(in, out, d->count, t, rop, c, s);
+        return nc.ncclReduceScatter(in, out, d->count, t, rop, c, s);
     default:
         if (self_block(d, in, out, o->g->rank, s) != cudaSuccess) {
-            cudaGetLastError();
+            rt.cudaGetLastError();
             return ncclUnhandledCudaError;
         }
         return nccl_p2p(d, in, out, o->g->rank, o->g->size, c, s);
@@ -935,20 +1198,20 @@ static int nccl_start(struct dev_op *o)
     if (r != ncclSuccess) {
         return nccl_status(r, kind_name[d->kind]);
     }
-    e = o->bounce_out
-            ? cudaMemcpyAsync(d->out, o->bounce_out, d->out_bytes, cudaMemcpyDefault, o->gd->stream)
-            : cudaSuccess;
+    e = o->bounce_out ? rt.cudaMemcpyAsync(d->out, o->bounce_out, d->out_bytes, cudaMemcpyDefault,
+                                           o->gd->stream)
+                      : cudaSuccess;
     if (o->bounce_in) {
-        cudaFreeAsync(o->bounce_in, o->gd->stream);
+        rt.cudaFreeAsync(o->bounce_in, o->gd->stream);
     }
     if (o->bounce_out) {
-        cudaFreeAsync(o->bounce_out, o->gd->stream);
+        rt.cudaFreeAsync(o->bounce_out, o->gd->stream);
     }
     if (e == cudaSuccess && !o->ev) {
-        e = cudaEventCreateWithFlags(&o->ev, cudaEventDisableTiming);
+        e = rt.cudaEventCreateWithFlags(&o->ev, cudaEventDisableTiming);
     }
     if (e == cudaSuccess) {
-        e = cudaEventRecord(o->ev, o->gd->stream);
+        e = rt.cudaEventRecord(o->ev, o->gd->stream);
     }
     return e == cudaSuccess ? PGC_OK : cuda_status(e, "recording a device collective's event");
 }
@@ -960,7 +1223,7 @@ static void nccl_done(struct dev_op *o, cudaError_t e)
     ncclResult_t async = ncclSuccess;
 
     if (status == PGC_OK && o->gd->comm &&
-        ncclCommGetAsyncError(o->gd->comm, &async) == ncclSuccess && async != ncclSuccess) {
+        nc.ncclCommGetAsyncError(o->gd->comm, &async) == ncclSuccess && async != ncclSuccess) {
         status = nccl_status(async, kind_name[o->d.kind]);
     }
     op_finish(o, status);
@@ -987,6 +1250,7 @@ static int choose_path(struct pg_group *g, struct pg_group_dev *gd, const struct
     if ((*why = nccl_cannot(d)) != NULL) {
         return PGC_OK;
     }
+    nc_load(); /* once loaded, this makes the loading thread's writes to nc visible here */
     if (gd->path == DEV_G_UNKNOWN) {
         int rc = nccl_init(g, gd);
         if (rc != PGC_OK) {
@@ -1086,6 +1350,14 @@ static int dev_start(struct pg_group *g, struct coll_desc *d, struct pg_req *req
     return rc;
 }
 
+/* A device call in a process without a device: callers route only device memory here, which
+ * cannot exist then, but a direct pg_dev_* call must fail cleanly, not call into CUDA. */
+static int no_device(const struct pg_group *g, enum coll_kind k)
+{
+    return mps_error(PGC_ERR_DEVICE, "device %s on rank %d: no usable CUDA device (%s)",
+                     kind_name[k], g->rank,
+                     rt_lib.loaded ? "cudaGetDeviceCount found none" : rt_lib.why);
+}
 
 static int start_kind(struct pg_group *g, enum coll_kind k, const void *in, void *out, size_t count,
                       const struct pg_op_spec *op, int root, struct pg_req *req)
@@ -1093,6 +1365,9 @@ static int start_kind(struct pg_group *g, enum coll_kind k, const void *in, void
     struct coll_desc d = {.kind = k, .in = in, .out = out, .count = count, .op = op, .root = root};
     int rc = op ? pg_check_op(op) : PGC_OK;
 
+    if (rc == PGC_OK && !device_ready()) {
+        rc = no_device(g, k);
+    }
     if (rc == PGC_OK && (k == K_BCAST || k == K_REDUCE || k == K_GATHER || k == K_SCATTER)) {
         rc = pg_check_root(g, root);
     }
@@ -1161,7 +1436,7 @@ static void p2p_done(struct pg_req *inner)
 
     if (o->d.kind == K_RECV && (status == PGC_OK || status == PGC_ERR_TRUNCATE) && n &&
         !inner->cancelled) {
-        e = cudaMemcpy(o->d.out, o->pin, n, cudaMemcpyDefault);
+        e = rt.cudaMemcpy(o->d.out, o->pin, n, cudaMemcpyDefault);
         if (e != cudaSuccess) {
             status = cuda_status(e, "copy of a received message to the device");
         }
@@ -1178,11 +1453,14 @@ static void p2p_done(struct pg_req *inner)
 static int p2p_start(struct pg_group *g, enum coll_kind k, const void *buf, size_t len, int peer,
                      int tag, bool sync, struct pg_req *req)
 {
-    struct dev_op *o = op_get();
+    struct dev_op *o;
     cudaError_t e = cudaSuccess;
     int rc;
 
-    if (!o) {
+    if (!device_ready()) {
+        return no_device(g, k);
+    }
+    if ((o = op_get()) == NULL) {
         return PGC_ERR_NOMEM;
     }
     o->d.kind = k;
@@ -1191,7 +1469,7 @@ static int p2p_start(struct pg_group *g, enum coll_kind k, const void *buf, size
     o->pin_bytes = len;
     rc = pin_get(len, &o->pin);
     if (rc == PGC_OK && k == K_SEND && len) {
-        e = cudaMemcpy(o->pin, buf, len, cudaMemcpyDefault);
+        e = rt.cudaMemcpy(o->pin, buf, len, cudaMemcpyDefault);
         rc = e == cudaSuccess ? PGC_OK : cuda_status(e, "copy of a device send buffer to host");
     }
     if (rc != PGC_OK) {
@@ -1244,7 +1522,7 @@ int pg_dev_progress(void)
         if (!o->nccl) {
             continue;
         }
-        e = cudaEventQuery(o->ev);
+        e = rt.cudaEventQuery(o->ev);
         if (e != cudaErrorNotReady) {
             nccl_done(o, e);
         }
@@ -1271,7 +1549,7 @@ void pg_dev_detach(struct pg_req *req)
             MPS_WARN("device: aborting the NCCL communicator of a group of %d after a "
                      "timeout",
                      o->g->size);
-            ncclCommAbort(o->gd->comm);
+            nc.ncclCommAbort(o->gd->comm);
             o->gd->comm = NULL;
             o->gd->path = DEV_G_BROKEN;
         }
@@ -1322,7 +1600,7 @@ void pg_dev_finalize(void)
     pthread_mutex_lock(&pin_lock);
     for (int c = 0; c < PIN_CLASSES; c++) {
         while (pin_n[c] > 0) {
-            cudaFreeHost(pin_cache[c][--pin_n[c]]);
+            rt.cudaFreeHost(pin_cache[c][--pin_n[c]]);
         }
     }
     pthread_mutex_unlock(&pin_lock);
@@ -1332,7 +1610,7 @@ void pg_dev_finalize(void)
         struct dev_op *o = container_of(pos, struct dev_op, link);
         mps_list_remove(&o->link);
         if (o->ev) {
-            cudaEventDestroy(o->ev);
+            rt.cudaEventDestroy(o->ev);
         }
         free(o);
     }
@@ -1357,6 +1635,18 @@ int pg_dev_cuda_version(void)
 int pg_dev_nccl_version(void)
 {
     return 0;
+}
+
+const char *pg_dev_cuda_lib(const char **why)
+{
+    *why = "built without CUDA";
+    return NULL;
+}
+
+const char *pg_dev_nccl_lib(const char **why)
+{
+    *why = "built without CUDA";
+    return NULL;
 }
 
 enum pg_mem pg_dev_classify(const void *p)

@@ -4,9 +4,13 @@
  *
  * pg_device.c is the only file of mpishim that includes cuda_runtime.h and nccl.h. A build
  * without CUDA (HAVE_CUDA 0) compiles it to stubs: nothing is ever classified as device
- * memory and every pg_dev_i* call fails with PGC_ERR_UNSUPPORTED. A build with CUDA runs on
- * a machine without a GPU or driver: the first probe finds no device, says so once at
- * info level, and from then on every routing check is one predictable branch.
+ * memory and every pg_dev_i* call fails with PGC_ERR_UNSUPPORTED. A build with CUDA links
+ * neither the CUDA runtime nor NCCL: it opens libcudart.so.<major> and libnccl.so.2 at run
+ * time (MPISHIM_CUDA_LIB and MPISHIM_NCCL_LIB may name the files; doc/gpu.md). It runs on
+ * a machine without a GPU, a driver or the CUDA libraries: the first probe finds no device,
+ * says so once at info level, and from then on every routing check is one predictable
+ * branch (a pg_dev_i* call made anyway fails with PGC_ERR_DEVICE). Without NCCL every device
+ * collective stages.
  *
  * Paths. A collective on device buffers takes one of two paths, chosen identically on every
  * rank without communication:
@@ -17,7 +21,8 @@
  *  - staging: device -> pinned host copy, the host collective of pg.h, pinned -> device copy.
  *    Taken for what NCCL cannot do (user ops, types or ops NCCL lacks), when NCCL is not
  *    compiled in, when the group's NCCL init failed anywhere (e.g. two ranks on one GPU,
- *    which NCCL refuses; logged once), and always with MPISHIM_DEVICE_COLL=staging.
+ *    which NCCL refuses, or a rank where libnccl.so.2 does not load; logged once), and
+ *    always with MPISHIM_DEVICE_COLL=staging.
  *  MPISHIM_DEVICE_COLL=nccl makes an NCCL init failure an error (PGC_ERR_DEVICE) instead of
  *  a fallback; user ops still stage (NCCL cannot run them). Every call logs its path at debug.
  *
@@ -106,6 +111,11 @@ int pg_dev_count(void);
  * NCCL as NCCL_VERSION_CODE. */
 int pg_dev_cuda_version(void);
 int pg_dev_nccl_version(void);
+/* The CUDA runtime and NCCL libraries, opened on first use (the call opens them): the file
+ * loaded, or NULL with *why saying why not ("built without CUDA", or the loader's error, e.g.
+ * "libnccl.so.2: cannot open shared object file: No such file or directory"). */
+const char *pg_dev_cuda_lib(const char **why);
+const char *pg_dev_nccl_lib(const char **why);
 /* The configured path (MPISHIM_DEVICE_COLL, read once; an unknown value warns once and
  * means auto). */
 enum pg_dev_path pg_dev_path_mode(void);

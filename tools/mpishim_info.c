@@ -56,28 +56,43 @@ static void print_build(void)
     printf("\n");
 }
 
-/* Device support: what is compiled in, and whether a device is usable now (probing it
- * loads the CUDA runtime; without a driver it finds none, which is not an error). */
+/* Device support: what is compiled in, which CUDA runtime and NCCL were opened (the device
+ * backend opens them at run time; without them the build still runs, host path only), and
+ * whether a device is usable now (without a driver the probe finds none: not an error). */
 static void print_device(void)
 {
     int cv = pg_dev_cuda_version(), nv = pg_dev_nccl_version(), n = pg_dev_count();
+    const char *cwhy = NULL, *nwhy = NULL;
+    const char *clib = pg_dev_cuda_lib(&cwhy), *nlib = pg_dev_nccl_lib(&nwhy);
 
     printf("Device support:\n");
+    printf("  compiled in:       %s\n",
+           !HAVE_CUDA ? "no (built without CUDA)"
+           : HAVE_NCCL
+               ? "CUDA and NCCL, opened at run time"
+               : "CUDA, opened at run time; no NCCL (device collectives stage through host)");
     if (HAVE_CUDA) {
-        printf("  compiled in:       CUDA runtime %d.%d", cv / 1000, (cv % 1000) / 10);
-    } else {
-        printf("  compiled in:       no (built without CUDA)");
+        if (clib) {
+            printf("  CUDA runtime:      %d.%d (%s)\n", cv / 1000, (cv % 1000) / 10, clib);
+        } else {
+            printf("  CUDA runtime:      not loaded (%s)\n", cwhy);
+        }
     }
     if (HAVE_NCCL) {
-        printf(", NCCL %d.%d.%d\n", nv / 10000, (nv % 10000) / 100, nv % 100);
-    } else {
-        printf("%s\n", HAVE_CUDA ? ", no NCCL (device collectives stage through host)" : "");
+        if (nlib) {
+            printf("  NCCL:              %d.%d.%d (%s)\n", nv / 10000, (nv % 10000) / 100, nv % 100,
+                   nlib);
+        } else {
+            printf("  NCCL:              not loaded (%s): device collectives stage through host\n",
+                   nwhy);
+        }
     }
     if (n > 0) {
         printf("  usable now:        yes, %d CUDA device(s)\n", n);
     } else {
-        printf("  usable now:        no (%s)\n",
-               HAVE_CUDA ? "no CUDA device or driver found" : "not compiled in");
+        printf("  usable now:        no (%s)\n", !HAVE_CUDA ? "not compiled in"
+                                                 : clib     ? "no CUDA device or driver found"
+                                                            : "no CUDA runtime");
     }
     printf("  device collectives: MPISHIM_DEVICE_COLL=%s\n\n", mps_config_str(MPS_CFG_DEVICE_COLL));
 }

@@ -3,7 +3,11 @@
 # the build's dependencies (a compiler, libfabric, PMIx, cmocka): a static mpishim build
 # (BUILD_DIR, default a temporary folder) links the GPU programs, which are copied into
 # OUTDIR with every shared library they load except the C runtime, CUDA's driver and NCCL
-# (which the GPU machine has: NCCL is 200 MB). Run it there with `sh OUTDIR/run.sh`: the
+# (which the GPU machine has: NCCL is 200 MB). mpishim links neither the CUDA runtime nor
+# NCCL: it opens libcudart.so.<major> and libnccl.so.2 at run time (dlopen), so ldd does not
+# show them for mpishim_info or mpiexec; the runtime configure found is copied into OUTDIR/lib
+# explicitly, NCCL is the GPU machine's own (run.sh puts both on LD_LIBRARY_PATH and fails if
+# mpishim_info reports either not loaded). Run it there with `sh OUTDIR/run.sh`: the
 # GPU suite (tests/gpu/run_gpu.sh), the two device examples, and bench/dev_bench at 1, 2
 # and 4 ranks. This is how the suite ran on an H100 (doc/gpu.md, "Tests and what was
 # verified where").
@@ -45,6 +49,10 @@ done | sort -u | grep -v -E "/($system_libs)\.so" | while read -r lib; do
     cp -L "$lib" "$out/lib/"
 done
 [ -n "$fabric" ] && cp -L "$fabric" "$out/lib/libfabric.so.1"
+# The CUDA runtime mpishim opens by its soname (the programs that call CUDA link it too).
+cudart_dir=$(sed -n 's/^#define MPS_CUDA_LIBDIR "\(.*\)"$/\1/p' "$build/config.h")
+cudart=$(sed -n 's/^MPS_CUDART_SONAME = //p' "$build/Makefile")
+cp -L "$cudart_dir/$cudart" "$out/lib/$cudart"
 cat >"$out/run.sh" <<'EOF'
 #!/bin/sh
 # Runs the bundled device suite (see tests/gpu/bundle.sh). NCCL_LIB: the folder holding
@@ -55,7 +63,15 @@ find_nccl='import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)
 nccl=${NCCL_LIB:-$(python3 -c "$find_nccl" 2>/dev/null)}
 export LD_LIBRARY_PATH="$PWD/lib${nccl:+:$nccl}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 status=0
-tools/mpishim_info | sed -n '/^Device support/,/device collectives/p'
+info=$(tools/mpishim_info | sed -n '/^Device support/,/device collectives/p')
+echo "$info"
+# mpishim opens both at run time: a missing one would quietly mean no device or staging.
+for lib in "CUDA runtime" NCCL; do
+    if ! echo "$info" | grep -q "^  $lib: *[0-9]"; then
+        echo "bundle: $lib not loaded (the reason is above; NCCL_LIB: the folder of libnccl.so.2)"
+        status=1
+    fi
+done
 top_builddir=. sh tests/gpu/run_gpu.sh || status=1
 for n in 1 2; do
     tools/mpiexec -n $n examples/device_allreduce || status=1
