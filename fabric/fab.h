@@ -143,6 +143,10 @@ void fab_am_consume(struct fab *f, int peer);
  * not reached through the shared-memory rings (another node, no rings here). */
 #define FAB_COLL_BYTES (272u * 1024u)
 void *fab_coll_area(const struct fab *f, int rank);
+/* A peer of this node whose process is gone (no such process, or one that exited and was not
+ * reaped yet), or -1 when every ring peer lives; *pid gets its process id. A few system
+ * calls per local peer: for waits that have lasted long enough to suspect a death. */
+int fab_dead_peer(const struct fab *f, int *pid);
 /* The provider name used for peer (for the info tool and the logs). */
 const char *fab_peer_provider(const struct fab *f, int peer);
 /* The version of the libfabric loaded at run time (FI_VERSION encoding), 0 if none. */

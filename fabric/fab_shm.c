@@ -86,6 +86,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/uio.h>
@@ -373,6 +374,45 @@ int fab_shm_open(struct fab *f)
 bool fab_shm_cma(const struct fab *f)
 {
     return f->ring && f->ring->cma;
+}
+
+/* Whether process pid is gone: kill says there is none, or /proc says it is a zombie (it
+ * exited, and its parent, a shell or a launcher, has not reaped it yet). */
+static bool process_gone(pid_t pid)
+{
+    char path[64], stat[256];
+    const char *close_paren;
+    ssize_t n;
+    int fd;
+
+    if (kill(pid, 0) != 0 && errno == ESRCH) {
+        return true;
+    }
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        return errno == ENOENT;
+    }
+    n = read(fd, stat, sizeof(stat) - 1);
+    close(fd);
+    stat[n > 0 ? n : 0] = '\0';
+    /* "pid (comm) S ...": the state follows the last parenthesis. */
+    close_paren = strrchr(stat, ')');
+    return close_paren && close_paren[1] == ' ' && (close_paren[2] == 'Z' || close_paren[2] == 'X');
+}
+
+int fab_dead_peer(const struct fab *f, int *pid)
+{
+    const struct fab_shm *s = f->ring;
+
+    for (int i = 0; s && i < s->nlocal; i++) {
+        int r = s->rank_of[i];
+        if (r != f->rank && s->pids[r] > 0 && process_gone(s->pids[r])) {
+            *pid = (int)s->pids[r];
+            return r;
+        }
+    }
+    return -1;
 }
 
 void fab_shm_addr(const struct fab *f, uint32_t *pid, uint32_t *nonce)

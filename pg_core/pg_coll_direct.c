@@ -264,7 +264,7 @@ int pg_allgather_direct(struct pg_group *g, const void *in, void *out, size_t bl
     if (rc != PGC_OK) {
         return rc;
     }
-    if (in != mine) {
+    if (in != mine && block) { /* count 0 may come with NULL buffers */
         memcpy(mine, in, block);
     }
     PG_LOCK();
@@ -282,7 +282,9 @@ int pg_alltoall_direct(struct pg_group *g, const void *in, void *out, size_t blo
     if (rc != PGC_OK) {
         return rc;
     }
-    memcpy((char *)out + me, (const char *)in + me, block);
+    if (block) { /* count 0 may come with NULL buffers */
+        memcpy((char *)out + me, (const char *)in + me, block);
+    }
     PG_LOCK();
     rc = all_pairs(g, in, block, out, block, PG_COLL_ALLTOALL);
     PG_UNLOCK();

@@ -5,6 +5,13 @@
  * deferred, and advances collective schedules. A wait spins on progress for
  * MPISHIM_SPIN_COUNT polls and then yields the CPU between polls: when ranks outnumber
  * cores, a spinning rank would otherwise starve the peer it waits for.
+ *
+ * A wait that lasts longer turns into one a dead peer may explain. From WAIT_SLEEP_AFTER on
+ * it sleeps between polls instead of yielding (a rank waiting for a slow peer no longer
+ * burns a core), and every WAIT_LIVENESS it asks the fabric whether a process of this node
+ * is gone: then it fails at once with the dead rank's number, whatever MPISHIM_TIMEOUT
+ * says, instead of waiting the timeout out. No launcher needs to be there to kill the
+ * survivors (torch-style env:// starts have none).
  */
 #include "config.h"
 
@@ -14,6 +21,11 @@
 #include "pgc_status.h"
 
 #include <sched.h>
+#include <time.h>
+
+#define WAIT_SLEEP_AFTER 0.01 /* s of waiting before polls sleep instead of yielding */
+#define WAIT_SLEEP_NS 50000   /* how long such a poll sleeps */
+#define WAIT_LIVENESS 0.1     /* s between two looks at the local peers' processes */
 
 /* One round of progress; returns the number of fabric events handled, or an error. */
 static int progress_events(void)
@@ -60,15 +72,22 @@ bool pg_test(struct pg_req *req)
     return pg_req_is_done(req);
 }
 
-/* One step of a wait: poll, and after spin_count polls give the CPU away. The lock is
- * dropped around the yield so that other threads can progress (and complete our request). */
-static void wait_poll(int *spins)
+/* One step of a wait: poll, and after spin_count polls give the CPU away (for a while when
+ * the wait is long). The lock is dropped around the yield so that other threads can
+ * progress (and complete our request). */
+static void wait_poll(int *spins, bool sleepy)
 {
+    static const struct timespec nap = {0, WAIT_SLEEP_NS};
+
     /* A poll that handled something may have completed what the caller waits for: look
      * before giving the core away (with more ranks than cores, that is a context switch). */
     if (progress_events() <= 0 && ++*spins >= pg_w.spin_count) {
         PG_UNLOCK();
-        sched_yield();
+        if (sleepy) {
+            nanosleep(&nap, NULL);
+        } else {
+            sched_yield();
+        }
         PG_LOCK();
     } else if (pg_w.mt) {
         PG_UNLOCK();
@@ -76,13 +95,20 @@ static void wait_poll(int *spins)
     }
 }
 
-static int wait_timed_out(struct pg_req *req, double timeout)
+/* Gives up a request its wait no longer waits for: a schedule or a device operation forgets
+ * it, a receive leaves the posted queue. Whether it was a posted receive. */
+static bool give_up(struct pg_req *req)
 {
     if (req->kind == PG_REQ_COLL) {
         pg_sched_detach(req);
     }
     pg_dev_detach(req);
-    if (req->kind == PG_REQ_RECV && pg_unpost_recv(req)) {
+    return req->kind == PG_REQ_RECV && pg_unpost_recv(req);
+}
+
+static int wait_timed_out(struct pg_req *req, double timeout)
+{
+    if (give_up(req)) {
         return mps_error(PGC_ERR_TIMEOUT,
                          "no message from source %d with tag %d arrived within %.0f s", req->match_src,
                          req->match_tag, timeout);
@@ -93,28 +119,43 @@ static int wait_timed_out(struct pg_req *req, double timeout)
                      timeout);
 }
 
+/* PGC_ERR_PEER_DEAD, with the rank named, when a process of this node is gone. */
+static int peer_alive(void)
+{
+    int pid, dead = pg_w.fab ? fab_dead_peer(pg_w.fab, &pid) : -1;
+
+    if (dead < 0) {
+        return PGC_OK;
+    }
+    return mps_error(PGC_ERR_PEER_DEAD, "rank %d (pid %d, on this node) has died; this rank "
+                     "was waiting for it or for a peer that needs it", dead, pid);
+}
+
 int pg_wait_until_locked(bool (*ready)(void *arg), void *arg, double timeout)
 {
-    double deadline = 0;
-    int spins = 0;
+    double start = 0, next_look = 0;
+    int spins = 0, rc = PGC_OK;
 
     if (timeout < 0) {
         timeout = pg_w.timeout;
     }
-    for (unsigned iter = 0; !ready(arg); iter++) {
-        wait_poll(&spins);
+    for (unsigned iter = 0; !ready(arg) && rc == PGC_OK; iter++) {
+        wait_poll(&spins, start != 0 && next_look - start > WAIT_SLEEP_AFTER);
         /* Reading the clock costs ~20 ns: check it every 256 polls only, and not on the
          * first (most waits end within a few polls). The timeout counts from there. */
         if ((iter & 255) == 255) {
             double now = mps_now();
-            if (deadline == 0) {
-                deadline = now + timeout;
-            } else if (now > deadline && !ready(arg)) {
-                return PGC_ERR_TIMEOUT;
+            if (start == 0) {
+                start = next_look = now;
+            } else if (now - start > timeout && !ready(arg)) {
+                rc = PGC_ERR_TIMEOUT;
+            } else if (now >= next_look + WAIT_LIVENESS) {
+                next_look = now;
+                rc = peer_alive();
             }
         }
     }
-    return PGC_OK;
+    return rc;
 }
 
 static bool req_done(void *req)
@@ -127,8 +168,19 @@ int pg_wait_locked(struct pg_req *req, double timeout)
     if (timeout < 0) {
         timeout = pg_w.timeout;
     }
-    if (pg_wait_until_locked(req_done, req, timeout) != PGC_OK) {
+    int rc;
+
+    if (timeout < 0) {
+        timeout = pg_w.timeout;
+    }
+    rc = pg_wait_until_locked(req_done, req, timeout);
+    if (rc == PGC_ERR_TIMEOUT) {
         return wait_timed_out(req, timeout);
+    }
+    if (rc != PGC_OK) {
+        /* A dead peer (peer_alive recorded which): given up like a timed-out request. */
+        give_up(req);
+        return rc;
     }
     return req->status;
 }

@@ -7,6 +7,7 @@
  *   badrank      MPI_Send to a rank outside MPI_COMM_WORLD under the default handler
  *   truncate     a truncated receive under the default handler
  *   killed       rank 1 dies by SIGKILL while rank 0 waits for it in MPI_Recv
+ *   killedcoll   rank 1 dies by SIGKILL while the others wait for it in a large MPI_Allreduce
  *   hang         rank 1 never sends; rank 0's MPI_Recv gives up after MPISHIM_TIMEOUT
  *   collhang     rank 1 never enters MPI_Barrier; rank 0's gives up after MPISHIM_TIMEOUT
  *   finalhang    rank 0 never enters MPI_Finalize; rank 1's gives up after MPISHIM_TIMEOUT
@@ -43,6 +44,12 @@ int main(int argc, char **argv)
             raise(SIGKILL);
         }
         MPI_Recv(buf, 1, MPI_INT, 1, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    } else if (strcmp(mode, "killedcoll") == 0 && size > 1) {
+        static int big[1 << 16], sum[1 << 16];
+        if (rank == 1) {
+            raise(SIGKILL);
+        }
+        MPI_Allreduce(big, sum, 1 << 16, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     } else if (strcmp(mode, "hang") == 0 && size > 1) {
         if (rank == 0) {
             MPI_Recv(buf, 1, MPI_INT, 1, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);

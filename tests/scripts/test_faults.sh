@@ -53,6 +53,23 @@ expect collhang 25 'MPI_Barrier \(rank 0\): .*rank 1 did not arrive within 5 s' 
 expect finalhang 25 'MPI_Finalize \(rank 1\): .*within 5 s' "$mpiexec" -n 2 "$prog" finalhang
 expect collmismatch 20 'MPI_Allreduce \(rank [01]\): .*rank [01] gave [48] bytes, this rank [48]' \
     "$mpiexec" -n 2 "$prog" collmismatch
+# Without a launcher to end the job (a torch-style env:// start: two processes a shell
+# started), a survivor waiting for a dead rank of its node gives up within about a second
+# and names it, although MPISHIM_TIMEOUT is 60 s: in a receive, and in an allreduce.
+two_env() {
+    local port
+    port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+    env MPISHIM_TIMEOUT=60 RANK=1 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT="$port" \
+        "$prog" "$1" &
+    env MPISHIM_TIMEOUT=60 RANK=0 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT="$port" \
+        "$prog" "$1"
+}
+export -f two_env
+export prog
+for mode in killed killedcoll; do
+    expect "$mode (env://, no launcher)" 10 'rank 1 \(pid [0-9]+, on this node\) has died' \
+        bash -c "two_env $mode"
+done
 # A rendezvous that nobody serves: env:// pointing at a closed port.
 expect unreachable 25 '(unreachable|could not connect|connect).*127\.0\.0\.1' \
     env RANK=1 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=1 MPISHIM_BOOT_STORE_EXTERNAL=1 \
