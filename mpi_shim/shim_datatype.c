@@ -134,27 +134,41 @@ static struct shim_dtype builtin_4c[0x47] = {
     TYPE_1(MPI_CXX_LONG_DOUBLE_COMPLEX, long double _Complex, PG_C_LONG_DOUBLE_COMPLEX),
 };
 
-/* The MINLOC/MAXLOC pairs 0x8c00000X. Their packed form keeps the struct padding (see the
- * header), so size is sizeof(struct); mpi_size and the true extent are MPICH's values: the
- * span of the value and the index. */
+/* The MINLOC/MAXLOC pairs 0x8c00000X. Their type signature is (value type, int), so their
+ * packed form is the value's bytes and then the index's, without the struct's padding: a
+ * message sent as {double, int, double, int} and received as 2 x MPI_DOUBLE_INT must match
+ * by signature. The typed layout (extent, true extent) is the C struct's, as in MPICH. A pair
+ * whose struct has no padding (MPI_FLOAT_INT) stays contiguous; the others are one or two
+ * blocks (MPI_SHORT_INT has its padding between the short and the int). */
+#define PAIR_VAL(st) sizeof(((struct st *)0)->v)
+#define PAIR_GAP(st) (offsetof(struct st, i) != PAIR_VAL(st))
 #define TYPE_PAIR(h, st, pg, nm)                                                                   \
     [(h)&0xff] = {.handle = (h),                                                                   \
                   .builtin = true,                                                                 \
                   .committed = true,                                                               \
-                  .contig = true,                                                                  \
-                  .size = sizeof(struct st),                                                       \
-                  .mpi_size = sizeof(((struct st *)0)->v) + sizeof(int),                           \
+                  .contig = PAIR_VAL(st) + sizeof(int) == sizeof(struct st),                       \
+                  .size = PAIR_VAL(st) + sizeof(int),                                              \
+                  .mpi_size = PAIR_VAL(st) + sizeof(int),                                          \
                   .extent = sizeof(struct st),                                                     \
                   .true_extent = offsetof(struct st, i) + sizeof(int),                             \
                   .align = _Alignof(struct st),                                                    \
                   .base = (pg),                                                                    \
                   .base_per_elem = 1,                                                              \
                   .nbasic = 2,                                                                     \
-                  .nblocks = 1,                                                                    \
-                  .blocks = &builtin_8c[(h)&0xff].one_block,                                       \
-                  .one_block = {0, sizeof(struct st)},                                             \
+                  .nblocks = PAIR_GAP(st) ? 2 : 1,                                                 \
+                  .blocks = PAIR_GAP(st) ? pair_blocks_##st : &builtin_8c[(h)&0xff].one_block,     \
+                  .one_block = {0, PAIR_VAL(st) + sizeof(int)},                                    \
                   .combiner = MPI_COMBINER_NAMED,                                                  \
                   .name = nm}
+#define PAIR_BLOCKS(st)                                                                            \
+    static struct shim_dtype_block pair_blocks_##st[2] = {                                         \
+        {0, PAIR_VAL(st)}, {offsetof(struct st, i), sizeof(int)}}
+
+PAIR_BLOCKS(pg_float_int);
+PAIR_BLOCKS(pg_double_int);
+PAIR_BLOCKS(pg_long_int);
+PAIR_BLOCKS(pg_short_int);
+PAIR_BLOCKS(pg_long_double_int);
 
 static struct shim_dtype builtin_8c[5] = {
     TYPE_PAIR(MPI_FLOAT_INT, pg_float_int, PG_FLOAT_INT, "MPI_FLOAT_INT"),

@@ -9,12 +9,14 @@
  *
  * The packed form of count elements (what goes on the wire, and what MPI_Pack writes) is
  * the blocks of element 0, then those of element 1, ..., copied back to back: count * size
- * bytes. When base != PG_DTYPE_NONE the packed form is exactly count * base_per_elem
- * elements of that pg_dtype in native layout, so reductions can run on it directly. To keep
- * that true for the MINLOC/MAXLOC pair types (struct { double v; int i; } and friends), their
- * packed form includes the struct's trailing padding: `size` is sizeof(struct), while
- * `mpi_size` is what MPI_Type_size reports (MPICH's value, without padding). Byte counts in
- * an MPI_Status are packed bytes, so MPI_Get_count divides them by `size`.
+ * bytes. It follows the type signature, never the layout: padding is not data, so the
+ * MINLOC/MAXLOC pair types (struct { double v; int i; } and friends) pack as the value's
+ * bytes followed by the int's (12 bytes for MPI_DOUBLE_INT), and a message sent as
+ * {double, int} structs matches one received as MPI_DOUBLE_INT. When base != PG_DTYPE_NONE
+ * the packed form is exactly count * base_per_elem elements of that pg_dtype, in native
+ * layout for every base but the pair types, whose packed elements are value-then-index with
+ * no padding (shim_op.c reduces those with pg_reduce_loc_packed). Byte counts in an
+ * MPI_Status are packed bytes, so MPI_Get_count divides them by `size`.
  *
  * Handles: predefined types have MPICH's builtin handles; derived types get
  * MPISHIM_HANDLE_MAKE(MPISHIM_KIND_INDIRECT, MPISHIM_OBJ_DATATYPE, generation << 20 | slot),
@@ -57,7 +59,7 @@ struct shim_dtype {
     bool contig; /* one block at offset 0 with size == extent: send buf as it is */
 
     size_t size;     /* packed bytes per element */
-    MPI_Count mpi_size; /* MPI_Type_size (differs from size only for padded pair types) */
+    MPI_Count mpi_size; /* MPI_Type_size (equal to size; kept as MPI_Count for _x calls) */
     MPI_Aint lb, extent;
     MPI_Aint true_lb, true_extent;
     size_t align; /* largest alignment of the basic types, for MPI_Type_create_struct */

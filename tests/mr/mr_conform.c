@@ -1,0 +1,224 @@
+/* MPI conformance fixes of issue 38, one function per fix, each checking values it computes
+ * itself:
+ * - pair types (MPI_DOUBLE_INT, ...) match by type signature, not by their padded layout:
+ *   point-to-point against a struct type, MPI_Pack/Unpack, sizes, and MINLOC/MAXLOC;
+ * - collectives with count 0 and NULL buffers return on every rank (no hang);
+ * - completion calls with count 0 and NULL arrays, and point-to-point calls with a NULL
+ *   buffer and count > 0 (MPI_ERR_BUFFER, no crash);
+ * - the smaller items: persistent requests outliving their type, MPI_Get_elements on a
+ *   partial message, status.MPI_ERROR untouched, error strings and classes, MPI_REPLACE and
+ *   MPI_NO_OP commutative, user ops on a derived type. */
+#include "mrtest.h"
+
+#include <stddef.h>
+#include <string.h>
+
+static int rank, size;
+
+/* The C layouts MPI's pair types describe. */
+struct d_i {
+    double v;
+    int i;
+};
+struct s_i {
+    short v;
+    int i;
+};
+struct l_i {
+    long v;
+    int i;
+};
+struct ld_i {
+    long double v;
+    int i;
+};
+/* Two pairs spelled out, as a program that never heard of MPI_DOUBLE_INT would send them. */
+struct two {
+    double a;
+    int b;
+    double c;
+    int d;
+};
+
+/* {double, int, double, int} as a struct type with the C struct's displacements. */
+static MPI_Datatype two_type(void)
+{
+    int bl[4] = {1, 1, 1, 1};
+    MPI_Aint disp[4] = {offsetof(struct two, a), offsetof(struct two, b), offsetof(struct two, c),
+                        offsetof(struct two, d)};
+    MPI_Datatype types[4] = {MPI_DOUBLE, MPI_INT, MPI_DOUBLE, MPI_INT}, t;
+
+    CHECK_MPI(MPI_Type_create_struct(4, bl, disp, types, &t));
+    CHECK_MPI(MPI_Type_commit(&t));
+    return t;
+}
+
+/* Rank r sends to (r + 1) % size and receives from (r - 1 + size) % size: one message as
+ * struct two, one as 2 x MPI_DOUBLE_INT, each received as the other. */
+static void pairs_match_by_signature(void)
+{
+    int to = (rank + 1) % size, from = (rank - 1 + size) % size;
+    MPI_Datatype t = two_type();
+    struct two s2 = {rank + 0.5, rank + 10, rank + 2.5, rank + 20}, r2;
+    struct d_i sp[2] = {{rank + 100.25, rank + 7}, {rank + 200.75, rank + 8}}, rp[2];
+    MPI_Request q[2];
+    MPI_Status st;
+    int n;
+
+    memset(rp, 0xff, sizeof(rp));
+    memset(&r2, 0xff, sizeof(r2));
+    CHECK_MPI(MPI_Irecv(rp, 2, MPI_DOUBLE_INT, from, 1, MPI_COMM_WORLD, &q[0]));
+    CHECK_MPI(MPI_Irecv(&r2, 1, t, from, 2, MPI_COMM_WORLD, &q[1]));
+    CHECK_MPI(MPI_Send(&s2, 1, t, to, 1, MPI_COMM_WORLD));
+    CHECK_MPI(MPI_Send(sp, 2, MPI_DOUBLE_INT, to, 2, MPI_COMM_WORLD));
+    CHECK_MPI(MPI_Wait(&q[0], &st));
+    CHECK(rp[0].v == from + 0.5 && rp[0].i == from + 10 && rp[1].v == from + 2.5 &&
+              rp[1].i == from + 20,
+          "received %g %d %g %d from %d", rp[0].v, rp[0].i, rp[1].v, rp[1].i, from);
+    CHECK_MPI(MPI_Get_count(&st, MPI_DOUBLE_INT, &n));
+    CHECK(n == 2, "MPI_Get_count gave %d pairs", n);
+    CHECK_MPI(MPI_Get_count(&st, MPI_BYTE, &n));
+    CHECK(n == 24, "MPI_Get_count gave %d bytes, the signature holds 24", n);
+    CHECK_MPI(MPI_Wait(&q[1], MPI_STATUS_IGNORE));
+    CHECK(r2.a == from + 100.25 && r2.b == from + 7 && r2.c == from + 200.75 && r2.d == from + 8,
+          "received %g %d %g %d from %d", r2.a, r2.b, r2.c, r2.d, from);
+    CHECK_MPI(MPI_Type_free(&t));
+}
+
+/* MPI_Pack of pair types writes the signature's bytes; sizes say the same. */
+static void pairs_pack_without_padding(void)
+{
+    struct s_i in[2] = {{-3, 40}, {5, -60}}, out[2];
+    char buf[64];
+    short sv;
+    int iv, pos = 0, sz;
+
+    CHECK_MPI(MPI_Type_size(MPI_DOUBLE_INT, &sz));
+    CHECK(sz == (int)(sizeof(double) + sizeof(int)), "MPI_Type_size(MPI_DOUBLE_INT) = %d", sz);
+    CHECK_MPI(MPI_Type_size(MPI_SHORT_INT, &sz));
+    CHECK(sz == (int)(sizeof(short) + sizeof(int)), "MPI_Type_size(MPI_SHORT_INT) = %d", sz);
+    CHECK_MPI(MPI_Pack_size(3, MPI_LONG_INT, MPI_COMM_WORLD, &sz));
+    CHECK(sz == 3 * (int)(sizeof(long) + sizeof(int)), "MPI_Pack_size(3, MPI_LONG_INT) = %d", sz);
+    CHECK_MPI(MPI_Pack(in, 2, MPI_SHORT_INT, buf, sizeof(buf), &pos, MPI_COMM_WORLD));
+    CHECK(pos == 2 * (int)(sizeof(short) + sizeof(int)), "packed %d bytes", pos);
+    /* Read back as the signature says: short, int, short, int. */
+    pos = 0;
+    for (int k = 0; k < 2; k++) {
+        CHECK_MPI(MPI_Unpack(buf, sizeof(buf), &pos, &sv, 1, MPI_SHORT, MPI_COMM_WORLD));
+        CHECK_MPI(MPI_Unpack(buf, sizeof(buf), &pos, &iv, 1, MPI_INT, MPI_COMM_WORLD));
+        CHECK(sv == in[k].v && iv == in[k].i, "pair %d unpacked as %d %d", k, sv, iv);
+    }
+    pos = 0;
+    memset(out, 0, sizeof(out));
+    CHECK_MPI(MPI_Unpack(buf, sizeof(buf), &pos, out, 2, MPI_SHORT_INT, MPI_COMM_WORLD));
+    CHECK(out[0].v == -3 && out[0].i == 40 && out[1].v == 5 && out[1].i == -60,
+          "round trip gave %d %d %d %d", out[0].v, out[0].i, out[1].v, out[1].i);
+}
+
+/* The value rank r contributes at index k, chosen so that ties happen (several ranks share a
+ * value) and the winner moves with k. */
+static int loc_val(int r, int k)
+{
+    return ((r * 7 + k * 3) % 5) - 2;
+}
+
+/* The expected MAXLOC (max != 0) or MINLOC pair at index k: best value, smallest index. */
+static void loc_expect(int k, int max, int *v, int *i)
+{
+    *v = loc_val(0, k);
+    *i = 0;
+    for (int r = 1; r < size; r++) {
+        int x = loc_val(r, k);
+        if (max ? x > *v : x < *v) {
+            *v = x;
+            *i = r;
+        }
+    }
+}
+
+/* MAXLOC and MINLOC over every padded pair type, small (one message) and large (past the
+ * eager size), allreduce and reduce, and MPI_Reduce_local. The index is rank * 3 + 1 so that
+ * it is not the rank itself; the expected index is computed from the winning rank. */
+#define LOC_CASE(ST, DT, N)                                                                        \
+    do {                                                                                           \
+        struct ST *a = malloc(sizeof(*a) * (N)), *b = malloc(sizeof(*b) * (N));                   \
+        for (int op = 0; op < 2; op++) {                                                           \
+            for (int k = 0; k < (N); k++) {                                                        \
+                a[k].v = loc_val(rank, k);                                                         \
+                a[k].i = rank * 3 + 1;                                                             \
+                b[k].v = 99;                                                                       \
+                b[k].i = -1;                                                                       \
+            }                                                                                      \
+            if (op == 0) {                                                                         \
+                CHECK_MPI(MPI_Allreduce(a, b, (N), DT, MPI_MAXLOC, MPI_COMM_WORLD));               \
+            } else {                                                                               \
+                CHECK_MPI(MPI_Reduce(a, b, (N), DT, MPI_MINLOC, size - 1, MPI_COMM_WORLD));        \
+            }                                                                                      \
+            for (int k = 0; k < (N) && (op == 0 || rank == size - 1); k++) {                       \
+                int v, w;                                                                          \
+                loc_expect(k, op == 0, &v, &w);                                                    \
+                CHECK(b[k].v == v && b[k].i == w * 3 + 1, "%s %s[%d] = (%g, %d), not (%d, %d)",    \
+                      #DT, op ? "minloc" : "maxloc", k, (double)b[k].v, b[k].i, v, w * 3 + 1);     \
+            }                                                                                      \
+        }                                                                                          \
+        for (int k = 0; k < (N); k++) {                                                            \
+            a[k].v = (k % 3) - 1;                                                                  \
+            a[k].i = k;                                                                            \
+            b[k].v = 0;                                                                            \
+            b[k].i = 1000;                                                                         \
+        }                                                                                          \
+        CHECK_MPI(MPI_Reduce_local(a, b, (N), DT, MPI_MINLOC));                                    \
+        for (int k = 0; k < (N); k++) {                                                            \
+            int x = (k % 3) - 1, v = x < 0 ? -1 : 0, w = x < 0 || (x == 0 && k < 1000) ? k : 1000; \
+            CHECK(b[k].v == v && b[k].i == w, "%s reduce_local[%d] = (%g, %d), not (%d, %d)",      \
+                  #DT, k, (double)b[k].v, b[k].i, v, w);                                           \
+        }                                                                                          \
+        free(a);                                                                                   \
+        free(b);                                                                                   \
+    } while (0)
+
+static void minloc_maxloc_on_pairs(void)
+{
+    LOC_CASE(d_i, MPI_DOUBLE_INT, 3);
+    LOC_CASE(d_i, MPI_DOUBLE_INT, 5000);
+    LOC_CASE(s_i, MPI_SHORT_INT, 3);
+    LOC_CASE(s_i, MPI_SHORT_INT, 5000);
+    LOC_CASE(l_i, MPI_LONG_INT, 7);
+    LOC_CASE(ld_i, MPI_LONG_DOUBLE_INT, 7);
+    LOC_CASE(ld_i, MPI_LONG_DOUBLE_INT, 2000);
+}
+
+/* Rooted and all-to-all collectives with count 0 and NULL buffers return on every rank;
+ * a barrier after each would hang if one rank were left waiting. */
+static void zero_count_collectives_with_null_buffers(void)
+{
+    int *zeros = calloc((size_t)size, sizeof(int));
+
+    for (int root = 0; root < size; root++) {
+        CHECK_MPI(MPI_Scatter(NULL, 0, MPI_INT, NULL, 0, MPI_INT, root, MPI_COMM_WORLD));
+        CHECK_MPI(MPI_Gather(NULL, 0, MPI_INT, NULL, 0, MPI_INT, root, MPI_COMM_WORLD));
+        CHECK_MPI(MPI_Scatterv(NULL, zeros, zeros, MPI_INT, NULL, 0, MPI_INT, root,
+                               MPI_COMM_WORLD));
+        CHECK_MPI(MPI_Gatherv(NULL, 0, MPI_INT, NULL, zeros, zeros, MPI_INT, root,
+                              MPI_COMM_WORLD));
+    }
+    CHECK_MPI(MPI_Allgather(NULL, 0, MPI_INT, NULL, 0, MPI_INT, MPI_COMM_WORLD));
+    CHECK_MPI(MPI_Allgatherv(NULL, 0, MPI_INT, NULL, zeros, zeros, MPI_INT, MPI_COMM_WORLD));
+    CHECK_MPI(MPI_Alltoall(NULL, 0, MPI_INT, NULL, 0, MPI_INT, MPI_COMM_WORLD));
+    CHECK_MPI(MPI_Alltoallv(NULL, zeros, zeros, MPI_INT, NULL, zeros, zeros, MPI_INT,
+                            MPI_COMM_WORLD));
+    CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
+    free(zeros);
+}
+
+int main(int argc, char **argv)
+{
+    mrt_init(&argc, &argv);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    rank = mrt_rank;
+    pairs_match_by_signature();
+    pairs_pack_without_padding();
+    minloc_maxloc_on_pairs();
+    zero_count_collectives_with_null_buffers();
+    return mrt_finish("mr_conform");
+}
