@@ -27,6 +27,7 @@ struct shim_persist {
     int peer, tag;
     bool sync;
     bool buffered; /* MPI_Bsend_init: each start copies the message out (shim_bsend.c) */
+    struct shim_dtype *type; /* dt, retained until the request is freed */
 };
 
 struct shim_req {
@@ -74,7 +75,8 @@ int shim_msgbuf_recv(void *buf, int count, const struct shim_dtype *t, struct sh
 void shim_req_attach_recv(struct shim_req *r, struct shim_msgbuf *mb, void *buf, int count,
                           struct shim_dtype *t);
 
-/* Fills an MPI_Status (ignored when st is MPI_STATUS_IGNORE) from a pg request. */
+/* Fill an MPI_Status (ignored when st is MPI_STATUS_IGNORE) from a pg request, or as an
+ * empty one. Neither writes MPI_ERROR (see shim_status_set). */
 void shim_status_set(MPI_Status *st, const struct pg_req *pr, int error);
 void shim_status_empty(MPI_Status *st);
 

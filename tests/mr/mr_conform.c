@@ -211,6 +211,134 @@ static void zero_count_collectives_with_null_buffers(void)
     free(zeros);
 }
 
+/* Completion calls with count 0 accept NULL arrays and write only their scalar outputs. */
+static void completion_calls_with_no_requests(void)
+{
+    int outcount = -5, index = -5, flag = 0;
+    MPI_Status st;
+
+    CHECK_MPI(MPI_Testsome(0, NULL, &outcount, NULL, NULL));
+    CHECK(outcount == MPI_UNDEFINED, "Testsome outcount %d", outcount);
+    outcount = -5;
+    CHECK_MPI(MPI_Waitsome(0, NULL, &outcount, NULL, NULL));
+    CHECK(outcount == MPI_UNDEFINED, "Waitsome outcount %d", outcount);
+    CHECK_MPI(MPI_Testall(0, NULL, &flag, NULL));
+    CHECK(flag == 1, "Testall flag %d", flag);
+    CHECK_MPI(MPI_Waitall(0, NULL, NULL));
+    flag = 0;
+    CHECK_MPI(MPI_Testany(0, NULL, &index, &flag, &st));
+    CHECK(index == MPI_UNDEFINED && flag == 1, "Testany index %d flag %d", index, flag);
+    index = -5;
+    CHECK_MPI(MPI_Waitany(0, NULL, &index, &st));
+    CHECK(index == MPI_UNDEFINED, "Waitany index %d", index);
+}
+
+/* A NULL buffer with count > 0 of a predefined type is MPI_ERR_BUFFER, in every send mode,
+ * receive and persistent form; nothing is sent, so the next message still matches. */
+static void null_buffers_are_refused(void)
+{
+    MPI_Request q = MPI_REQUEST_NULL;
+    int x = 0, n;
+
+    CHECK_MPI(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+    EXPECT_CLASS(MPI_Send(NULL, 3, MPI_INT, rank, 5, MPI_COMM_WORLD), MPI_ERR_BUFFER);
+    EXPECT_CLASS(MPI_Ssend(NULL, 3, MPI_INT, rank, 5, MPI_COMM_WORLD), MPI_ERR_BUFFER);
+    EXPECT_CLASS(MPI_Rsend(NULL, 3, MPI_INT, rank, 5, MPI_COMM_WORLD), MPI_ERR_BUFFER);
+    EXPECT_CLASS(MPI_Bsend(NULL, 3, MPI_INT, rank, 5, MPI_COMM_WORLD), MPI_ERR_BUFFER);
+    EXPECT_CLASS(MPI_Isend(NULL, 3, MPI_INT, rank, 5, MPI_COMM_WORLD, &q), MPI_ERR_BUFFER);
+    EXPECT_CLASS(MPI_Issend(NULL, 3, MPI_INT, rank, 5, MPI_COMM_WORLD, &q), MPI_ERR_BUFFER);
+    EXPECT_CLASS(MPI_Irecv(NULL, 3, MPI_INT, rank, 5, MPI_COMM_WORLD, &q), MPI_ERR_BUFFER);
+    EXPECT_CLASS(MPI_Recv(NULL, 3, MPI_INT, rank, 5, MPI_COMM_WORLD, MPI_STATUS_IGNORE),
+                 MPI_ERR_BUFFER);
+    EXPECT_CLASS(MPI_Send_init(NULL, 3, MPI_INT, rank, 5, MPI_COMM_WORLD, &q), MPI_ERR_BUFFER);
+    EXPECT_CLASS(MPI_Recv_init(NULL, 3, MPI_INT, rank, 5, MPI_COMM_WORLD, &q), MPI_ERR_BUFFER);
+    EXPECT_CLASS(MPI_Sendrecv(NULL, 3, MPI_INT, rank, 5, &x, 1, MPI_INT, rank, 5, MPI_COMM_WORLD,
+                              MPI_STATUS_IGNORE),
+                 MPI_ERR_BUFFER);
+    EXPECT_CLASS(MPI_Sendrecv(&x, 1, MPI_INT, rank, 5, NULL, 1, MPI_INT, rank, 5, MPI_COMM_WORLD,
+                              MPI_STATUS_IGNORE),
+                 MPI_ERR_BUFFER);
+    CHECK(q == MPI_REQUEST_NULL, "a failed call returned a request");
+    /* Count 0 with NULL is fine. */
+    x = 42;
+    CHECK_MPI(MPI_Sendrecv(NULL, 0, MPI_INT, rank, 6, NULL, 0, MPI_INT, rank, 6, MPI_COMM_WORLD,
+                           MPI_STATUS_IGNORE));
+    CHECK_MPI(MPI_Sendrecv(&x, 1, MPI_INT, rank, 7, &n, 1, MPI_INT, rank, 7, MPI_COMM_WORLD,
+                           MPI_STATUS_IGNORE));
+    CHECK(n == 42, "after the refused calls, a message to myself carried %d", n);
+    CHECK_MPI(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL));
+}
+
+/* A persistent send and receive keep working after their datatype's handle is freed. */
+static void persistent_requests_hold_their_type(void)
+{
+    int to = (rank + 1) % size, from = (rank - 1 + size) % size;
+    int sbuf[6], rbuf[6];
+    MPI_Datatype t;
+    MPI_Request q[2];
+
+    CHECK_MPI(MPI_Type_vector(2, 1, 2, MPI_INT, &t)); /* ints 0 and 2 of 3 */
+    CHECK_MPI(MPI_Type_commit(&t));
+    CHECK_MPI(MPI_Recv_init(rbuf, 2, t, from, 9, MPI_COMM_WORLD, &q[0]));
+    CHECK_MPI(MPI_Send_init(sbuf, 2, t, to, 9, MPI_COMM_WORLD, &q[1]));
+    CHECK_MPI(MPI_Type_free(&t));
+    for (int it = 0; it < 2; it++) {
+        for (int k = 0; k < 6; k++) {
+            sbuf[k] = rank * 100 + it * 10 + k;
+            rbuf[k] = -1;
+        }
+        CHECK_MPI(MPI_Startall(2, q));
+        CHECK_MPI(MPI_Waitall(2, q, MPI_STATUSES_IGNORE));
+        /* Element j of the vector is ints 3j and 3j + 2 (extent 3 ints): 1 and 4 are gaps. */
+        for (int k = 0; k < 6; k++) {
+            int want = (k == 1 || k == 4) ? -1 : from * 100 + it * 10 + k;
+            CHECK(rbuf[k] == want, "start %d: rbuf[%d] = %d, not %d", it, k, rbuf[k], want);
+        }
+    }
+    CHECK_MPI(MPI_Request_free(&q[0]));
+    CHECK_MPI(MPI_Request_free(&q[1]));
+}
+
+/* Single-completion calls leave status.MPI_ERROR alone; Waitall sets it for every request
+ * when it returns MPI_ERR_IN_STATUS. */
+static void status_error_field(void)
+{
+    int to = (rank + 1) % size, from = (rank - 1 + size) % size;
+    int two[2] = {rank, rank + 1}, one = -1, flag = 0, rc, cls;
+    MPI_Request q[2];
+    MPI_Status st, sts[2];
+
+    st.MPI_ERROR = 777;
+    CHECK_MPI(MPI_Irecv(&one, 1, MPI_INT, from, 11, MPI_COMM_WORLD, &q[0]));
+    CHECK_MPI(MPI_Send(two, 1, MPI_INT, to, 11, MPI_COMM_WORLD));
+    CHECK_MPI(MPI_Wait(&q[0], &st));
+    CHECK(st.MPI_ERROR == 777 && one == from, "MPI_Wait: MPI_ERROR %d, got %d", st.MPI_ERROR, one);
+    CHECK_MPI(MPI_Irecv(&one, 1, MPI_INT, from, 12, MPI_COMM_WORLD, &q[0]));
+    CHECK_MPI(MPI_Send(two, 1, MPI_INT, to, 12, MPI_COMM_WORLD));
+    while (!flag) {
+        CHECK_MPI(MPI_Test(&q[0], &flag, &st));
+    }
+    CHECK(st.MPI_ERROR == 777, "MPI_Test wrote MPI_ERROR = %d", st.MPI_ERROR);
+    CHECK_MPI(MPI_Send(two, 1, MPI_INT, to, 13, MPI_COMM_WORLD));
+    CHECK_MPI(MPI_Probe(from, 13, MPI_COMM_WORLD, &st));
+    CHECK(st.MPI_ERROR == 777, "MPI_Probe wrote MPI_ERROR = %d", st.MPI_ERROR);
+    CHECK_MPI(MPI_Recv(&one, 1, MPI_INT, from, 13, MPI_COMM_WORLD, &st));
+    CHECK(st.MPI_ERROR == 777, "MPI_Recv wrote MPI_ERROR = %d", st.MPI_ERROR);
+    /* A truncated receive in a Waitall: MPI_ERR_IN_STATUS, the receive's status says
+     * MPI_ERR_TRUNCATE and the send's MPI_SUCCESS. */
+    CHECK_MPI(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+    sts[0].MPI_ERROR = sts[1].MPI_ERROR = 777;
+    CHECK_MPI(MPI_Irecv(&one, 1, MPI_INT, from, 14, MPI_COMM_WORLD, &q[0]));
+    CHECK_MPI(MPI_Isend(two, 2, MPI_INT, to, 14, MPI_COMM_WORLD, &q[1]));
+    rc = MPI_Waitall(2, q, sts);
+    CHECK(rc == MPI_ERR_IN_STATUS, "Waitall returned %d", rc);
+    MPI_Error_class(sts[0].MPI_ERROR, &cls);
+    CHECK(cls == MPI_ERR_TRUNCATE, "the truncated receive's MPI_ERROR has class %d", cls);
+    CHECK(sts[1].MPI_ERROR == MPI_SUCCESS, "the send's MPI_ERROR is %d", sts[1].MPI_ERROR);
+    CHECK_MPI(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL));
+    CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
+}
+
 int main(int argc, char **argv)
 {
     mrt_init(&argc, &argv);
@@ -220,5 +348,9 @@ int main(int argc, char **argv)
     pairs_pack_without_padding();
     minloc_maxloc_on_pairs();
     zero_count_collectives_with_null_buffers();
+    completion_calls_with_no_requests();
+    null_buffers_are_refused();
+    persistent_requests_hold_their_type();
+    status_error_field();
     return mrt_finish("mr_conform");
 }
