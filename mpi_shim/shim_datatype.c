@@ -326,6 +326,7 @@ static void dtype_destroy(struct shim_dtype *t)
     if (t->blocks != &t->one_block) {
         free(t->blocks);
     }
+    free(t->sig);
     free(t->ints);
     free(t->aints);
     free(t->types);
@@ -359,7 +360,73 @@ struct acc {
     bool have_bounds, have_true, have_xlb, have_xub, base_set, base_mixed, oom;
     MPI_Aint lb, ub, tlb, tub, xlb, xub;
     enum pg_dtype base;
+    struct shim_sig_run *sig;
+    size_t nsig, capsig;
 };
+
+/* One element's signature runs of t into out (at most 2 for a builtin), or t's own list. */
+static const struct shim_sig_run *sig_of(const struct shim_dtype *t, struct shim_sig_run out[2],
+                                         size_t *n)
+{
+    if (!t->builtin) {
+        *n = t->nsig;
+        return t->sig;
+    }
+    *n = 0;
+    if (t->size == 0 || t->nbasic == 0) {
+        return out;
+    }
+    if (((unsigned int)t->handle >> 8) == 0x8c0000u) {
+        /* A MINLOC/MAXLOC pair (builtin_8c): the value, then the int. */
+        out[0] = (struct shim_sig_run){t->size - sizeof(int), 1};
+        out[1] = (struct shim_sig_run){sizeof(int), 1};
+        *n = 2;
+        return out;
+    }
+    out[0] = (struct shim_sig_run){t->size / t->nbasic, t->nbasic};
+    *n = 1;
+    return out;
+}
+
+static void acc_sig(struct acc *a, size_t esize, size_t n)
+{
+    if (n == 0 || a->oom) {
+        return;
+    }
+    if (a->nsig > 0 && a->sig[a->nsig - 1].esize == esize) {
+        a->sig[a->nsig - 1].n += n;
+        return;
+    }
+    if (a->nsig == a->capsig) {
+        size_t cap = a->capsig ? 2 * a->capsig : 4;
+        struct shim_sig_run *ns = realloc(a->sig, cap * sizeof(*ns));
+        if (!ns) {
+            a->oom = true;
+            return;
+        }
+        a->sig = ns;
+        a->capsig = cap;
+    }
+    a->sig[a->nsig++] = (struct shim_sig_run){esize, n};
+}
+
+/* Appends count copies of t's signature. */
+static void acc_sig_entry(struct acc *a, MPI_Aint count, const struct shim_dtype *t)
+{
+    struct shim_sig_run tmp[2];
+    size_t n;
+    const struct shim_sig_run *r = sig_of(t, tmp, &n);
+
+    if (n == 1) {
+        acc_sig(a, r[0].esize, (size_t)count * r[0].n);
+        return;
+    }
+    for (MPI_Aint j = 0; j < count && n > 0; j++) {
+        for (size_t k = 0; k < n; k++) {
+            acc_sig(a, r[k].esize, r[k].n);
+        }
+    }
+}
 
 static void acc_block(struct acc *a, MPI_Aint off, size_t len)
 {
@@ -451,6 +518,7 @@ static void acc_entry(struct acc *a, MPI_Aint disp, MPI_Aint count, const struct
     a->align = t->align > a->align ? t->align : a->align;
     acc_bounds(a, disp, count, t);
     acc_base(a, count, t);
+    acc_sig_entry(a, count, t);
     if (t->nblocks == 1 && (MPI_Aint)t->blocks[0].len == t->extent) {
         /* Dense copies touch: one block for all of them. */
         acc_block(a, disp + t->blocks[0].off, (size_t)count * t->blocks[0].len);
@@ -470,8 +538,11 @@ static struct shim_dtype *acc_finish(struct acc *a, bool pad_struct)
     struct shim_dtype *t = a->oom ? NULL : calloc(1, sizeof(*t));
     if (!t) {
         free(a->b);
+        free(a->sig);
         return NULL;
     }
+    t->sig = a->sig;
+    t->nsig = a->nsig;
     t->refs = 1;
     t->handle_refs = 1;
     t->size = a->size;
@@ -1470,19 +1541,26 @@ size_t shim_dtype_unpack_partial(const void *in, size_t count, const struct shim
 
 MPI_Count shim_dtype_elements(const struct shim_dtype *t, size_t nbytes)
 {
+    struct shim_sig_run tmp[2];
+    const struct shim_sig_run *r;
+    size_t n, rem;
+    MPI_Count count;
+
     if (t->size == 0) {
         return 0;
     }
-    MPI_Count n = (MPI_Count)(nbytes / t->size) * (MPI_Count)t->nbasic;
-    size_t rem = nbytes % t->size;
-    if (rem == 0) {
-        return n;
+    count = (MPI_Count)(nbytes / t->size) * (MPI_Count)t->nbasic;
+    rem = nbytes % t->size;
+    r = sig_of(t, tmp, &n);
+    for (size_t k = 0; k < n && rem > 0; k++) {
+        size_t whole = rem / r[k].esize < r[k].n ? rem / r[k].esize : r[k].n;
+        count += (MPI_Count)whole;
+        rem -= whole * r[k].esize;
+        if (whole < r[k].n) {
+            break;
+        }
     }
-    if (t->base == PG_DTYPE_NONE || t->nbasic != t->base_per_elem) {
-        return MPI_UNDEFINED;
-    }
-    size_t esize = t->size / t->base_per_elem;
-    return rem % esize ? MPI_UNDEFINED : n + (MPI_Count)(rem / esize);
+    return rem ? MPI_UNDEFINED : count;
 }
 
 /* Checks what MPI_Pack and MPI_Unpack share; *t is the datatype. */

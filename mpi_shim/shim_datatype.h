@@ -50,6 +50,14 @@ struct shim_dtype_block {
     size_t len;
 };
 
+/* A run of the type signature: n basic elements of esize bytes each, back to back in the
+ * packed form. One element's signature is a list of runs, merged where sizes repeat, so a
+ * type of one basic type has one run whatever its block count. */
+struct shim_sig_run {
+    size_t esize;
+    size_t n;
+};
+
 struct shim_dtype {
     MPI_Datatype handle; /* the handle it was created with (builtin: its MPI handle) */
     int refs;            /* references (atomic); unused for builtins */
@@ -68,6 +76,9 @@ struct shim_dtype {
     enum pg_dtype base;   /* the element type of every packed byte, or PG_DTYPE_NONE */
     size_t base_per_elem; /* base elements per element of this type (0 when base is NONE) */
     size_t nbasic;        /* basic MPI elements per element, for MPI_Get_elements */
+
+    size_t nsig;                 /* derived types: runs of one element's signature */
+    struct shim_sig_run *sig;    /* (builtins: computed by shim_dtype_elements) */
 
     size_t nblocks;
     struct shim_dtype_block *blocks; /* points at one_block when nblocks <= 1 */
@@ -121,8 +132,9 @@ size_t shim_dtype_unpack_partial(const void *in, size_t count, const struct shim
                                  size_t skip, void *buf, size_t max_bytes);
 
 /* The number of basic elements in the first nbytes of the packed form of t (for
- * MPI_Get_elements). A partial last element of t is counted only when t has one base type;
- * otherwise, or when nbytes ends inside a basic element, the answer is MPI_UNDEFINED. */
+ * MPI_Get_elements): whole elements of t, then the basic elements of a partial last one,
+ * following its type signature (mixed types too). MPI_UNDEFINED when nbytes ends inside a
+ * basic element. */
 MPI_Count shim_dtype_elements(const struct shim_dtype *t, size_t nbytes);
 
 /* The MPI name of a predefined type ("MPI_INT"), or NULL for others. */

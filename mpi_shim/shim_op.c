@@ -220,7 +220,9 @@ int PMPI_Op_commutative(MPI_Op op, int *commute)
 {
     struct shim_op *u = shim_table_get(&ops, op);
 
-    if (!u && builtin_op(op) < 0) {
+    /* MPI_REPLACE and MPI_NO_OP are valid ops (of the one-sided accumulates), both
+     * commutative as MPICH answers. */
+    if (!u && builtin_op(op) < 0 && op != MPI_REPLACE && op != MPI_NO_OP) {
         return shim_error(MPI_COMM_WORLD, SHIM_FN, MPI_ERR_OP, "invalid op 0x%x", (unsigned)op);
     }
     *commute = u ? u->commute : 1;
