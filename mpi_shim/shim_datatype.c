@@ -1436,6 +1436,64 @@ int PMPI_Type_match_size(int typeclass, int size, MPI_Datatype *datatype)
                       "no predefined type of typeclass %d has size %d", typeclass, size);
 }
 
+/* The Fortran 90 parameterized types are predefined ones (MPI-3.1 17.2.5 allows returning
+ * them): the smallest of the list that has at least the precision p (decimal digits) and
+ * the exponent range r; MPI_UNDEFINED leaves p or r free. */
+struct f90_choice {
+    int p, r;
+    MPI_Datatype type;
+};
+
+static int f90_pick(const char *fn, const struct f90_choice *list, size_t n, int p, int r,
+                    MPI_Datatype *newtype)
+{
+    int rc = shim_check_init(fn);
+
+    if (rc == MPI_SUCCESS && !newtype) {
+        rc = shim_error(MPI_COMM_WORLD, fn, MPI_ERR_ARG, "newtype is NULL");
+    }
+    if (rc != MPI_SUCCESS) {
+        return rc;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if ((p == MPI_UNDEFINED || p <= list[i].p) && (r == MPI_UNDEFINED || r <= list[i].r)) {
+            *newtype = list[i].type;
+            return MPI_SUCCESS;
+        }
+    }
+    return shim_error(MPI_COMM_WORLD, fn, MPI_ERR_ARG,
+                      "no predefined type has precision %d and exponent range %d", p, r);
+}
+
+#pragma weak MPI_Type_create_f90_integer = PMPI_Type_create_f90_integer
+int PMPI_Type_create_f90_integer(int r, MPI_Datatype *newtype)
+{
+    /* Decimal range: 10^r - 1 must fit (127 holds r = 2, 2^63 - 1 holds r = 18). */
+    static const struct f90_choice ints[] = {{0, 2, MPI_INTEGER1},
+                                             {0, 4, MPI_INTEGER2},
+                                             {0, 9, MPI_INTEGER4},
+                                             {0, 18, MPI_INTEGER8}};
+    return f90_pick(SHIM_FN, ints, 4, MPI_UNDEFINED, r, newtype);
+}
+
+/* IEEE binary32, binary64 and x87 extended (long double): precision and range as Fortran's
+ * PRECISION() and RANGE() report them. */
+#pragma weak MPI_Type_create_f90_real = PMPI_Type_create_f90_real
+int PMPI_Type_create_f90_real(int p, int r, MPI_Datatype *newtype)
+{
+    static const struct f90_choice reals[] = {
+        {6, 37, MPI_REAL4}, {15, 307, MPI_REAL8}, {18, 4931, MPI_REAL16}};
+    return f90_pick(SHIM_FN, reals, 3, p, r, newtype);
+}
+
+#pragma weak MPI_Type_create_f90_complex = PMPI_Type_create_f90_complex
+int PMPI_Type_create_f90_complex(int p, int r, MPI_Datatype *newtype)
+{
+    static const struct f90_choice cplx[] = {
+        {6, 37, MPI_COMPLEX8}, {15, 307, MPI_COMPLEX16}, {18, 4931, MPI_COMPLEX32}};
+    return f90_pick(SHIM_FN, cplx, 3, p, r, newtype);
+}
+
 /* ------------------------------------------------------------------------------------- */
 /* Pack and unpack                                                                       */
 /* ------------------------------------------------------------------------------------- */

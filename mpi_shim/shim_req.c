@@ -183,6 +183,9 @@ void shim_req_free(struct shim_req *r)
     bool locked;
 
     release_temporaries(r);
+    if (r->greq) {
+        shim_greq_release(r);
+    }
     if (r->p.type) {
         shim_dtype_release(r->p.type);
         r->p.type = NULL;
@@ -310,7 +313,11 @@ int shim_req_complete(struct shim_req *r, MPI_Request *h, MPI_Status *st)
         r->error = shim_errclass(r->pr.status);
     }
     err = r->error;
-    shim_status_set(st, &r->pr, err);
+    if (r->greq) {
+        err = shim_greq_query(r, st);
+    } else {
+        shim_status_set(st, &r->pr, err);
+    }
     if (r->persistent) {
         r->active = false;
         release_temporaries(r);

@@ -45,7 +45,19 @@ struct shim_req {
     struct shim_persist p;
     int error;                  /* the MPI error class it completed with */
     struct shim_op_call opcall; /* a user op's function and type, for the collective's life */
+    struct shim_greq *greq;     /* a generalized request's callbacks (shim_greq.c), or NULL */
 };
+
+/* Generalized requests (shim_greq.c). shim_greq_query fills st through the user's query
+ * callback at completion and returns its error class; shim_greq_release calls the free
+ * callback (when the request is freed); shim_greq_cancel calls the cancel callback. */
+struct shim_greq;
+int shim_greq_query(struct shim_req *r, MPI_Status *st);
+void shim_greq_release(struct shim_req *r);
+void shim_greq_cancel(struct shim_req *r);
+/* MPI_Request_free of a generalized request the user has not completed yet: it is freed
+ * (free callback included) by MPI_Grequest_complete instead. Returns true in that case. */
+bool shim_greq_orphan(struct shim_req *r);
 
 /* A request from the pool, zeroed, with a handle. NULL when out of memory. */
 struct shim_req *shim_req_new(enum shim_req_kind kind, MPI_Comm comm);

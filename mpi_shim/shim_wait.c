@@ -320,6 +320,11 @@ int PMPI_Request_free(MPI_Request *request)
         return shim_error(MPI_COMM_WORLD, SHIM_FN, MPI_ERR_REQUEST, "invalid request handle 0x%x",
                           (unsigned)*request);
     }
+    /* A generalized request the user has not completed: MPI_Grequest_complete frees it. */
+    if (r->greq && shim_greq_orphan(r)) {
+        *request = MPI_REQUEST_NULL;
+        return MPI_SUCCESS;
+    }
     /* A pending operation still owns its buffers: finish it before recycling the slot. */
     if (r->active && !pg_req_is_done(&r->pr)) {
         pg_wait(&r->pr, -1);
@@ -342,6 +347,9 @@ int PMPI_Cancel(MPI_Request *request)
     /* Receives that have not matched are cancelled; sends always complete (MPI allows it). */
     if (r->kind == SHIM_REQ_RECV && r->active) {
         pg_cancel_recv(&r->pr);
+    }
+    if (r->greq) {
+        shim_greq_cancel(r);
     }
     return MPI_SUCCESS;
 }

@@ -473,6 +473,144 @@ static void user_op_on_derived_type(void)
     free(b);
 }
 
+/* Generalized requests: the callbacks' calls are counted here. */
+struct greq_state {
+    int queries, frees, cancels, last_complete;
+};
+
+static int greq_query(void *extra, MPI_Status *st)
+{
+    struct greq_state *g = extra;
+
+    g->queries++;
+    MPI_Status_set_elements(st, MPI_INT, 5);
+    MPI_Status_set_cancelled(st, 0);
+    st->MPI_SOURCE = 3;
+    st->MPI_TAG = 4;
+    return MPI_SUCCESS;
+}
+
+static int greq_free(void *extra)
+{
+    ((struct greq_state *)extra)->frees++;
+    return MPI_SUCCESS;
+}
+
+static int greq_cancel(void *extra, int complete)
+{
+    struct greq_state *g = extra;
+
+    g->cancels++;
+    g->last_complete = complete;
+    return MPI_SUCCESS;
+}
+
+static void generalized_requests(void)
+{
+    struct greq_state a = {0}, b = {0}, c = {0};
+    MPI_Request q[2];
+    MPI_Status st, sts[2];
+    int flag = 1, n, index;
+
+    CHECK_MPI(MPI_Grequest_start(greq_query, greq_free, greq_cancel, &a, &q[0]));
+    CHECK_MPI(MPI_Test(&q[0], &flag, &st));
+    CHECK(flag == 0 && a.queries == 0, "an uncompleted request tested complete");
+    CHECK_MPI(MPI_Cancel(&q[0]));
+    CHECK(a.cancels == 1 && a.last_complete == 0, "cancel callback %d (%d)", a.cancels,
+          a.last_complete);
+    CHECK_MPI(MPI_Grequest_complete(q[0]));
+    st.MPI_ERROR = 777;
+    CHECK_MPI(MPI_Wait(&q[0], &st));
+    CHECK(q[0] == MPI_REQUEST_NULL, "the request was not freed");
+    CHECK(a.queries == 1 && a.frees == 1, "query %d, free %d", a.queries, a.frees);
+    CHECK_MPI(MPI_Get_count(&st, MPI_INT, &n));
+    CHECK(n == 5 && st.MPI_SOURCE == 3 && st.MPI_TAG == 4 && st.MPI_ERROR == 777,
+          "status: count %d source %d tag %d error %d", n, st.MPI_SOURCE, st.MPI_TAG,
+          st.MPI_ERROR);
+    /* Two in a Waitany and a Waitall. */
+    CHECK_MPI(MPI_Grequest_start(greq_query, greq_free, greq_cancel, &a, &q[0]));
+    CHECK_MPI(MPI_Grequest_start(greq_query, greq_free, greq_cancel, &b, &q[1]));
+    CHECK_MPI(MPI_Grequest_complete(q[1]));
+    CHECK_MPI(MPI_Waitany(2, q, &index, &st));
+    CHECK(index == 1 && b.queries == 1 && b.frees == 1, "waitany index %d", index);
+    CHECK_MPI(MPI_Grequest_complete(q[0]));
+    CHECK_MPI(MPI_Waitall(2, q, sts));
+    CHECK(a.queries == 2 && a.frees == 2, "waitall: query %d, free %d", a.queries, a.frees);
+    /* Freed before it completes: the free callback runs at MPI_Grequest_complete. */
+    CHECK_MPI(MPI_Grequest_start(greq_query, greq_free, greq_cancel, &c, &q[0]));
+    MPI_Request keep = q[0];
+    CHECK_MPI(MPI_Request_free(&q[0]));
+    CHECK(q[0] == MPI_REQUEST_NULL && c.frees == 0, "free before completion: frees %d", c.frees);
+    CHECK_MPI(MPI_Grequest_complete(keep));
+    CHECK(c.frees == 1 && c.queries == 0, "after completion: frees %d queries %d", c.frees,
+          c.queries);
+}
+
+/* The MPI-1 names removed in MPI-3.0 link and behave like their successors. */
+static int mpi1_handler_calls, mpi1_handler_class;
+
+static void mpi1_handler(MPI_Comm *comm, int *code, ...)
+{
+    (void)comm;
+    mpi1_handler_calls++;
+    MPI_Error_class(*code, &mpi1_handler_class);
+}
+
+static void mpi1_names_and_f90_types(void)
+{
+    MPI_Errhandler h, got;
+    MPI_Aint ext, lb, ub, addr1, addr2;
+    MPI_Datatype t;
+    double pair[2];
+    int key, val = 5, *pv, flag;
+
+    CHECK_MPI(MPI_Errhandler_create(mpi1_handler, &h));
+    CHECK_MPI(MPI_Errhandler_set(MPI_COMM_WORLD, h));
+    CHECK_MPI(MPI_Errhandler_get(MPI_COMM_WORLD, &got));
+    CHECK(got == h, "MPI_Errhandler_get gave 0x%x, not 0x%x", (unsigned)got, (unsigned)h);
+    MPI_Send(&val, 1, MPI_INT, size + 5, 0, MPI_COMM_WORLD);
+    CHECK(mpi1_handler_calls == 1 && mpi1_handler_class == MPI_ERR_RANK,
+          "handler called %d times, class %d", mpi1_handler_calls, mpi1_handler_class);
+    CHECK_MPI(MPI_Errhandler_free(&got));
+    CHECK_MPI(MPI_Errhandler_set(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL));
+    CHECK_MPI(MPI_Errhandler_free(&h));
+    CHECK_MPI(MPI_Type_extent(MPI_DOUBLE_INT, &ext));
+    CHECK_MPI(MPI_Type_lb(MPI_DOUBLE_INT, &lb));
+    CHECK_MPI(MPI_Type_ub(MPI_DOUBLE_INT, &ub));
+    CHECK(ext == (MPI_Aint)sizeof(struct d_i) && lb == 0 && ub == ext, "extent %ld lb %ld ub %ld",
+          (long)ext, (long)lb, (long)ub);
+    CHECK_MPI(MPI_Address(&pair[0], &addr1));
+    CHECK_MPI(MPI_Address(&pair[1], &addr2));
+    CHECK(addr2 - addr1 == sizeof(double), "MPI_Address difference %ld", (long)(addr2 - addr1));
+    CHECK_MPI(MPI_Type_hvector(2, 1, 16, MPI_INT, &t));
+    CHECK_MPI(MPI_Type_extent(t, &ext));
+    CHECK(ext == 20, "hvector extent %ld", (long)ext);
+    CHECK_MPI(MPI_Type_free(&t));
+    CHECK_MPI(MPI_Keyval_create(MPI_NULL_COPY_FN, MPI_NULL_DELETE_FN, &key, NULL));
+    CHECK_MPI(MPI_Attr_put(MPI_COMM_WORLD, key, &val));
+    CHECK_MPI(MPI_Attr_get(MPI_COMM_WORLD, key, &pv, &flag));
+    CHECK(flag && pv == &val, "MPI_Attr_get flag %d", flag);
+    CHECK_MPI(MPI_Attr_delete(MPI_COMM_WORLD, key));
+    CHECK_MPI(MPI_Keyval_free(&key));
+    /* Fortran 90 types: the smallest predefined type with the asked precision/range. */
+    CHECK_MPI(MPI_Type_create_f90_integer(2, &t));
+    CHECK(t == MPI_INTEGER1, "f90_integer(2) = 0x%x", (unsigned)t);
+    CHECK_MPI(MPI_Type_create_f90_integer(5, &t));
+    CHECK(t == MPI_INTEGER4, "f90_integer(5) = 0x%x", (unsigned)t);
+    CHECK_MPI(MPI_Type_create_f90_integer(10, &t));
+    CHECK(t == MPI_INTEGER8, "f90_integer(10) = 0x%x", (unsigned)t);
+    CHECK_MPI(MPI_Type_create_f90_real(10, MPI_UNDEFINED, &t));
+    CHECK(t == MPI_REAL8, "f90_real(10, any) = 0x%x", (unsigned)t);
+    CHECK_MPI(MPI_Type_create_f90_real(MPI_UNDEFINED, 30, &t));
+    CHECK(t == MPI_REAL4, "f90_real(any, 30) = 0x%x", (unsigned)t);
+    CHECK_MPI(MPI_Type_create_f90_complex(6, 300, &t));
+    CHECK(t == MPI_COMPLEX16, "f90_complex(6, 300) = 0x%x", (unsigned)t);
+    CHECK_MPI(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+    EXPECT_CLASS(MPI_Type_create_f90_integer(19, &t), MPI_ERR_ARG);
+    EXPECT_CLASS(MPI_Type_create_f90_real(40, MPI_UNDEFINED, &t), MPI_ERR_ARG);
+    CHECK_MPI(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL));
+}
+
 int main(int argc, char **argv)
 {
     mrt_init(&argc, &argv);
@@ -489,5 +627,7 @@ int main(int argc, char **argv)
     get_elements_on_partial_mixed_type();
     error_classes_and_strings();
     user_op_on_derived_type();
+    generalized_requests();
+    mpi1_names_and_f90_types();
     return mrt_finish("mr_conform");
 }
