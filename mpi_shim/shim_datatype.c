@@ -1039,25 +1039,146 @@ int PMPI_Type_create_subarray(int ndims, const int array_of_sizes[],
     return finish_new(SHIM_FN, t, rc, newtype);
 }
 
+/* The arguments of MPI_Type_create_darray, and per dimension the process coordinate and
+ * block size (darg, or its default). */
+struct darray {
+    int size, rank, ndims, order;
+    const int *gsizes, *distribs, *dargs, *psizes;
+    int coord[32], block[32];
+};
+
+static int darray_dim_check(const char *fn, struct darray *d, int i)
+{
+    int g = d->gsizes[i], p = d->psizes[i], dist = d->distribs[i], b = d->dargs[i];
+
+    if (g <= 0 || p <= 0) {
+        return shim_error(MPI_COMM_WORLD, fn, MPI_ERR_ARG, "gsizes[%d] = %d, psizes[%d] = %d", i,
+                          g, i, p);
+    }
+    if (dist != MPI_DISTRIBUTE_BLOCK && dist != MPI_DISTRIBUTE_CYCLIC &&
+        dist != MPI_DISTRIBUTE_NONE) {
+        return shim_error(MPI_COMM_WORLD, fn, MPI_ERR_ARG, "distribs[%d] = %d is unknown", i,
+                          dist);
+    }
+    if (dist == MPI_DISTRIBUTE_NONE && p != 1) {
+        return shim_error(MPI_COMM_WORLD, fn, MPI_ERR_ARG,
+                          "dimension %d is not distributed but psizes[%d] = %d", i, i, p);
+    }
+    if (b != MPI_DISTRIBUTE_DFLT_DARG && b <= 0) {
+        return shim_error(MPI_COMM_WORLD, fn, MPI_ERR_ARG, "dargs[%d] = %d", i, b);
+    }
+    if (dist == MPI_DISTRIBUTE_BLOCK && b != MPI_DISTRIBUTE_DFLT_DARG && (long)b * p < g) {
+        return shim_error(MPI_COMM_WORLD, fn, MPI_ERR_ARG,
+                          "dimension %d: %d blocks of %d cover less than its %d elements", i, p,
+                          b, g);
+    }
+    d->block[i] = dist == MPI_DISTRIBUTE_NONE     ? g
+                  : b != MPI_DISTRIBUTE_DFLT_DARG ? b
+                  : dist == MPI_DISTRIBUTE_BLOCK  ? (g + p - 1) / p
+                                                  : 1;
+    return MPI_SUCCESS;
+}
+
+static int darray_check(const char *fn, struct darray *d, MPI_Datatype *newtype)
+{
+    long procs = 1;
+    int rc = MPI_SUCCESS, r;
+
+    if (d->ndims < 1 || d->ndims > 32 || d->size < 1 || d->rank < 0 || d->rank >= d->size ||
+        (d->order != MPI_ORDER_C && d->order != MPI_ORDER_FORTRAN) || !newtype || !d->gsizes ||
+        !d->distribs || !d->dargs || !d->psizes) {
+        return shim_error(MPI_COMM_WORLD, fn, MPI_ERR_ARG,
+                          "bad size %d, rank %d, ndims %d, order %d or a NULL array", d->size,
+                          d->rank, d->ndims, d->order);
+    }
+    for (int i = 0; i < d->ndims && rc == MPI_SUCCESS; i++) {
+        rc = darray_dim_check(fn, d, i);
+        procs *= d->psizes[i];
+    }
+    if (rc == MPI_SUCCESS && procs != d->size) {
+        rc = shim_error(MPI_COMM_WORLD, fn, MPI_ERR_ARG,
+                        "the process grid has %ld processes, not size %d", procs, d->size);
+    }
+    /* The process grid is row-major whatever the array order (MPI-3.1 4.1.4). */
+    r = d->rank;
+    for (int i = d->ndims - 1; i >= 0 && rc == MPI_SUCCESS; i--) {
+        d->coord[i] = r % d->psizes[i];
+        r /= d->psizes[i];
+    }
+    return rc;
+}
+
+/* Whether global index j of dimension i belongs to this process (blocks of block[i] dealt
+ * round-robin over the psizes[i] coordinates; BLOCK and NONE are the one-round case). */
+static bool darray_owns(const struct darray *d, int i, int j)
+{
+    return (j / d->block[i]) % d->psizes[i] == d->coord[i];
+}
+
+/* Adds this process's elements in array order: dimension pos (0 = slowest in memory). */
+static void darray_add(struct acc *a, const struct darray *d, const struct shim_dtype *old,
+                       int pos, MPI_Aint off)
+{
+    int i = d->order == MPI_ORDER_C ? pos : d->ndims - 1 - pos;
+
+    for (int j = 0; j < d->gsizes[i]; j++) {
+        if (!darray_owns(d, i, j)) {
+            continue;
+        }
+        if (pos == d->ndims - 1) {
+            acc_entry(a, (off * d->gsizes[i] + j) * old->extent, 1, old);
+        } else {
+            darray_add(a, d, old, pos + 1, off * d->gsizes[i] + j);
+        }
+    }
+}
+
 #pragma weak MPI_Type_create_darray = PMPI_Type_create_darray
 int PMPI_Type_create_darray(int size, int rank, int ndims, const int array_of_gsizes[],
                             const int array_of_distribs[], const int array_of_dargs[],
                             const int array_of_psizes[], int order, MPI_Datatype oldtype,
                             MPI_Datatype *newtype)
 {
-    (void)size;
-    (void)rank;
-    (void)ndims;
-    (void)array_of_gsizes;
-    (void)array_of_distribs;
-    (void)array_of_dargs;
-    (void)array_of_psizes;
-    (void)order;
-    (void)oldtype;
-    (void)newtype;
-    return shim_error(MPI_COMM_WORLD, SHIM_FN, MPI_ERR_UNSUPPORTED_OPERATION,
-                      "distributed array datatypes are not implemented in mpishim; build the "
-                      "local block with MPI_Type_create_subarray instead");
+    struct darray d = {size,           rank,          ndims, order, array_of_gsizes,
+                       array_of_distribs, array_of_dargs, array_of_psizes};
+    struct shim_dtype *old, *t;
+    struct acc a = {0};
+    MPI_Aint total;
+    int *ints, ni = 4 * ndims + 4;
+    int rc = check_old(SHIM_FN, oldtype, &old);
+
+    if (rc == MPI_SUCCESS) {
+        rc = darray_check(SHIM_FN, &d, newtype);
+    }
+    if (rc != MPI_SUCCESS) {
+        return rc;
+    }
+    darray_add(&a, &d, old, 0, 0);
+    /* Like a subarray, the type spans the whole global array: lb 0, extent
+     * prod(gsizes) * old extent. */
+    total = old->extent;
+    for (int i = 0; i < ndims; i++) {
+        total *= array_of_gsizes[i];
+    }
+    a.xlb = 0;
+    a.xub = total;
+    a.have_xlb = a.have_xub = true;
+    t = acc_finish(&a, false);
+    ints = malloc((size_t)ni * sizeof(int));
+    rc = (t && ints) ? MPI_SUCCESS : MPI_ERR_OTHER;
+    if (rc == MPI_SUCCESS) {
+        ints[0] = size;
+        ints[1] = rank;
+        ints[2] = ndims;
+        memcpy(ints + 3, array_of_gsizes, (size_t)ndims * sizeof(int));
+        memcpy(ints + 3 + ndims, array_of_distribs, (size_t)ndims * sizeof(int));
+        memcpy(ints + 3 + 2 * ndims, array_of_dargs, (size_t)ndims * sizeof(int));
+        memcpy(ints + 3 + 3 * ndims, array_of_psizes, (size_t)ndims * sizeof(int));
+        ints[3 + 4 * ndims] = order;
+        rc = record(t, MPI_COMBINER_DARRAY, ni, ints, 0, NULL, 1, &old);
+    }
+    free(ints);
+    return finish_new(SHIM_FN, t, rc, newtype);
 }
 
 #pragma weak MPI_Type_create_resized = PMPI_Type_create_resized

@@ -611,6 +611,60 @@ static void mpi1_names_and_f90_types(void)
     CHECK_MPI(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL));
 }
 
+/* MPI_Type_create_darray on a 5 x 7 int array over a 2 x 2 process grid, rows in blocks and
+ * columns cyclic by 2, in both orders: each process's type holds its elements in array
+ * order, the four types together hold every element once, and each spans the array. */
+static void darray_partitions_the_array(void)
+{
+    int gs[2] = {5, 7}, dist[2] = {MPI_DISTRIBUTE_BLOCK, MPI_DISTRIBUTE_CYCLIC};
+    int darg[2] = {MPI_DISTRIBUTE_DFLT_DARG, 2}, ps[2] = {2, 2};
+    int global[35], seen[35], packed[35], pos, sz;
+    MPI_Aint lb, ext;
+    MPI_Datatype t;
+
+    for (int k = 0; k < 35; k++) {
+        global[k] = k;
+    }
+    for (int order = 0; order < 2; order++) {
+        memset(seen, 0, sizeof(seen));
+        for (int r = 0; r < 4; r++) {
+            CHECK_MPI(MPI_Type_create_darray(4, r, 2, gs, dist, darg, ps,
+                                             order ? MPI_ORDER_FORTRAN : MPI_ORDER_C, MPI_INT,
+                                             &t));
+            CHECK_MPI(MPI_Type_commit(&t));
+            CHECK_MPI(MPI_Type_get_extent(t, &lb, &ext));
+            CHECK(lb == 0 && ext == 35 * (MPI_Aint)sizeof(int), "lb %ld extent %ld", (long)lb,
+                  (long)ext);
+            CHECK_MPI(MPI_Type_size(t, &sz));
+            pos = 0;
+            CHECK_MPI(MPI_Pack(global, 1, t, packed, sizeof(packed), &pos, MPI_COMM_WORLD));
+            CHECK(pos == sz, "packed %d of %d bytes", pos, sz);
+            for (int k = 0; k < sz / (int)sizeof(int); k++) {
+                int g = packed[k];
+                /* In C order index g is row g / 7, column g % 7; in Fortran order the first
+                 * dimension (rows, 5) varies fastest: row g % 5, column g / 5. */
+                int row = order ? g % 5 : g / 7, col = order ? g / 5 : g % 7;
+                int owner = (row / 3) * 2 + (col / 2) % 2;
+                CHECK(owner == r, "order %d: process %d holds (%d, %d) of process %d", order, r,
+                      row, col, owner);
+                CHECK(k == 0 || packed[k - 1] < g, "elements out of array order");
+                seen[g]++;
+            }
+            if (r == 0 && order == 0) {
+                /* Rows 0-2, columns 0, 1, 4, 5. */
+                CHECK(sz == 12 * (int)sizeof(int) && packed[0] == 0 && packed[1] == 1 &&
+                          packed[2] == 4 && packed[3] == 5 && packed[4] == 7,
+                      "process 0: %d bytes, %d %d %d %d %d", sz, packed[0], packed[1], packed[2],
+                      packed[3], packed[4]);
+            }
+            CHECK_MPI(MPI_Type_free(&t));
+        }
+        for (int k = 0; k < 35; k++) {
+            CHECK(seen[k] == 1, "order %d: element %d held %d times", order, k, seen[k]);
+        }
+    }
+}
+
 int main(int argc, char **argv)
 {
     mrt_init(&argc, &argv);
@@ -629,5 +683,6 @@ int main(int argc, char **argv)
     user_op_on_derived_type();
     generalized_requests();
     mpi1_names_and_f90_types();
+    darray_partitions_the_array();
     return mrt_finish("mr_conform");
 }
