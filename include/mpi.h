@@ -717,6 +717,17 @@ MPISHIM_PROTO(int, Unpack, (const void *inbuf, int insize, int *position, void *
 MPISHIM_PROTO(int, Type_create_f90_complex, (int p, int r, MPI_Datatype *newtype))
 MPISHIM_PROTO(int, Type_create_f90_integer, (int r, MPI_Datatype *newtype))
 MPISHIM_PROTO(int, Type_create_f90_real, (int p, int r, MPI_Datatype *newtype))
+/* external32 (MPI-3.1 13.5.2): big-endian packing; datarep must be "external32". Datatypes
+ * holding long, long double or wchar_t (whose external32 sizes differ from this machine's)
+ * are refused with MPI_ERR_UNSUPPORTED_DATAREP. */
+MPISHIM_PROTO(int, Pack_external, (const char datarep[], const void *inbuf, int incount,
+                                   MPI_Datatype datatype, void *outbuf, MPI_Aint outsize,
+                                   MPI_Aint *position))
+MPISHIM_PROTO(int, Pack_external_size, (const char datarep[], int incount, MPI_Datatype datatype,
+                                        MPI_Aint *size))
+MPISHIM_PROTO(int, Unpack_external, (const char datarep[], const void *inbuf, MPI_Aint insize,
+                                     MPI_Aint *position, void *outbuf, int outcount,
+                                     MPI_Datatype datatype))
 /* Removed in MPI-3.0; kept so that old codes still compile. */
 MPISHIM_PROTO(int, Address, (void *location, MPI_Aint *address))
 MPISHIM_PROTO(int, Type_extent, (MPI_Datatype datatype, MPI_Aint *extent))

@@ -362,6 +362,7 @@ struct acc {
     enum pg_dtype base;
     struct shim_sig_run *sig;
     size_t nsig, capsig;
+    bool no_external32;
 };
 
 /* One element's signature runs of t into out (at most 2 for a builtin), or t's own list. */
@@ -378,22 +379,46 @@ static const struct shim_sig_run *sig_of(const struct shim_dtype *t, struct shim
     }
     if (((unsigned int)t->handle >> 8) == 0x8c0000u) {
         /* A MINLOC/MAXLOC pair (builtin_8c): the value, then the int. */
-        out[0] = (struct shim_sig_run){t->size - sizeof(int), 1};
-        out[1] = (struct shim_sig_run){sizeof(int), 1};
+        out[0] = (struct shim_sig_run){t->size - sizeof(int), 1, t->size - sizeof(int)};
+        out[1] = (struct shim_sig_run){sizeof(int), 1, sizeof(int)};
         *n = 2;
         return out;
     }
-    out[0] = (struct shim_sig_run){t->size / t->nbasic, t->nbasic};
+    out[0] = (struct shim_sig_run){t->size / t->nbasic, t->nbasic, t->size / t->nbasic};
+    if (t->base == PG_C_FLOAT_COMPLEX || t->base == PG_C_DOUBLE_COMPLEX ||
+        t->base == PG_C_LONG_DOUBLE_COMPLEX || t->handle == MPI_COMPLEX32) {
+        out[0].unit /= 2;
+    }
     *n = 1;
     return out;
 }
 
-static void acc_sig(struct acc *a, size_t esize, size_t n)
+/* Whether t holds a basic type whose external32 size is not its size here (MPI-3.1 table
+ * 13.2: long is 4 bytes, long double a 16-byte IEEE quad, wchar 2 bytes). */
+static bool no_external32(const struct shim_dtype *t)
+{
+    static const MPI_Datatype odd[] = {
+        MPI_LONG,       MPI_UNSIGNED_LONG, MPI_LONG_DOUBLE, MPI_C_LONG_DOUBLE_COMPLEX,
+        MPI_CXX_LONG_DOUBLE_COMPLEX, MPI_REAL16, MPI_COMPLEX32, MPI_LONG_INT,
+        MPI_LONG_DOUBLE_INT, MPI_WCHAR};
+
+    if (!t->builtin) {
+        return t->no_external32;
+    }
+    for (size_t i = 0; i < sizeof(odd) / sizeof(*odd); i++) {
+        if (t->handle == odd[i]) {
+            return true;
+        }
+    }
+    return false;
+}
+
+static void acc_sig(struct acc *a, size_t esize, size_t n, size_t unit)
 {
     if (n == 0 || a->oom) {
         return;
     }
-    if (a->nsig > 0 && a->sig[a->nsig - 1].esize == esize) {
+    if (a->nsig > 0 && a->sig[a->nsig - 1].esize == esize && a->sig[a->nsig - 1].unit == unit) {
         a->sig[a->nsig - 1].n += n;
         return;
     }
@@ -407,7 +432,7 @@ static void acc_sig(struct acc *a, size_t esize, size_t n)
         a->sig = ns;
         a->capsig = cap;
     }
-    a->sig[a->nsig++] = (struct shim_sig_run){esize, n};
+    a->sig[a->nsig++] = (struct shim_sig_run){esize, n, unit};
 }
 
 /* Appends count copies of t's signature. */
@@ -418,12 +443,12 @@ static void acc_sig_entry(struct acc *a, MPI_Aint count, const struct shim_dtype
     const struct shim_sig_run *r = sig_of(t, tmp, &n);
 
     if (n == 1) {
-        acc_sig(a, r[0].esize, (size_t)count * r[0].n);
+        acc_sig(a, r[0].esize, (size_t)count * r[0].n, r[0].unit);
         return;
     }
     for (MPI_Aint j = 0; j < count && n > 0; j++) {
         for (size_t k = 0; k < n; k++) {
-            acc_sig(a, r[k].esize, r[k].n);
+            acc_sig(a, r[k].esize, r[k].n, r[k].unit);
         }
     }
 }
@@ -519,6 +544,7 @@ static void acc_entry(struct acc *a, MPI_Aint disp, MPI_Aint count, const struct
     acc_bounds(a, disp, count, t);
     acc_base(a, count, t);
     acc_sig_entry(a, count, t);
+    a->no_external32 |= no_external32(t);
     if (t->nblocks == 1 && (MPI_Aint)t->blocks[0].len == t->extent) {
         /* Dense copies touch: one block for all of them. */
         acc_block(a, disp + t->blocks[0].off, (size_t)count * t->blocks[0].len);
@@ -543,6 +569,7 @@ static struct shim_dtype *acc_finish(struct acc *a, bool pad_struct)
     }
     t->sig = a->sig;
     t->nsig = a->nsig;
+    t->no_external32 = a->no_external32;
     t->refs = 1;
     t->handle_refs = 1;
     t->size = a->size;
@@ -1824,6 +1851,138 @@ int PMPI_Pack_size(int incount, MPI_Datatype datatype, MPI_Comm comm, int *size)
                           "%d elements pack into %zu bytes, more than an int holds", incount, n);
     }
     *size = (int)n;
+    return MPI_SUCCESS;
+}
+
+/* ---- external32 (MPI-3.1 13.5.2): the packed form, each number big-endian ---- */
+
+/* Reverses the bytes of every number in count packed elements of t, in place: the packed
+ * form is the signature's basic elements back to back, so walking the runs finds them. This
+ * host is little-endian (x86-64, aarch64 as Linux runs it); a big-endian one would skip it. */
+static void swap_packed(char *p, size_t count, const struct shim_dtype *t)
+{
+    struct shim_sig_run tmp[2];
+    size_t n;
+    const struct shim_sig_run *r = sig_of(t, tmp, &n);
+
+    if (__BYTE_ORDER__ == __ORDER_BIG_ENDIAN__) {
+        return;
+    }
+    for (size_t e = 0; e < count; e++) {
+        for (size_t k = 0; k < n; k++) {
+            size_t numbers = r[k].n * (r[k].esize / r[k].unit);
+            for (size_t j = 0; j < numbers; j++, p += r[k].unit) {
+                for (size_t lo = 0, hi = r[k].unit - 1; lo < hi; lo++, hi--) {
+                    char c = p[lo];
+                    p[lo] = p[hi];
+                    p[hi] = c;
+                }
+            }
+        }
+    }
+}
+
+/* Checks datarep and the type for the external calls; *t is the datatype. */
+static int check_external(const char *fn, const char *datarep, int count, MPI_Datatype dt,
+                          struct shim_dtype **t)
+{
+    int rc = shim_check_init(fn);
+
+    if (rc == MPI_SUCCESS && (!datarep || strcmp(datarep, "external32") != 0)) {
+        rc = shim_error(MPI_COMM_WORLD, fn, MPI_ERR_ARG,
+                        "data representation \"%s\" is not \"external32\"",
+                        datarep ? datarep : "(null)");
+    }
+    if (rc == MPI_SUCCESS && count < 0) {
+        rc = shim_error(MPI_COMM_WORLD, fn, MPI_ERR_COUNT, "count %d < 0", count);
+    }
+    if (rc == MPI_SUCCESS && (rc = shim_dtype_check_comm(dt, t)) != MPI_SUCCESS) {
+        rc = shim_error(MPI_COMM_WORLD, fn, rc, "%s", mps_last_error());
+    }
+    if (rc == MPI_SUCCESS && no_external32(*t)) {
+        rc = shim_error(MPI_COMM_WORLD, fn, MPI_ERR_UNSUPPORTED_DATAREP,
+                        "datatype %s holds long, long double or wchar_t, whose external32 "
+                        "sizes differ from this machine's: not supported",
+                        (*t)->name[0] ? (*t)->name : "(derived)");
+    }
+    return rc;
+}
+
+#pragma weak MPI_Pack_external_size = PMPI_Pack_external_size
+int PMPI_Pack_external_size(const char datarep[], int incount, MPI_Datatype datatype,
+                            MPI_Aint *size)
+{
+    struct shim_dtype *t;
+    int rc = check_external(SHIM_FN, datarep, incount, datatype, &t);
+
+    if (rc == MPI_SUCCESS && !size) {
+        rc = shim_error(MPI_COMM_WORLD, SHIM_FN, MPI_ERR_ARG, "size is NULL");
+    }
+    if (rc == MPI_SUCCESS) {
+        *size = (MPI_Aint)incount * (MPI_Aint)t->size;
+    }
+    return rc;
+}
+
+#pragma weak MPI_Pack_external = PMPI_Pack_external
+int PMPI_Pack_external(const char datarep[], const void *inbuf, int incount,
+                       MPI_Datatype datatype, void *outbuf, MPI_Aint outsize,
+                       MPI_Aint *position)
+{
+    struct shim_dtype *t;
+    size_t need;
+    int rc = check_external(SHIM_FN, datarep, incount, datatype, &t);
+
+    if (rc == MPI_SUCCESS && (!position || *position < 0 || outsize < 0)) {
+        rc = shim_error(MPI_COMM_WORLD, SHIM_FN, MPI_ERR_ARG, "position or outsize is invalid");
+    }
+    if (rc != MPI_SUCCESS) {
+        return rc;
+    }
+    need = (size_t)incount * t->size;
+    if (*position > outsize || need > (size_t)(outsize - *position)) {
+        return shim_error(MPI_COMM_WORLD, SHIM_FN, MPI_ERR_TRUNCATE,
+                          "packing %zu bytes at position %ld overflows the %ld-byte buffer",
+                          need, (long)*position, (long)outsize);
+    }
+    shim_dtype_pack(inbuf, (size_t)incount, t, (char *)outbuf + *position);
+    swap_packed((char *)outbuf + *position, (size_t)incount, t);
+    *position += (MPI_Aint)need;
+    return MPI_SUCCESS;
+}
+
+#pragma weak MPI_Unpack_external = PMPI_Unpack_external
+int PMPI_Unpack_external(const char datarep[], const void *inbuf, MPI_Aint insize,
+                         MPI_Aint *position, void *outbuf, int outcount, MPI_Datatype datatype)
+{
+    struct shim_dtype *t;
+    size_t need;
+    char *tmp;
+    int rc = check_external(SHIM_FN, datarep, outcount, datatype, &t);
+
+    if (rc == MPI_SUCCESS && (!position || *position < 0 || insize < 0)) {
+        rc = shim_error(MPI_COMM_WORLD, SHIM_FN, MPI_ERR_ARG, "position or insize is invalid");
+    }
+    if (rc != MPI_SUCCESS) {
+        return rc;
+    }
+    need = (size_t)outcount * t->size;
+    if (*position > insize || need > (size_t)(insize - *position)) {
+        return shim_error(MPI_COMM_WORLD, SHIM_FN, MPI_ERR_TRUNCATE,
+                          "unpacking %zu bytes at position %ld reads past the %ld-byte buffer",
+                          need, (long)*position, (long)insize);
+    }
+    /* inbuf is const: swap a copy back to this machine's byte order, then unpack it. */
+    tmp = malloc(need ? need : 1);
+    if (!tmp) {
+        return shim_error(MPI_COMM_WORLD, SHIM_FN, MPI_ERR_NO_MEM, "no memory for %zu bytes",
+                          need);
+    }
+    memcpy(tmp, (const char *)inbuf + *position, need);
+    swap_packed(tmp, (size_t)outcount, t);
+    shim_dtype_unpack(tmp, (size_t)outcount, t, outbuf);
+    free(tmp);
+    *position += (MPI_Aint)need;
     return MPI_SUCCESS;
 }
 

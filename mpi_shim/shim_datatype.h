@@ -56,6 +56,7 @@ struct shim_dtype_block {
 struct shim_sig_run {
     size_t esize;
     size_t n;
+    size_t unit; /* bytes swapped as one number in external32 (a complex: half of esize) */
 };
 
 struct shim_dtype {
@@ -77,6 +78,7 @@ struct shim_dtype {
     size_t base_per_elem; /* base elements per element of this type (0 when base is NONE) */
     size_t nbasic;        /* basic MPI elements per element, for MPI_Get_elements */
 
+    bool no_external32; /* holds a basic type whose external32 size differs (long, ...) */
     size_t nsig;                 /* derived types: runs of one element's signature */
     struct shim_sig_run *sig;    /* (builtins: computed by shim_dtype_elements) */
 

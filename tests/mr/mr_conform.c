@@ -10,6 +10,7 @@
  *   MPI_NO_OP commutative, user ops on a derived type. */
 #include "mrtest.h"
 
+#include <complex.h>
 #include <stddef.h>
 #include <string.h>
 
@@ -667,6 +668,48 @@ static void darray_partitions_the_array(void)
     }
 }
 
+/* external32: big-endian numbers, sizes of the signature; a complex swaps its two halves
+ * separately; long is refused (its external32 size, 4, is not this machine's). */
+static void pack_external32(void)
+{
+    struct {
+        int i;
+        double d;
+        float _Complex z;
+    } in = {0x01020304, 1.0, 2.0f + 0.5f * I}, out;
+    int bl[3] = {1, 1, 1};
+    MPI_Aint disp[3] = {0, offsetof(__typeof__(in), d), offsetof(__typeof__(in), z)};
+    MPI_Datatype types[3] = {MPI_INT, MPI_DOUBLE, MPI_C_FLOAT_COMPLEX}, t;
+    unsigned char buf[32];
+    /* 0x01020304; 1.0 = 0x3ff0000000000000; 2.0f = 0x40000000, 0.5f = 0x3f000000. */
+    static const unsigned char want[20] = {1, 2, 3, 4, 0x3f, 0xf0, 0, 0, 0, 0,
+                                           0, 0, 0x40, 0, 0, 0, 0x3f, 0, 0, 0};
+    MPI_Aint pos = 0, size;
+    long l = 1;
+
+    CHECK_MPI(MPI_Type_create_struct(3, bl, disp, types, &t));
+    CHECK_MPI(MPI_Type_commit(&t));
+    CHECK_MPI(MPI_Pack_external_size("external32", 1, t, &size));
+    CHECK(size == 20, "external32 size %ld", (long)size);
+    CHECK_MPI(MPI_Pack_external("external32", &in, 1, t, buf, sizeof(buf), &pos));
+    CHECK(pos == 20 && memcmp(buf, want, 20) == 0, "external32 bytes differ (position %ld)",
+          (long)pos);
+    memset(&out, 0, sizeof(out));
+    pos = 0;
+    CHECK_MPI(MPI_Unpack_external("external32", buf, sizeof(buf), &pos, &out, 1, t));
+    CHECK(pos == 20 && out.i == in.i && out.d == in.d && out.z == in.z, "round trip");
+    CHECK_MPI(MPI_Type_free(&t));
+    CHECK_MPI(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+    pos = 0;
+    EXPECT_CLASS(MPI_Pack_external("external32", &l, 1, MPI_LONG, buf, sizeof(buf), &pos),
+                 MPI_ERR_UNSUPPORTED_DATAREP);
+    EXPECT_CLASS(MPI_Pack_external("native", &in, 1, MPI_INT, buf, sizeof(buf), &pos),
+                 MPI_ERR_ARG);
+    EXPECT_CLASS(MPI_Pack_external("external32", &in, 9, MPI_INT, buf, sizeof(buf), &pos),
+                 MPI_ERR_TRUNCATE);
+    CHECK_MPI(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL));
+}
+
 int main(int argc, char **argv)
 {
     mrt_init(&argc, &argv);
@@ -686,5 +729,6 @@ int main(int argc, char **argv)
     generalized_requests();
     mpi1_names_and_f90_types();
     darray_partitions_the_array();
+    pack_external32();
     return mrt_finish("mr_conform");
 }
