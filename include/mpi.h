@@ -712,6 +712,22 @@ MPISHIM_PROTO(int, Type_vector, (int count, int blocklength, int stride, MPI_Dat
                                  MPI_Datatype *newtype))
 MPISHIM_PROTO(int, Unpack, (const void *inbuf, int insize, int *position, void *outbuf,
                             int outcount, MPI_Datatype datatype, MPI_Comm comm))
+/* Fortran 90 parameterized types: the predefined type of at least the precision p (decimal
+ * digits) and exponent range r asked for (MPI_UNDEFINED: any), MPI_ERR_ARG if none has it. */
+MPISHIM_PROTO(int, Type_create_f90_complex, (int p, int r, MPI_Datatype *newtype))
+MPISHIM_PROTO(int, Type_create_f90_integer, (int r, MPI_Datatype *newtype))
+MPISHIM_PROTO(int, Type_create_f90_real, (int p, int r, MPI_Datatype *newtype))
+/* external32 (MPI-3.1 13.5.2): big-endian packing; datarep must be "external32". Datatypes
+ * holding long, long double or wchar_t (whose external32 sizes differ from this machine's)
+ * are refused with MPI_ERR_UNSUPPORTED_DATAREP. */
+MPISHIM_PROTO(int, Pack_external, (const char datarep[], const void *inbuf, int incount,
+                                   MPI_Datatype datatype, void *outbuf, MPI_Aint outsize,
+                                   MPI_Aint *position))
+MPISHIM_PROTO(int, Pack_external_size, (const char datarep[], int incount, MPI_Datatype datatype,
+                                        MPI_Aint *size))
+MPISHIM_PROTO(int, Unpack_external, (const char datarep[], const void *inbuf, MPI_Aint insize,
+                                     MPI_Aint *position, void *outbuf, int outcount,
+                                     MPI_Datatype datatype))
 /* Removed in MPI-3.0; kept so that old codes still compile. */
 MPISHIM_PROTO(int, Address, (void *location, MPI_Aint *address))
 MPISHIM_PROTO(int, Type_extent, (MPI_Datatype datatype, MPI_Aint *extent))
@@ -725,6 +741,10 @@ MPISHIM_PROTO(int, Type_hvector, (int count, int blocklength, MPI_Aint stride, M
 MPISHIM_PROTO(int, Type_struct, (int count, int array_of_blocklengths[],
                                  MPI_Aint array_of_displacements[], MPI_Datatype array_of_types[],
                                  MPI_Datatype *newtype))
+MPISHIM_PROTO(int, Errhandler_create, (MPI_Handler_function *function,
+                                       MPI_Errhandler *errhandler))
+MPISHIM_PROTO(int, Errhandler_get, (MPI_Comm comm, MPI_Errhandler *errhandler))
+MPISHIM_PROTO(int, Errhandler_set, (MPI_Comm comm, MPI_Errhandler errhandler))
 
 /* Error handlers and error classes. */
 MPISHIM_PROTO(int, Add_error_class, (int *errorclass))
@@ -845,6 +865,20 @@ MPISHIM_PROTO(int, Ssend_init, (const void *buf, int count, MPI_Datatype datatyp
 
 /* Requests and completion. */
 MPISHIM_PROTO(int, Cancel, (MPI_Request *request))
+/* Generalized requests (MPI-3.1 12.2): an operation the program completes itself with
+ * MPI_Grequest_complete. query_fn fills the status when a completion call returns the
+ * request (its return value is the request's error class); free_fn runs once when the
+ * request is freed (by that completion call or by MPI_Request_free after completion);
+ * cancel_fn runs at MPI_Cancel with complete = whether MPI_Grequest_complete was called.
+ * The callbacks run in the thread that makes the call. */
+typedef int(MPI_Grequest_query_function)(void *extra_state, MPI_Status *status);
+typedef int(MPI_Grequest_free_function)(void *extra_state);
+typedef int(MPI_Grequest_cancel_function)(void *extra_state, int complete);
+MPISHIM_PROTO(int, Grequest_complete, (MPI_Request request))
+MPISHIM_PROTO(int, Grequest_start, (MPI_Grequest_query_function *query_fn,
+                                    MPI_Grequest_free_function *free_fn,
+                                    MPI_Grequest_cancel_function *cancel_fn, void *extra_state,
+                                    MPI_Request *request))
 MPISHIM_PROTO(int, Request_free, (MPI_Request *request))
 MPISHIM_PROTO(int, Request_get_status, (MPI_Request request, int *flag, MPI_Status *status))
 MPISHIM_PROTO(int, Start, (MPI_Request *request))

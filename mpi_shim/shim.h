@@ -54,6 +54,9 @@ int shim_check_init(const char *fn);
 /* User-defined error classes and codes (MPI_Add_error_*): their string or NULL. */
 const char *shim_user_error_string(int code);
 int shim_user_error_class(int code, int *errclass);
+/* The largest error code or class in use (MPI_LASTUSEDCODE): MPI_ERR_LASTCODE until
+ * MPI_Add_error_class/code adds one. */
+int shim_last_used_code(void);
 
 /* The object table behind every kind of user handle: a growable array of pointers with
  * a free list, handles made with MPISHIM_HANDLE_MAKE(KIND_INDIRECT, obj, index). */

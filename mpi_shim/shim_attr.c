@@ -1,7 +1,7 @@
 /*
  * shim_attr.c - attributes cached on communicators and on datatypes, their keyvals, and
  * the predefined communicator attributes (MPI_TAG_UB, MPI_HOST, MPI_IO,
- * MPI_WTIME_IS_GLOBAL, MPI_UNIVERSE_SIZE, MPI_APPNUM).
+ * MPI_WTIME_IS_GLOBAL, MPI_UNIVERSE_SIZE, MPI_APPNUM, MPI_LASTUSEDCODE).
  *
  * An object's attributes are a short linked list (programs set a handful), newest first,
  * so that deleting from the head deletes in the reverse order of setting, as MPI-3.1
@@ -60,6 +60,7 @@ static int io = MPI_ANY_SOURCE; /* every rank may do I/O */
 static int wtime_is_global = 0;
 static int universe_size;
 static int appnum = 0;
+static int last_used_code;
 
 static int *predefined(int keyval)
 {
@@ -77,6 +78,10 @@ static int *predefined(int keyval)
         return &universe_size;
     case MPI_APPNUM:
         return &appnum;
+    case MPI_LASTUSEDCODE:
+        /* Read at each get, so it follows MPI_Add_error_class/code. */
+        last_used_code = shim_last_used_code();
+        return &last_used_code;
     default:
         return NULL;
     }

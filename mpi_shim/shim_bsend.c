@@ -136,6 +136,12 @@ static int bsend_start(const void *buf, int count, MPI_Datatype dt, int dest, in
         /* Let the standard send path raise the precise error. */
         return PMPI_Send(buf, count, dt, dest, tag, comm);
     }
+    /* NULL is MPI_BOTTOM, legal only with a derived type at absolute addresses. */
+    if (!buf && count > 0 && t->size > 0 && (t->builtin || t->true_lb == 0)) {
+        return shim_error(comm, fn, MPI_ERR_BUFFER,
+                          "the buffer is NULL but holds %d elements of a %zu-byte datatype",
+                          count, t->size);
+    }
     /* The copy out is a CPU pack: device memory is refused, not read. */
     if ((rc = shim_dev_host_only(fn, comm, buf, "buf")) != MPI_SUCCESS) {
         return rc;

@@ -56,10 +56,13 @@ struct shim_dtype;
 struct shim_op_call {
     MPI_User_function *fn;
     MPI_Datatype dt;
+    const struct shim_dtype *t; /* a user op on a non-contiguous type: unpack around fn */
+    enum pg_dtype pair;         /* MAXLOC/MINLOC on packed pairs (no fn): the pair type */
+    enum pg_op pair_op;
 };
 /* Fills spec for op on t; *scale is how many spec elements one element of t holds.
  * MPI_SUCCESS, MPI_ERR_OP (invalid op, or op not defined on the type; cause recorded with
- * mps_error) or MPI_ERR_TYPE (a user op on a non-contiguous type). */
+ * mps_error). */
 int shim_op_spec(MPI_Op op, MPI_Datatype dt, const struct shim_dtype *t, struct pg_op_spec *spec,
                  size_t *scale, struct shim_op_call *call);
 /* Validates an op handle: MPI_SUCCESS or MPI_ERR_OP. */

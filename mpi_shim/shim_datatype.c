@@ -134,27 +134,41 @@ static struct shim_dtype builtin_4c[0x47] = {
     TYPE_1(MPI_CXX_LONG_DOUBLE_COMPLEX, long double _Complex, PG_C_LONG_DOUBLE_COMPLEX),
 };
 
-/* The MINLOC/MAXLOC pairs 0x8c00000X. Their packed form keeps the struct padding (see the
- * header), so size is sizeof(struct); mpi_size and the true extent are MPICH's values: the
- * span of the value and the index. */
+/* The MINLOC/MAXLOC pairs 0x8c00000X. Their type signature is (value type, int), so their
+ * packed form is the value's bytes and then the index's, without the struct's padding: a
+ * message sent as {double, int, double, int} and received as 2 x MPI_DOUBLE_INT must match
+ * by signature. The typed layout (extent, true extent) is the C struct's, as in MPICH. A pair
+ * whose struct has no padding (MPI_FLOAT_INT) stays contiguous; the others are one or two
+ * blocks (MPI_SHORT_INT has its padding between the short and the int). */
+#define PAIR_VAL(st) sizeof(((struct st *)0)->v)
+#define PAIR_GAP(st) (offsetof(struct st, i) != PAIR_VAL(st))
 #define TYPE_PAIR(h, st, pg, nm)                                                                   \
     [(h)&0xff] = {.handle = (h),                                                                   \
                   .builtin = true,                                                                 \
                   .committed = true,                                                               \
-                  .contig = true,                                                                  \
-                  .size = sizeof(struct st),                                                       \
-                  .mpi_size = sizeof(((struct st *)0)->v) + sizeof(int),                           \
+                  .contig = PAIR_VAL(st) + sizeof(int) == sizeof(struct st),                       \
+                  .size = PAIR_VAL(st) + sizeof(int),                                              \
+                  .mpi_size = PAIR_VAL(st) + sizeof(int),                                          \
                   .extent = sizeof(struct st),                                                     \
                   .true_extent = offsetof(struct st, i) + sizeof(int),                             \
                   .align = _Alignof(struct st),                                                    \
                   .base = (pg),                                                                    \
                   .base_per_elem = 1,                                                              \
                   .nbasic = 2,                                                                     \
-                  .nblocks = 1,                                                                    \
-                  .blocks = &builtin_8c[(h)&0xff].one_block,                                       \
-                  .one_block = {0, sizeof(struct st)},                                             \
+                  .nblocks = PAIR_GAP(st) ? 2 : 1,                                                 \
+                  .blocks = PAIR_GAP(st) ? pair_blocks_##st : &builtin_8c[(h)&0xff].one_block,     \
+                  .one_block = {0, PAIR_VAL(st) + sizeof(int)},                                    \
                   .combiner = MPI_COMBINER_NAMED,                                                  \
                   .name = nm}
+#define PAIR_BLOCKS(st)                                                                            \
+    static struct shim_dtype_block pair_blocks_##st[2] = {                                         \
+        {0, PAIR_VAL(st)}, {offsetof(struct st, i), sizeof(int)}}
+
+PAIR_BLOCKS(pg_float_int);
+PAIR_BLOCKS(pg_double_int);
+PAIR_BLOCKS(pg_long_int);
+PAIR_BLOCKS(pg_short_int);
+PAIR_BLOCKS(pg_long_double_int);
 
 static struct shim_dtype builtin_8c[5] = {
     TYPE_PAIR(MPI_FLOAT_INT, pg_float_int, PG_FLOAT_INT, "MPI_FLOAT_INT"),
@@ -312,6 +326,7 @@ static void dtype_destroy(struct shim_dtype *t)
     if (t->blocks != &t->one_block) {
         free(t->blocks);
     }
+    free(t->sig);
     free(t->ints);
     free(t->aints);
     free(t->types);
@@ -345,7 +360,98 @@ struct acc {
     bool have_bounds, have_true, have_xlb, have_xub, base_set, base_mixed, oom;
     MPI_Aint lb, ub, tlb, tub, xlb, xub;
     enum pg_dtype base;
+    struct shim_sig_run *sig;
+    size_t nsig, capsig;
+    bool no_external32;
 };
+
+/* One element's signature runs of t into out (at most 2 for a builtin), or t's own list. */
+static const struct shim_sig_run *sig_of(const struct shim_dtype *t, struct shim_sig_run out[2],
+                                         size_t *n)
+{
+    if (!t->builtin) {
+        *n = t->nsig;
+        return t->sig;
+    }
+    *n = 0;
+    if (t->size == 0 || t->nbasic == 0) {
+        return out;
+    }
+    if (((unsigned int)t->handle >> 8) == 0x8c0000u) {
+        /* A MINLOC/MAXLOC pair (builtin_8c): the value, then the int. */
+        out[0] = (struct shim_sig_run){t->size - sizeof(int), 1, t->size - sizeof(int)};
+        out[1] = (struct shim_sig_run){sizeof(int), 1, sizeof(int)};
+        *n = 2;
+        return out;
+    }
+    out[0] = (struct shim_sig_run){t->size / t->nbasic, t->nbasic, t->size / t->nbasic};
+    if (t->base == PG_C_FLOAT_COMPLEX || t->base == PG_C_DOUBLE_COMPLEX ||
+        t->base == PG_C_LONG_DOUBLE_COMPLEX || t->handle == MPI_COMPLEX32) {
+        out[0].unit /= 2;
+    }
+    *n = 1;
+    return out;
+}
+
+/* Whether t holds a basic type whose external32 size is not its size here (MPI-3.1 table
+ * 13.2: long is 4 bytes, long double a 16-byte IEEE quad, wchar 2 bytes). */
+static bool no_external32(const struct shim_dtype *t)
+{
+    static const MPI_Datatype odd[] = {
+        MPI_LONG,       MPI_UNSIGNED_LONG, MPI_LONG_DOUBLE, MPI_C_LONG_DOUBLE_COMPLEX,
+        MPI_CXX_LONG_DOUBLE_COMPLEX, MPI_REAL16, MPI_COMPLEX32, MPI_LONG_INT,
+        MPI_LONG_DOUBLE_INT, MPI_WCHAR};
+
+    if (!t->builtin) {
+        return t->no_external32;
+    }
+    for (size_t i = 0; i < sizeof(odd) / sizeof(*odd); i++) {
+        if (t->handle == odd[i]) {
+            return true;
+        }
+    }
+    return false;
+}
+
+static void acc_sig(struct acc *a, size_t esize, size_t n, size_t unit)
+{
+    if (n == 0 || a->oom) {
+        return;
+    }
+    if (a->nsig > 0 && a->sig[a->nsig - 1].esize == esize && a->sig[a->nsig - 1].unit == unit) {
+        a->sig[a->nsig - 1].n += n;
+        return;
+    }
+    if (a->nsig == a->capsig) {
+        size_t cap = a->capsig ? 2 * a->capsig : 4;
+        struct shim_sig_run *ns = realloc(a->sig, cap * sizeof(*ns));
+        if (!ns) {
+            a->oom = true;
+            return;
+        }
+        a->sig = ns;
+        a->capsig = cap;
+    }
+    a->sig[a->nsig++] = (struct shim_sig_run){esize, n, unit};
+}
+
+/* Appends count copies of t's signature. */
+static void acc_sig_entry(struct acc *a, MPI_Aint count, const struct shim_dtype *t)
+{
+    struct shim_sig_run tmp[2];
+    size_t n;
+    const struct shim_sig_run *r = sig_of(t, tmp, &n);
+
+    if (n == 1) {
+        acc_sig(a, r[0].esize, (size_t)count * r[0].n, r[0].unit);
+        return;
+    }
+    for (MPI_Aint j = 0; j < count && n > 0; j++) {
+        for (size_t k = 0; k < n; k++) {
+            acc_sig(a, r[k].esize, r[k].n, r[k].unit);
+        }
+    }
+}
 
 static void acc_block(struct acc *a, MPI_Aint off, size_t len)
 {
@@ -437,6 +543,8 @@ static void acc_entry(struct acc *a, MPI_Aint disp, MPI_Aint count, const struct
     a->align = t->align > a->align ? t->align : a->align;
     acc_bounds(a, disp, count, t);
     acc_base(a, count, t);
+    acc_sig_entry(a, count, t);
+    a->no_external32 |= no_external32(t);
     if (t->nblocks == 1 && (MPI_Aint)t->blocks[0].len == t->extent) {
         /* Dense copies touch: one block for all of them. */
         acc_block(a, disp + t->blocks[0].off, (size_t)count * t->blocks[0].len);
@@ -456,8 +564,12 @@ static struct shim_dtype *acc_finish(struct acc *a, bool pad_struct)
     struct shim_dtype *t = a->oom ? NULL : calloc(1, sizeof(*t));
     if (!t) {
         free(a->b);
+        free(a->sig);
         return NULL;
     }
+    t->sig = a->sig;
+    t->nsig = a->nsig;
+    t->no_external32 = a->no_external32;
     t->refs = 1;
     t->handle_refs = 1;
     t->size = a->size;
@@ -954,25 +1066,146 @@ int PMPI_Type_create_subarray(int ndims, const int array_of_sizes[],
     return finish_new(SHIM_FN, t, rc, newtype);
 }
 
+/* The arguments of MPI_Type_create_darray, and per dimension the process coordinate and
+ * block size (darg, or its default). */
+struct darray {
+    int size, rank, ndims, order;
+    const int *gsizes, *distribs, *dargs, *psizes;
+    int coord[32], block[32];
+};
+
+static int darray_dim_check(const char *fn, struct darray *d, int i)
+{
+    int g = d->gsizes[i], p = d->psizes[i], dist = d->distribs[i], b = d->dargs[i];
+
+    if (g <= 0 || p <= 0) {
+        return shim_error(MPI_COMM_WORLD, fn, MPI_ERR_ARG, "gsizes[%d] = %d, psizes[%d] = %d", i,
+                          g, i, p);
+    }
+    if (dist != MPI_DISTRIBUTE_BLOCK && dist != MPI_DISTRIBUTE_CYCLIC &&
+        dist != MPI_DISTRIBUTE_NONE) {
+        return shim_error(MPI_COMM_WORLD, fn, MPI_ERR_ARG, "distribs[%d] = %d is unknown", i,
+                          dist);
+    }
+    if (dist == MPI_DISTRIBUTE_NONE && p != 1) {
+        return shim_error(MPI_COMM_WORLD, fn, MPI_ERR_ARG,
+                          "dimension %d is not distributed but psizes[%d] = %d", i, i, p);
+    }
+    if (b != MPI_DISTRIBUTE_DFLT_DARG && b <= 0) {
+        return shim_error(MPI_COMM_WORLD, fn, MPI_ERR_ARG, "dargs[%d] = %d", i, b);
+    }
+    if (dist == MPI_DISTRIBUTE_BLOCK && b != MPI_DISTRIBUTE_DFLT_DARG && (long)b * p < g) {
+        return shim_error(MPI_COMM_WORLD, fn, MPI_ERR_ARG,
+                          "dimension %d: %d blocks of %d cover less than its %d elements", i, p,
+                          b, g);
+    }
+    d->block[i] = dist == MPI_DISTRIBUTE_NONE     ? g
+                  : b != MPI_DISTRIBUTE_DFLT_DARG ? b
+                  : dist == MPI_DISTRIBUTE_BLOCK  ? (g + p - 1) / p
+                                                  : 1;
+    return MPI_SUCCESS;
+}
+
+static int darray_check(const char *fn, struct darray *d, MPI_Datatype *newtype)
+{
+    long procs = 1;
+    int rc = MPI_SUCCESS, r;
+
+    if (d->ndims < 1 || d->ndims > 32 || d->size < 1 || d->rank < 0 || d->rank >= d->size ||
+        (d->order != MPI_ORDER_C && d->order != MPI_ORDER_FORTRAN) || !newtype || !d->gsizes ||
+        !d->distribs || !d->dargs || !d->psizes) {
+        return shim_error(MPI_COMM_WORLD, fn, MPI_ERR_ARG,
+                          "bad size %d, rank %d, ndims %d, order %d or a NULL array", d->size,
+                          d->rank, d->ndims, d->order);
+    }
+    for (int i = 0; i < d->ndims && rc == MPI_SUCCESS; i++) {
+        rc = darray_dim_check(fn, d, i);
+        procs *= d->psizes[i];
+    }
+    if (rc == MPI_SUCCESS && procs != d->size) {
+        rc = shim_error(MPI_COMM_WORLD, fn, MPI_ERR_ARG,
+                        "the process grid has %ld processes, not size %d", procs, d->size);
+    }
+    /* The process grid is row-major whatever the array order (MPI-3.1 4.1.4). */
+    r = d->rank;
+    for (int i = d->ndims - 1; i >= 0 && rc == MPI_SUCCESS; i--) {
+        d->coord[i] = r % d->psizes[i];
+        r /= d->psizes[i];
+    }
+    return rc;
+}
+
+/* Whether global index j of dimension i belongs to this process (blocks of block[i] dealt
+ * round-robin over the psizes[i] coordinates; BLOCK and NONE are the one-round case). */
+static bool darray_owns(const struct darray *d, int i, int j)
+{
+    return (j / d->block[i]) % d->psizes[i] == d->coord[i];
+}
+
+/* Adds this process's elements in array order: dimension pos (0 = slowest in memory). */
+static void darray_add(struct acc *a, const struct darray *d, const struct shim_dtype *old,
+                       int pos, MPI_Aint off)
+{
+    int i = d->order == MPI_ORDER_C ? pos : d->ndims - 1 - pos;
+
+    for (int j = 0; j < d->gsizes[i]; j++) {
+        if (!darray_owns(d, i, j)) {
+            continue;
+        }
+        if (pos == d->ndims - 1) {
+            acc_entry(a, (off * d->gsizes[i] + j) * old->extent, 1, old);
+        } else {
+            darray_add(a, d, old, pos + 1, off * d->gsizes[i] + j);
+        }
+    }
+}
+
 #pragma weak MPI_Type_create_darray = PMPI_Type_create_darray
 int PMPI_Type_create_darray(int size, int rank, int ndims, const int array_of_gsizes[],
                             const int array_of_distribs[], const int array_of_dargs[],
                             const int array_of_psizes[], int order, MPI_Datatype oldtype,
                             MPI_Datatype *newtype)
 {
-    (void)size;
-    (void)rank;
-    (void)ndims;
-    (void)array_of_gsizes;
-    (void)array_of_distribs;
-    (void)array_of_dargs;
-    (void)array_of_psizes;
-    (void)order;
-    (void)oldtype;
-    (void)newtype;
-    return shim_error(MPI_COMM_WORLD, SHIM_FN, MPI_ERR_UNSUPPORTED_OPERATION,
-                      "distributed array datatypes are not implemented in mpishim; build the "
-                      "local block with MPI_Type_create_subarray instead");
+    struct darray d = {size,           rank,          ndims, order, array_of_gsizes,
+                       array_of_distribs, array_of_dargs, array_of_psizes};
+    struct shim_dtype *old, *t;
+    struct acc a = {0};
+    MPI_Aint total;
+    int *ints, ni = 4 * ndims + 4;
+    int rc = check_old(SHIM_FN, oldtype, &old);
+
+    if (rc == MPI_SUCCESS) {
+        rc = darray_check(SHIM_FN, &d, newtype);
+    }
+    if (rc != MPI_SUCCESS) {
+        return rc;
+    }
+    darray_add(&a, &d, old, 0, 0);
+    /* Like a subarray, the type spans the whole global array: lb 0, extent
+     * prod(gsizes) * old extent. */
+    total = old->extent;
+    for (int i = 0; i < ndims; i++) {
+        total *= array_of_gsizes[i];
+    }
+    a.xlb = 0;
+    a.xub = total;
+    a.have_xlb = a.have_xub = true;
+    t = acc_finish(&a, false);
+    ints = malloc((size_t)ni * sizeof(int));
+    rc = (t && ints) ? MPI_SUCCESS : MPI_ERR_OTHER;
+    if (rc == MPI_SUCCESS) {
+        ints[0] = size;
+        ints[1] = rank;
+        ints[2] = ndims;
+        memcpy(ints + 3, array_of_gsizes, (size_t)ndims * sizeof(int));
+        memcpy(ints + 3 + ndims, array_of_distribs, (size_t)ndims * sizeof(int));
+        memcpy(ints + 3 + 2 * ndims, array_of_dargs, (size_t)ndims * sizeof(int));
+        memcpy(ints + 3 + 3 * ndims, array_of_psizes, (size_t)ndims * sizeof(int));
+        ints[3 + 4 * ndims] = order;
+        rc = record(t, MPI_COMBINER_DARRAY, ni, ints, 0, NULL, 1, &old);
+    }
+    free(ints);
+    return finish_new(SHIM_FN, t, rc, newtype);
 }
 
 #pragma weak MPI_Type_create_resized = PMPI_Type_create_resized
@@ -1351,6 +1584,64 @@ int PMPI_Type_match_size(int typeclass, int size, MPI_Datatype *datatype)
                       "no predefined type of typeclass %d has size %d", typeclass, size);
 }
 
+/* The Fortran 90 parameterized types are predefined ones (MPI-3.1 17.2.5 allows returning
+ * them): the smallest of the list that has at least the precision p (decimal digits) and
+ * the exponent range r; MPI_UNDEFINED leaves p or r free. */
+struct f90_choice {
+    int p, r;
+    MPI_Datatype type;
+};
+
+static int f90_pick(const char *fn, const struct f90_choice *list, size_t n, int p, int r,
+                    MPI_Datatype *newtype)
+{
+    int rc = shim_check_init(fn);
+
+    if (rc == MPI_SUCCESS && !newtype) {
+        rc = shim_error(MPI_COMM_WORLD, fn, MPI_ERR_ARG, "newtype is NULL");
+    }
+    if (rc != MPI_SUCCESS) {
+        return rc;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if ((p == MPI_UNDEFINED || p <= list[i].p) && (r == MPI_UNDEFINED || r <= list[i].r)) {
+            *newtype = list[i].type;
+            return MPI_SUCCESS;
+        }
+    }
+    return shim_error(MPI_COMM_WORLD, fn, MPI_ERR_ARG,
+                      "no predefined type has precision %d and exponent range %d", p, r);
+}
+
+#pragma weak MPI_Type_create_f90_integer = PMPI_Type_create_f90_integer
+int PMPI_Type_create_f90_integer(int r, MPI_Datatype *newtype)
+{
+    /* Decimal range: 10^r - 1 must fit (127 holds r = 2, 2^63 - 1 holds r = 18). */
+    static const struct f90_choice ints[] = {{0, 2, MPI_INTEGER1},
+                                             {0, 4, MPI_INTEGER2},
+                                             {0, 9, MPI_INTEGER4},
+                                             {0, 18, MPI_INTEGER8}};
+    return f90_pick(SHIM_FN, ints, 4, MPI_UNDEFINED, r, newtype);
+}
+
+/* IEEE binary32, binary64 and x87 extended (long double): precision and range as Fortran's
+ * PRECISION() and RANGE() report them. */
+#pragma weak MPI_Type_create_f90_real = PMPI_Type_create_f90_real
+int PMPI_Type_create_f90_real(int p, int r, MPI_Datatype *newtype)
+{
+    static const struct f90_choice reals[] = {
+        {6, 37, MPI_REAL4}, {15, 307, MPI_REAL8}, {18, 4931, MPI_REAL16}};
+    return f90_pick(SHIM_FN, reals, 3, p, r, newtype);
+}
+
+#pragma weak MPI_Type_create_f90_complex = PMPI_Type_create_f90_complex
+int PMPI_Type_create_f90_complex(int p, int r, MPI_Datatype *newtype)
+{
+    static const struct f90_choice cplx[] = {
+        {6, 37, MPI_COMPLEX8}, {15, 307, MPI_COMPLEX16}, {18, 4931, MPI_COMPLEX32}};
+    return f90_pick(SHIM_FN, cplx, 3, p, r, newtype);
+}
+
 /* ------------------------------------------------------------------------------------- */
 /* Pack and unpack                                                                       */
 /* ------------------------------------------------------------------------------------- */
@@ -1456,19 +1747,26 @@ size_t shim_dtype_unpack_partial(const void *in, size_t count, const struct shim
 
 MPI_Count shim_dtype_elements(const struct shim_dtype *t, size_t nbytes)
 {
+    struct shim_sig_run tmp[2];
+    const struct shim_sig_run *r;
+    size_t n, rem;
+    MPI_Count count;
+
     if (t->size == 0) {
         return 0;
     }
-    MPI_Count n = (MPI_Count)(nbytes / t->size) * (MPI_Count)t->nbasic;
-    size_t rem = nbytes % t->size;
-    if (rem == 0) {
-        return n;
+    count = (MPI_Count)(nbytes / t->size) * (MPI_Count)t->nbasic;
+    rem = nbytes % t->size;
+    r = sig_of(t, tmp, &n);
+    for (size_t k = 0; k < n && rem > 0; k++) {
+        size_t whole = rem / r[k].esize < r[k].n ? rem / r[k].esize : r[k].n;
+        count += (MPI_Count)whole;
+        rem -= whole * r[k].esize;
+        if (whole < r[k].n) {
+            break;
+        }
     }
-    if (t->base == PG_DTYPE_NONE || t->nbasic != t->base_per_elem) {
-        return MPI_UNDEFINED;
-    }
-    size_t esize = t->size / t->base_per_elem;
-    return rem % esize ? MPI_UNDEFINED : n + (MPI_Count)(rem / esize);
+    return rem ? MPI_UNDEFINED : count;
 }
 
 /* Checks what MPI_Pack and MPI_Unpack share; *t is the datatype. */
@@ -1553,6 +1851,138 @@ int PMPI_Pack_size(int incount, MPI_Datatype datatype, MPI_Comm comm, int *size)
                           "%d elements pack into %zu bytes, more than an int holds", incount, n);
     }
     *size = (int)n;
+    return MPI_SUCCESS;
+}
+
+/* ---- external32 (MPI-3.1 13.5.2): the packed form, each number big-endian ---- */
+
+/* Reverses the bytes of every number in count packed elements of t, in place: the packed
+ * form is the signature's basic elements back to back, so walking the runs finds them. This
+ * host is little-endian (x86-64, aarch64 as Linux runs it); a big-endian one would skip it. */
+static void swap_packed(char *p, size_t count, const struct shim_dtype *t)
+{
+    struct shim_sig_run tmp[2];
+    size_t n;
+    const struct shim_sig_run *r = sig_of(t, tmp, &n);
+
+    if (__BYTE_ORDER__ == __ORDER_BIG_ENDIAN__) {
+        return;
+    }
+    for (size_t e = 0; e < count; e++) {
+        for (size_t k = 0; k < n; k++) {
+            size_t numbers = r[k].n * (r[k].esize / r[k].unit);
+            for (size_t j = 0; j < numbers; j++, p += r[k].unit) {
+                for (size_t lo = 0, hi = r[k].unit - 1; lo < hi; lo++, hi--) {
+                    char c = p[lo];
+                    p[lo] = p[hi];
+                    p[hi] = c;
+                }
+            }
+        }
+    }
+}
+
+/* Checks datarep and the type for the external calls; *t is the datatype. */
+static int check_external(const char *fn, const char *datarep, int count, MPI_Datatype dt,
+                          struct shim_dtype **t)
+{
+    int rc = shim_check_init(fn);
+
+    if (rc == MPI_SUCCESS && (!datarep || strcmp(datarep, "external32") != 0)) {
+        rc = shim_error(MPI_COMM_WORLD, fn, MPI_ERR_ARG,
+                        "data representation \"%s\" is not \"external32\"",
+                        datarep ? datarep : "(null)");
+    }
+    if (rc == MPI_SUCCESS && count < 0) {
+        rc = shim_error(MPI_COMM_WORLD, fn, MPI_ERR_COUNT, "count %d < 0", count);
+    }
+    if (rc == MPI_SUCCESS && (rc = shim_dtype_check_comm(dt, t)) != MPI_SUCCESS) {
+        rc = shim_error(MPI_COMM_WORLD, fn, rc, "%s", mps_last_error());
+    }
+    if (rc == MPI_SUCCESS && no_external32(*t)) {
+        rc = shim_error(MPI_COMM_WORLD, fn, MPI_ERR_UNSUPPORTED_DATAREP,
+                        "datatype %s holds long, long double or wchar_t, whose external32 "
+                        "sizes differ from this machine's: not supported",
+                        (*t)->name[0] ? (*t)->name : "(derived)");
+    }
+    return rc;
+}
+
+#pragma weak MPI_Pack_external_size = PMPI_Pack_external_size
+int PMPI_Pack_external_size(const char datarep[], int incount, MPI_Datatype datatype,
+                            MPI_Aint *size)
+{
+    struct shim_dtype *t;
+    int rc = check_external(SHIM_FN, datarep, incount, datatype, &t);
+
+    if (rc == MPI_SUCCESS && !size) {
+        rc = shim_error(MPI_COMM_WORLD, SHIM_FN, MPI_ERR_ARG, "size is NULL");
+    }
+    if (rc == MPI_SUCCESS) {
+        *size = (MPI_Aint)incount * (MPI_Aint)t->size;
+    }
+    return rc;
+}
+
+#pragma weak MPI_Pack_external = PMPI_Pack_external
+int PMPI_Pack_external(const char datarep[], const void *inbuf, int incount,
+                       MPI_Datatype datatype, void *outbuf, MPI_Aint outsize,
+                       MPI_Aint *position)
+{
+    struct shim_dtype *t;
+    size_t need;
+    int rc = check_external(SHIM_FN, datarep, incount, datatype, &t);
+
+    if (rc == MPI_SUCCESS && (!position || *position < 0 || outsize < 0)) {
+        rc = shim_error(MPI_COMM_WORLD, SHIM_FN, MPI_ERR_ARG, "position or outsize is invalid");
+    }
+    if (rc != MPI_SUCCESS) {
+        return rc;
+    }
+    need = (size_t)incount * t->size;
+    if (*position > outsize || need > (size_t)(outsize - *position)) {
+        return shim_error(MPI_COMM_WORLD, SHIM_FN, MPI_ERR_TRUNCATE,
+                          "packing %zu bytes at position %ld overflows the %ld-byte buffer",
+                          need, (long)*position, (long)outsize);
+    }
+    shim_dtype_pack(inbuf, (size_t)incount, t, (char *)outbuf + *position);
+    swap_packed((char *)outbuf + *position, (size_t)incount, t);
+    *position += (MPI_Aint)need;
+    return MPI_SUCCESS;
+}
+
+#pragma weak MPI_Unpack_external = PMPI_Unpack_external
+int PMPI_Unpack_external(const char datarep[], const void *inbuf, MPI_Aint insize,
+                         MPI_Aint *position, void *outbuf, int outcount, MPI_Datatype datatype)
+{
+    struct shim_dtype *t;
+    size_t need;
+    char *tmp;
+    int rc = check_external(SHIM_FN, datarep, outcount, datatype, &t);
+
+    if (rc == MPI_SUCCESS && (!position || *position < 0 || insize < 0)) {
+        rc = shim_error(MPI_COMM_WORLD, SHIM_FN, MPI_ERR_ARG, "position or insize is invalid");
+    }
+    if (rc != MPI_SUCCESS) {
+        return rc;
+    }
+    need = (size_t)outcount * t->size;
+    if (*position > insize || need > (size_t)(insize - *position)) {
+        return shim_error(MPI_COMM_WORLD, SHIM_FN, MPI_ERR_TRUNCATE,
+                          "unpacking %zu bytes at position %ld reads past the %ld-byte buffer",
+                          need, (long)*position, (long)insize);
+    }
+    /* inbuf is const: swap a copy back to this machine's byte order, then unpack it. */
+    tmp = malloc(need ? need : 1);
+    if (!tmp) {
+        return shim_error(MPI_COMM_WORLD, SHIM_FN, MPI_ERR_NO_MEM, "no memory for %zu bytes",
+                          need);
+    }
+    memcpy(tmp, (const char *)inbuf + *position, need);
+    swap_packed(tmp, (size_t)outcount, t);
+    shim_dtype_unpack(tmp, (size_t)outcount, t, outbuf);
+    free(tmp);
+    *position += (MPI_Aint)need;
     return MPI_SUCCESS;
 }
 

@@ -9,12 +9,14 @@
  *
  * The packed form of count elements (what goes on the wire, and what MPI_Pack writes) is
  * the blocks of element 0, then those of element 1, ..., copied back to back: count * size
- * bytes. When base != PG_DTYPE_NONE the packed form is exactly count * base_per_elem
- * elements of that pg_dtype in native layout, so reductions can run on it directly. To keep
- * that true for the MINLOC/MAXLOC pair types (struct { double v; int i; } and friends), their
- * packed form includes the struct's trailing padding: `size` is sizeof(struct), while
- * `mpi_size` is what MPI_Type_size reports (MPICH's value, without padding). Byte counts in
- * an MPI_Status are packed bytes, so MPI_Get_count divides them by `size`.
+ * bytes. It follows the type signature, never the layout: padding is not data, so the
+ * MINLOC/MAXLOC pair types (struct { double v; int i; } and friends) pack as the value's
+ * bytes followed by the int's (12 bytes for MPI_DOUBLE_INT), and a message sent as
+ * {double, int} structs matches one received as MPI_DOUBLE_INT. When base != PG_DTYPE_NONE
+ * the packed form is exactly count * base_per_elem elements of that pg_dtype, in native
+ * layout for every base but the pair types, whose packed elements are value-then-index with
+ * no padding (shim_op.c reduces those with pg_reduce_loc_packed). Byte counts in an
+ * MPI_Status are packed bytes, so MPI_Get_count divides them by `size`.
  *
  * Handles: predefined types have MPICH's builtin handles; derived types get
  * MPISHIM_HANDLE_MAKE(MPISHIM_KIND_INDIRECT, MPISHIM_OBJ_DATATYPE, generation << 20 | slot),
@@ -48,6 +50,15 @@ struct shim_dtype_block {
     size_t len;
 };
 
+/* A run of the type signature: n basic elements of esize bytes each, back to back in the
+ * packed form. One element's signature is a list of runs, merged where sizes repeat, so a
+ * type of one basic type has one run whatever its block count. */
+struct shim_sig_run {
+    size_t esize;
+    size_t n;
+    size_t unit; /* bytes swapped as one number in external32 (a complex: half of esize) */
+};
+
 struct shim_dtype {
     MPI_Datatype handle; /* the handle it was created with (builtin: its MPI handle) */
     int refs;            /* references (atomic); unused for builtins */
@@ -57,7 +68,7 @@ struct shim_dtype {
     bool contig; /* one block at offset 0 with size == extent: send buf as it is */
 
     size_t size;     /* packed bytes per element */
-    MPI_Count mpi_size; /* MPI_Type_size (differs from size only for padded pair types) */
+    MPI_Count mpi_size; /* MPI_Type_size (equal to size; kept as MPI_Count for _x calls) */
     MPI_Aint lb, extent;
     MPI_Aint true_lb, true_extent;
     size_t align; /* largest alignment of the basic types, for MPI_Type_create_struct */
@@ -66,6 +77,10 @@ struct shim_dtype {
     enum pg_dtype base;   /* the element type of every packed byte, or PG_DTYPE_NONE */
     size_t base_per_elem; /* base elements per element of this type (0 when base is NONE) */
     size_t nbasic;        /* basic MPI elements per element, for MPI_Get_elements */
+
+    bool no_external32; /* holds a basic type whose external32 size differs (long, ...) */
+    size_t nsig;                 /* derived types: runs of one element's signature */
+    struct shim_sig_run *sig;    /* (builtins: computed by shim_dtype_elements) */
 
     size_t nblocks;
     struct shim_dtype_block *blocks; /* points at one_block when nblocks <= 1 */
@@ -119,8 +134,9 @@ size_t shim_dtype_unpack_partial(const void *in, size_t count, const struct shim
                                  size_t skip, void *buf, size_t max_bytes);
 
 /* The number of basic elements in the first nbytes of the packed form of t (for
- * MPI_Get_elements). A partial last element of t is counted only when t has one base type;
- * otherwise, or when nbytes ends inside a basic element, the answer is MPI_UNDEFINED. */
+ * MPI_Get_elements): whole elements of t, then the basic elements of a partial last one,
+ * following its type signature (mixed types too). MPI_UNDEFINED when nbytes ends inside a
+ * basic element. */
 MPI_Count shim_dtype_elements(const struct shim_dtype *t, size_t nbytes);
 
 /* The MPI name of a predefined type ("MPI_INT"), or NULL for others. */

@@ -326,14 +326,44 @@ static const char *class_strings[] = {
     [MPI_ERR_IN_STATUS] = "error code is in status",
     [MPI_ERR_PENDING] = "pending request",
     [MPI_ERR_REQUEST] = "invalid request",
+    [MPI_ERR_ACCESS] = "permission denied",
+    [MPI_ERR_AMODE] = "invalid file access mode",
+    [MPI_ERR_BAD_FILE] = "invalid file name",
+    [MPI_ERR_CONVERSION] = "error in a user data conversion function",
+    [MPI_ERR_DUP_DATAREP] = "data representation already defined",
+    [MPI_ERR_FILE_EXISTS] = "file exists",
+    [MPI_ERR_FILE_IN_USE] = "file operation not possible: the file is in use",
+    [MPI_ERR_FILE] = "invalid file handle",
     [MPI_ERR_INFO] = "invalid info object",
     [MPI_ERR_INFO_KEY] = "invalid info key",
     [MPI_ERR_INFO_VALUE] = "invalid info value",
     [MPI_ERR_INFO_NOKEY] = "info key not defined",
+    [MPI_ERR_IO] = "I/O error",
+    [MPI_ERR_NAME] = "service name not published",
     [MPI_ERR_NO_MEM] = "out of memory",
+    [MPI_ERR_NOT_SAME] = "collective argument not identical on all processes",
+    [MPI_ERR_NO_SPACE] = "not enough space",
+    [MPI_ERR_NO_SUCH_FILE] = "file does not exist",
+    [MPI_ERR_PORT] = "invalid port name",
+    [MPI_ERR_QUOTA] = "quota exceeded",
+    [MPI_ERR_READ_ONLY] = "read-only file or file system",
+    [MPI_ERR_SERVICE] = "service name not published (MPI_Unpublish_name)",
+    [MPI_ERR_SPAWN] = "error spawning processes",
+    [MPI_ERR_UNSUPPORTED_DATAREP] = "unsupported data representation",
     [MPI_ERR_UNSUPPORTED_OPERATION] = "operation not supported",
     [MPI_ERR_WIN] = "invalid window",
+    [MPI_ERR_BASE] = "invalid base address",
+    [MPI_ERR_LOCKTYPE] = "invalid lock type",
     [MPI_ERR_KEYVAL] = "invalid keyval",
+    [MPI_ERR_RMA_CONFLICT] = "conflicting accesses to a window",
+    [MPI_ERR_RMA_SYNC] = "wrong synchronization of RMA calls",
+    [MPI_ERR_SIZE] = "invalid size argument",
+    [MPI_ERR_DISP] = "invalid displacement argument",
+    [MPI_ERR_ASSERT] = "invalid assert argument",
+    [MPI_ERR_RMA_RANGE] = "target memory is outside the window",
+    [MPI_ERR_RMA_ATTACH] = "memory cannot be attached to the window",
+    [MPI_ERR_RMA_SHARED] = "memory cannot be shared",
+    [MPI_ERR_RMA_FLAVOR] = "passed window has the wrong flavor for the called function",
 };
 
 #pragma weak MPI_Error_string = PMPI_Error_string
@@ -358,7 +388,9 @@ int PMPI_Error_string(int errorcode, char *string, int *resultlen)
 #pragma weak MPI_Error_class = PMPI_Error_class
 int PMPI_Error_class(int errorcode, int *errorclass)
 {
-    if (errorcode >= 0 && errorcode <= MPI_ERR_RMA_FLAVOR) {
+    /* The predefined classes are the codes with a string: 0..58 but 54, as in MPICH. */
+    if (errorcode >= 0 && errorcode < (int)(sizeof(class_strings) / sizeof(*class_strings)) &&
+        class_strings[errorcode]) {
         *errorclass = errorcode;
         return MPI_SUCCESS;
     }

@@ -92,6 +92,25 @@ int PMPI_Comm_create_errhandler(MPI_Comm_errhandler_function *fn, MPI_Errhandler
     return MPI_SUCCESS;
 }
 
+/* The MPI-1 names (removed in MPI-3.0, still shipped by MPICH): thin wrappers. */
+#pragma weak MPI_Errhandler_create = PMPI_Errhandler_create
+int PMPI_Errhandler_create(MPI_Handler_function *function, MPI_Errhandler *errhandler)
+{
+    return PMPI_Comm_create_errhandler(function, errhandler);
+}
+
+#pragma weak MPI_Errhandler_set = PMPI_Errhandler_set
+int PMPI_Errhandler_set(MPI_Comm comm, MPI_Errhandler errhandler)
+{
+    return PMPI_Comm_set_errhandler(comm, errhandler);
+}
+
+#pragma weak MPI_Errhandler_get = PMPI_Errhandler_get
+int PMPI_Errhandler_get(MPI_Comm comm, MPI_Errhandler *errhandler)
+{
+    return PMPI_Comm_get_errhandler(comm, errhandler);
+}
+
 #pragma weak MPI_Errhandler_free = PMPI_Errhandler_free
 int PMPI_Errhandler_free(MPI_Errhandler *errhandler)
 {
@@ -122,9 +141,9 @@ int PMPI_Comm_call_errhandler(MPI_Comm comm, int errorcode)
     return MPI_SUCCESS;
 }
 
-/* User error classes and codes: codes above MPI_ERR_LASTUSED_BUILTIN, each with its class
- * and an optional string. */
-#define SHIM_FIRST_USER_CODE 100
+/* User error classes and codes: values above MPI_ERR_LASTCODE (as MPI requires, and as
+ * MPICH numbers them), each with its class and an optional string. */
+#define SHIM_FIRST_USER_CODE (MPI_ERR_LASTCODE + 1)
 #define SHIM_MAX_USER_CODES 256
 
 static struct {
@@ -140,7 +159,8 @@ static int add_code(int errclass, int *out)
                           "at most %d user error codes", SHIM_MAX_USER_CODES);
     }
     *out = SHIM_FIRST_USER_CODE + n_user_codes;
-    user_codes[n_user_codes++].errclass = errclass < 0 ? *out : errclass;
+    user_codes[n_user_codes].errclass = errclass < 0 ? *out : errclass;
+    __atomic_store_n(&n_user_codes, n_user_codes + 1, __ATOMIC_RELEASE);
     return MPI_SUCCESS;
 }
 
@@ -196,4 +216,11 @@ int shim_user_error_class(int code, int *errclass)
     }
     *errclass = user_codes[i].errclass;
     return MPI_SUCCESS;
+}
+
+int shim_last_used_code(void)
+{
+    int n = __atomic_load_n(&n_user_codes, __ATOMIC_ACQUIRE);
+
+    return n ? SHIM_FIRST_USER_CODE + n - 1 : MPI_ERR_LASTCODE;
 }

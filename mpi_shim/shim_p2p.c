@@ -19,13 +19,21 @@
 #include <string.h>
 
 /* The full checks, with a message for each error. */
-static int p2p_check_full(const char *fn, MPI_Comm comm, int count, MPI_Datatype dt, int peer,
-                          int tag, bool recv, struct shim_comm **c, struct shim_dtype **t)
+static int p2p_check_full(const char *fn, MPI_Comm comm, const void *buf, int count,
+                          MPI_Datatype dt, int peer, int tag, bool recv, struct shim_comm **c,
+                          struct shim_dtype **t)
 {
     int rc = shim_coll_check(fn, comm, count, dt, c, t);
 
     if (rc != MPI_SUCCESS) {
         return rc;
+    }
+    /* NULL is MPI_BOTTOM: legal with a derived type whose data lies at absolute addresses
+     * (true lb > 0), never with a predefined one (MPICH's rule). */
+    if (!buf && count > 0 && (*t)->size > 0 && ((*t)->builtin || (*t)->true_lb == 0)) {
+        return shim_error(comm, fn, MPI_ERR_BUFFER,
+                          "the buffer is NULL but holds %d elements of a %zu-byte datatype",
+                          count, (*t)->size);
     }
     if (peer != MPI_PROC_NULL && !(recv && peer == MPI_ANY_SOURCE) &&
         (peer < 0 || peer >= (*c)->g->size)) {
@@ -39,14 +47,14 @@ static int p2p_check_full(const char *fn, MPI_Comm comm, int count, MPI_Datatype
 }
 
 /* The common case of p2p_check, tested without its calls and messages: MPI running, a
- * valid communicator, a predefined datatype, a rank of the communicator (or
+ * valid communicator, a buffer (or count 0), a predefined datatype, a rank of the communicator (or
  * MPI_ANY_SOURCE) and a tag in range (or MPI_ANY_TAG). Every small message pays for these
  * tests, so they come first and cheap; anything else takes the full checks. */
-static inline bool p2p_args_common(MPI_Comm comm, int count, MPI_Datatype dt, int peer,
-                                   int tag, bool recv, struct shim_comm **c,
+static inline bool p2p_args_common(MPI_Comm comm, const void *buf, int count, MPI_Datatype dt,
+                                   int peer, int tag, bool recv, struct shim_comm **c,
                                    struct shim_dtype **t)
 {
-    if (!shim_initialized() || count < 0 || dt == MPI_LB || dt == MPI_UB ||
+    if (!shim_initialized() || count < 0 || (!buf && count > 0) || dt == MPI_LB || dt == MPI_UB ||
         shim_comm_get(comm, c) != MPI_SUCCESS || !(*t = shim_dtype_builtin(dt))) {
         return false;
     }
@@ -58,13 +66,13 @@ static inline bool p2p_args_common(MPI_Comm comm, int count, MPI_Datatype dt, in
  * MPI_ANY_SOURCE; tag for receives may be MPI_ANY_TAG. Inlined, so that the common case
  * costs its tests and not a nine-argument call. */
 static inline __attribute__((always_inline)) int
-p2p_check(const char *fn, MPI_Comm comm, int count, MPI_Datatype dt, int peer, int tag, bool recv,
-          struct shim_comm **c, struct shim_dtype **t)
+p2p_check(const char *fn, MPI_Comm comm, const void *buf, int count, MPI_Datatype dt, int peer,
+          int tag, bool recv, struct shim_comm **c, struct shim_dtype **t)
 {
-    if (mps_likely(p2p_args_common(comm, count, dt, peer, tag, recv, c, t))) {
+    if (mps_likely(p2p_args_common(comm, buf, count, dt, peer, tag, recv, c, t))) {
         return MPI_SUCCESS;
     }
-    return p2p_check_full(fn, comm, count, dt, peer, tag, recv, c, t);
+    return p2p_check_full(fn, comm, buf, count, dt, peer, tag, recv, c, t);
 }
 
 /* device_buffer where a device is present. */
@@ -154,7 +162,7 @@ static int p2p_start(enum shim_req_kind kind, void *buf, int count, MPI_Datatype
     struct shim_comm *c;
     struct shim_dtype *t;
     struct shim_req *r;
-    int rc = p2p_check(fn, comm, count, dt, peer, tag, recv, &c, &t);
+    int rc = p2p_check(fn, comm, buf, count, dt, peer, tag, recv, &c, &t);
 
     if (rc != MPI_SUCCESS) {
         return rc;
@@ -187,7 +195,7 @@ static int send_common(const void *buf, int count, MPI_Datatype dt, int dest, in
     struct shim_dtype *t;
     struct shim_msgbuf mb;
     struct pg_req pr;
-    int rc = p2p_check(fn, comm, count, dt, dest, tag, false, &c, &t);
+    int rc = p2p_check(fn, comm, buf, count, dt, dest, tag, false, &c, &t);
     bool dev;
 
     pg_req_no_callback(&pr);
@@ -276,7 +284,7 @@ int PMPI_Recv(void *buf, int count, MPI_Datatype dt, int source, int tag, MPI_Co
     struct shim_dtype *t;
     struct pg_req pr;
     MPI_Request req;
-    int rc = p2p_check(SHIM_FN, comm, count, dt, source, tag, true, &c, &t);
+    int rc = p2p_check(SHIM_FN, comm, buf, count, dt, source, tag, true, &c, &t);
 
     pg_req_no_callback(&pr);
     if (rc != MPI_SUCCESS) {
@@ -339,7 +347,7 @@ int PMPI_Sendrecv_replace(void *buf, int count, MPI_Datatype dt, int dest, int s
     struct shim_comm *c;
     struct shim_dtype *t;
     struct shim_msgbuf mb;
-    int rc = p2p_check(SHIM_FN, comm, count, dt, dest, sendtag, false, &c, &t);
+    int rc = p2p_check(SHIM_FN, comm, buf, count, dt, dest, sendtag, false, &c, &t);
 
     /* The outgoing data is packed into a temporary so the receive may overwrite buf: a CPU
      * pack, so device memory is refused, not read. */
@@ -364,7 +372,7 @@ static int probe_check(const char *fn, MPI_Comm comm, int source, int tag, struc
 {
     struct shim_dtype *t;
 
-    return p2p_check(fn, comm, 0, MPI_BYTE, source, tag, true, c, &t);
+    return p2p_check(fn, comm, NULL, 0, MPI_BYTE, source, tag, true, c, &t);
 }
 
 /* One probe attempt; with take, the message is removed (matched probe). */
@@ -552,7 +560,7 @@ static int persist_init(const void *buf, int count, MPI_Datatype dt, int peer, i
     struct shim_comm *c;
     struct shim_dtype *t;
     struct shim_req *r;
-    int rc = p2p_check(fn, comm, count, dt, peer, tag, kind == SHIM_REQ_RECV, &c, &t);
+    int rc = p2p_check(fn, comm, buf, count, dt, peer, tag, kind == SHIM_REQ_RECV, &c, &t);
 
     if (rc != MPI_SUCCESS) {
         return rc;
@@ -563,7 +571,9 @@ static int persist_init(const void *buf, int count, MPI_Datatype dt, int peer, i
     }
     r->persistent = true;
     r->active = false;
-    r->p = (struct shim_persist){buf, count, dt, peer, tag, sync, false};
+    r->p = (struct shim_persist){buf, count, dt, peer, tag, sync, false, t};
+    /* The request holds the type: MPI_Type_free before MPI_Start must not break it. */
+    shim_dtype_retain(t);
     *request = r->handle;
     return MPI_SUCCESS;
 }
@@ -620,11 +630,13 @@ int PMPI_Start(MPI_Request *request)
         return shim_error(MPI_COMM_WORLD, SHIM_FN, MPI_ERR_REQUEST,
                           "request 0x%x is not an inactive persistent request", (unsigned)*request);
     }
-    rc = p2p_check(SHIM_FN, r->comm, r->p.count, r->p.dt, r->p.peer, r->p.tag,
-                   r->kind == SHIM_REQ_RECV, &c, &t);
+    /* The arguments were checked by the _init call, and the request holds its type (whose
+     * handle may be freed by now); only the communicator is looked up again. */
+    rc = shim_comm_get(r->comm, &c);
     if (rc != MPI_SUCCESS) {
-        return rc;
+        return shim_error(MPI_COMM_WORLD, SHIM_FN, rc, "the request's communicator is freed");
     }
+    t = r->p.type;
     if (r->kind == SHIM_REQ_RECV) {
         return start_recv(r, c, (void *)r->p.buf, r->p.count, t, r->p.peer, r->p.tag, SHIM_FN);
     }

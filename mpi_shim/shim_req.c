@@ -183,6 +183,13 @@ void shim_req_free(struct shim_req *r)
     bool locked;
 
     release_temporaries(r);
+    if (r->greq) {
+        shim_greq_release(r);
+    }
+    if (r->p.type) {
+        shim_dtype_release(r->p.type);
+        r->p.type = NULL;
+    }
     locked = pool_enter();
     r->handle = 0; /* a stale handle no longer matches its slot */
     free_stack[nfree++] = i;
@@ -253,7 +260,6 @@ void shim_status_empty(MPI_Status *st)
         st->count_hi_and_cancelled = 0;
         st->MPI_SOURCE = MPI_ANY_SOURCE;
         st->MPI_TAG = MPI_ANY_TAG;
-        st->MPI_ERROR = MPI_SUCCESS;
     }
 }
 
@@ -268,7 +274,10 @@ void shim_status_set(MPI_Status *st, const struct pg_req *pr, int error)
     st->count_hi_and_cancelled = (int)((len >> 32) & 0x7fffffffu) | (pr->cancelled ? INT32_MIN : 0);
     st->MPI_SOURCE = pr->kind == PG_REQ_RECV ? pr->source : MPI_ANY_SOURCE;
     st->MPI_TAG = pr->kind == PG_REQ_RECV ? pr->tag : MPI_ANY_TAG;
-    st->MPI_ERROR = error;
+    /* MPI_ERROR is not written: single-completion calls return the error, and the
+     * multi-completion ones set it themselves, only when they return MPI_ERR_IN_STATUS
+     * (MPI-3.1 section 3.2.5). */
+    (void)error;
 }
 
 int shim_raise_pg_req(MPI_Comm comm, const char *fn, const struct pg_req *pr)
@@ -304,7 +313,11 @@ int shim_req_complete(struct shim_req *r, MPI_Request *h, MPI_Status *st)
         r->error = shim_errclass(r->pr.status);
     }
     err = r->error;
-    shim_status_set(st, &r->pr, err);
+    if (r->greq) {
+        err = shim_greq_query(r, st);
+    } else {
+        shim_status_set(st, &r->pr, err);
+    }
     if (r->persistent) {
         r->active = false;
         release_temporaries(r);

@@ -27,6 +27,7 @@ struct shim_persist {
     int peer, tag;
     bool sync;
     bool buffered; /* MPI_Bsend_init: each start copies the message out (shim_bsend.c) */
+    struct shim_dtype *type; /* dt, retained until the request is freed */
 };
 
 struct shim_req {
@@ -44,7 +45,19 @@ struct shim_req {
     struct shim_persist p;
     int error;                  /* the MPI error class it completed with */
     struct shim_op_call opcall; /* a user op's function and type, for the collective's life */
+    struct shim_greq *greq;     /* a generalized request's callbacks (shim_greq.c), or NULL */
 };
+
+/* Generalized requests (shim_greq.c). shim_greq_query fills st through the user's query
+ * callback at completion and returns its error class; shim_greq_release calls the free
+ * callback (when the request is freed); shim_greq_cancel calls the cancel callback. */
+struct shim_greq;
+int shim_greq_query(struct shim_req *r, MPI_Status *st);
+void shim_greq_release(struct shim_req *r);
+void shim_greq_cancel(struct shim_req *r);
+/* MPI_Request_free of a generalized request the user has not completed yet: it is freed
+ * (free callback included) by MPI_Grequest_complete instead. Returns true in that case. */
+bool shim_greq_orphan(struct shim_req *r);
 
 /* A request from the pool, zeroed, with a handle. NULL when out of memory. */
 struct shim_req *shim_req_new(enum shim_req_kind kind, MPI_Comm comm);
@@ -74,7 +87,8 @@ int shim_msgbuf_recv(void *buf, int count, const struct shim_dtype *t, struct sh
 void shim_req_attach_recv(struct shim_req *r, struct shim_msgbuf *mb, void *buf, int count,
                           struct shim_dtype *t);
 
-/* Fills an MPI_Status (ignored when st is MPI_STATUS_IGNORE) from a pg request. */
+/* Fill an MPI_Status (ignored when st is MPI_STATUS_IGNORE) from a pg request, or as an
+ * empty one. Neither writes MPI_ERROR (see shim_status_set). */
 void shim_status_set(MPI_Status *st, const struct pg_req *pr, int error);
 void shim_status_empty(MPI_Status *st);
 

@@ -98,21 +98,39 @@ static MPI_Status *status_at(MPI_Status *sts, int i)
     return sts == MPI_STATUSES_IGNORE ? MPI_STATUS_IGNORE : &sts[i];
 }
 
+/* After a multi-completion call that failed: statuses[i].MPI_ERROR = errs[i] for the n
+ * entries, the only time MPI writes that field. */
+static void set_errors(MPI_Status *statuses, const int *errs, int n)
+{
+    for (int i = 0; statuses != MPI_STATUSES_IGNORE && i < n; i++) {
+        statuses[i].MPI_ERROR = errs[i];
+    }
+}
+
 #pragma weak MPI_Waitall = PMPI_Waitall
 int PMPI_Waitall(int count, MPI_Request reqs[], MPI_Status *statuses)
 {
+    int stack[64];
+    int *errs = count <= 64 ? stack : malloc(sizeof(int) * (size_t)count);
     int rc = shim_check_init(SHIM_FN);
     int failed = 0;
 
-    if (rc != MPI_SUCCESS) {
-        return rc;
+    if (rc == MPI_SUCCESS && !errs) {
+        rc = shim_error(MPI_COMM_WORLD, SHIM_FN, MPI_ERR_NO_MEM, "no memory for %d requests",
+                        count);
     }
-    for (int i = 0; i < count; i++) {
-        if (wait_one(&reqs[i], status_at(statuses, i), SHIM_FN) != MPI_SUCCESS) {
-            failed++;
-        }
+    for (int i = 0; rc == MPI_SUCCESS && i < count; i++) {
+        errs[i] = wait_one(&reqs[i], status_at(statuses, i), SHIM_FN);
+        failed += errs[i] != MPI_SUCCESS;
     }
-    return failed ? MPI_ERR_IN_STATUS : MPI_SUCCESS;
+    if (rc == MPI_SUCCESS && failed) {
+        set_errors(statuses, errs, count);
+        rc = MPI_ERR_IN_STATUS;
+    }
+    if (errs != stack) {
+        free(errs);
+    }
+    return rc;
 }
 
 #pragma weak MPI_Testall = PMPI_Testall
@@ -207,12 +225,14 @@ int PMPI_Testany(int count, MPI_Request reqs[], int *index, int *flag, MPI_Statu
     return rc != MPI_SUCCESS ? rc : any_common(count, reqs, index, flag, status, false, SHIM_FN);
 }
 
-/* Completes every finished request; *outcount is how many (MPI_UNDEFINED if none active). */
+/* Completes every finished request; *outcount is how many (MPI_UNDEFINED if none active).
+ * With count 0 the arrays may be NULL: nothing but *outcount is written. */
 static int some_common(int count, MPI_Request reqs[], int *outcount, int indices[],
                        MPI_Status *statuses, bool block, const char *fn)
 {
-    int index, flag, failed = 0, active = 0;
-    int rc = any_common(count, reqs, &index, &flag, status_at(statuses, 0), block, fn);
+    int index, flag, failed = 0, active = 0, stack[64], *errs;
+    int rc = any_common(count, reqs, &index, &flag,
+                        count > 0 ? status_at(statuses, 0) : MPI_STATUS_IGNORE, block, fn);
 
     *outcount = 0;
     if (index == MPI_UNDEFINED) {
@@ -223,15 +243,28 @@ static int some_common(int count, MPI_Request reqs[], int *outcount, int indices
         *outcount = active || !flag ? 0 : MPI_UNDEFINED;
         return rc;
     }
+    /* The error of each completed request, for MPI_ERROR if any failed. */
+    errs = count <= 64 ? stack : malloc(sizeof(int) * (size_t)count);
+    if (!errs) {
+        return shim_error(MPI_COMM_WORLD, fn, MPI_ERR_NO_MEM, "no memory for %d requests", count);
+    }
+    errs[(*outcount)] = rc;
     indices[(*outcount)++] = index;
     failed += rc != MPI_SUCCESS;
     for (int i = 0; i < count; i++) {
         struct shim_req *r = shim_req_get(reqs[i]);
         if (r && r->active && pg_req_is_done(&r->pr)) {
             indices[*outcount] = i;
-            failed += finish_one(&reqs[i], r, status_at(statuses, *outcount), fn) != MPI_SUCCESS;
+            errs[*outcount] = finish_one(&reqs[i], r, status_at(statuses, *outcount), fn);
+            failed += errs[*outcount] != MPI_SUCCESS;
             (*outcount)++;
         }
+    }
+    if (failed) {
+        set_errors(statuses, errs, *outcount);
+    }
+    if (errs != stack) {
+        free(errs);
     }
     return failed ? MPI_ERR_IN_STATUS : MPI_SUCCESS;
 }
@@ -287,6 +320,11 @@ int PMPI_Request_free(MPI_Request *request)
         return shim_error(MPI_COMM_WORLD, SHIM_FN, MPI_ERR_REQUEST, "invalid request handle 0x%x",
                           (unsigned)*request);
     }
+    /* A generalized request the user has not completed: MPI_Grequest_complete frees it. */
+    if (r->greq && shim_greq_orphan(r)) {
+        *request = MPI_REQUEST_NULL;
+        return MPI_SUCCESS;
+    }
     /* A pending operation still owns its buffers: finish it before recycling the slot. */
     if (r->active && !pg_req_is_done(&r->pr)) {
         pg_wait(&r->pr, -1);
@@ -309,6 +347,9 @@ int PMPI_Cancel(MPI_Request *request)
     /* Receives that have not matched are cancelled; sends always complete (MPI allows it). */
     if (r->kind == SHIM_REQ_RECV && r->active) {
         pg_cancel_recv(&r->pr);
+    }
+    if (r->greq) {
+        shim_greq_cancel(r);
     }
     return MPI_SUCCESS;
 }

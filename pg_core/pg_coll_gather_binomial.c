@@ -9,6 +9,7 @@
 #include "config.h"
 
 #include "pg_coll2.h"
+#include "pgc_status.h"
 
 /* The size of the block of relative ranks a rank heads: its lowest set bit, or for the
  * root a power of two >= n. */
@@ -38,7 +39,9 @@ void pg_gather_binomial(struct pg_sched *s, const void *in, void *out, size_t by
     }
     /* The root of rank 0 collects straight into the output: no rotation is needed. */
     acc = vr == 0 && root == 0 ? out : pg_sched_alloc(s, (size_t)sub * bytes);
-    if (!acc) {
+    /* Only a failed allocation stops here: out may be NULL when bytes is 0, and the
+     * children's (empty) messages must still be received. */
+    if (s->status != PGC_OK) {
         return;
     }
     pg_sched_copy(s, acc, in, bytes);

@@ -9,6 +9,7 @@
 #include "config.h"
 
 #include "pg_coll2.h"
+#include "pgc_status.h"
 
 static int span_of(int vr, int n)
 {
@@ -62,7 +63,9 @@ void pg_scatter_binomial(struct pg_sched *s, const void *in, void *out, size_t b
             pg_sched_copy(s, out, mine, bytes);
         }
     }
-    if (!blocks) {
+    /* Only a failed allocation stops here: a NULL input is legal when bytes is 0, and the
+     * children must still get their (empty) messages or they wait forever. */
+    if (s->status != PGC_OK) {
         return;
     }
     for (int mask = span >> 1; mask > 0; mask >>= 1) {

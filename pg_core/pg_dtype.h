@@ -143,6 +143,19 @@ bool pg_op_valid(enum pg_op op, enum pg_dtype dt);
 int pg_reduce_local(const void *in, void *inout, size_t count, enum pg_dtype dt, enum pg_op op);
 
 /*
+ * MAXLOC/MINLOC on pairs in the packed form of MPI's type signature: each element is the
+ * value (sizeof v bytes) immediately followed by the int index, without the struct padding
+ * (12 bytes for double_int, 6 for short_int), as MPI packs MPI_DOUBLE_INT and friends.
+ * Same results and rules as pg_reduce_local; no alignment is required. dt must be a pair
+ * type and op MAXLOC or MINLOC: PGC_ERR_INVALID_OP otherwise; PGC_ERR_BUFFER when count > 0
+ * and a pointer is NULL. pg_pair_packed_size gives the bytes of one packed pair (0 for a
+ * type that is no pair).
+ */
+int pg_reduce_loc_packed(const void *in, void *inout, size_t count, enum pg_dtype dt,
+                         enum pg_op op);
+size_t pg_pair_packed_size(enum pg_dtype dt);
+
+/*
  * buf[i] /= divisor for i < count, to finish an AVG. Real and complex floats (float16 and
  * bfloat16 included, rounded once) use true division; integers use C's truncating division.
  * divisor must be > 0 (it is a group size): PGC_ERR_INVALID_ARG otherwise.

@@ -365,6 +365,33 @@ BYTE_TYPES(DEFINE_KERNEL_IN, BXOR)
 PAIR_TYPES(DEFINE_MAXLOC, MAXLOC)
 PAIR_TYPES(DEFINE_MINLOC, MINLOC)
 
+/* The same on packed pairs (value bytes, then the int, no padding): memcpy loads and stores
+ * at the packed stride, which compile to plain unaligned moves. */
+#define DEFINE_PACKED_LOC_KERNEL(OP, NAME, T, CMP)                                                 \
+    static void kp_##OP##_##NAME(const void *restrict vin, void *restrict vio, size_t n)           \
+    {                                                                                              \
+        enum { VS = sizeof(((T *)0)->v), S = VS + sizeof(int) };                                   \
+        const char *restrict in = vin;                                                             \
+        char *restrict io = vio;                                                                   \
+        for (size_t k = 0; k < n; k++, in += S, io += S) {                                         \
+            T a, b;                                                                                \
+            memcpy(&a.v, in, VS);                                                                  \
+            memcpy(&a.i, in + VS, sizeof(int));                                                    \
+            memcpy(&b.v, io, VS);                                                                  \
+            memcpy(&b.i, io + VS, sizeof(int));                                                    \
+            if (a.v CMP b.v) {                                                                     \
+                memcpy(io, in, S);                                                                 \
+            } else if (a.v == b.v && a.i < b.i) {                                                  \
+                memcpy(io + VS, &a.i, sizeof(int));                                                \
+            }                                                                                      \
+        }                                                                                          \
+    }
+#define DEFINE_PACKED_MAXLOC(OP, NAME, T, U) DEFINE_PACKED_LOC_KERNEL(OP, NAME, T, >)
+#define DEFINE_PACKED_MINLOC(OP, NAME, T, U) DEFINE_PACKED_LOC_KERNEL(OP, NAME, T, <)
+
+PAIR_TYPES(DEFINE_PACKED_MAXLOC, MAXLOC)
+PAIR_TYPES(DEFINE_PACKED_MINLOC, MINLOC)
+
 /* ---- The dispatch table. ---- */
 
 #define ENTRY(OP, NAME, T, U) [PG_OP_##OP][PG_##NAME] = k_##OP##_##NAME,
@@ -483,5 +510,41 @@ int pg_reduce_div(void *buf, size_t count, enum pg_dtype dt, int divisor)
                          pg_dtype_name(dt));
     }
     div_table[dt](buf, count, divisor);
+    return PGC_OK;
+}
+
+#define PACKED_ENTRY(OP, NAME, T, U)                                                               \
+    [PG_OP_##OP - PG_OP_MAXLOC][PG_##NAME - PG_FLOAT_INT] = kp_##OP##_##NAME,
+#define PACKED_SIZE(OP, NAME, T, U) [PG_##NAME - PG_FLOAT_INT] = sizeof(((T *)0)->v) + sizeof(int),
+
+/* clang-format off */
+static const reduce_fn packed_table[2][PG_LONG_DOUBLE_INT - PG_FLOAT_INT + 1] = {
+    PAIR_TYPES(PACKED_ENTRY, MAXLOC)
+    PAIR_TYPES(PACKED_ENTRY, MINLOC)
+};
+static const size_t packed_size[PG_LONG_DOUBLE_INT - PG_FLOAT_INT + 1] = {
+    PAIR_TYPES(PACKED_SIZE, -)
+};
+/* clang-format on */
+
+size_t pg_pair_packed_size(enum pg_dtype dt)
+{
+    return dt >= PG_FLOAT_INT && dt <= PG_LONG_DOUBLE_INT ? packed_size[dt - PG_FLOAT_INT] : 0;
+}
+
+int pg_reduce_loc_packed(const void *in, void *inout, size_t count, enum pg_dtype dt,
+                         enum pg_op op)
+{
+    if (pg_pair_packed_size(dt) == 0 || (op != PG_OP_MAXLOC && op != PG_OP_MINLOC)) {
+        return mps_error(PGC_ERR_INVALID_OP,
+                         "pg_reduce_loc_packed: operation %s does not apply to datatype %s",
+                         pg_op_name(op), pg_dtype_name(dt));
+    }
+    if (count > 0 && (in == NULL || inout == NULL)) {
+        return mps_error(PGC_ERR_BUFFER,
+                         "pg_reduce_loc_packed: NULL buffer for %zu packed pairs of %s", count,
+                         pg_dtype_name(dt));
+    }
+    packed_table[op - PG_OP_MAXLOC][dt - PG_FLOAT_INT](in, inout, count);
     return PGC_OK;
 }

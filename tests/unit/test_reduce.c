@@ -832,6 +832,53 @@ static void test_maxloc_and_minloc_keep_the_smaller_index_on_ties(void **state)
     assert_true(dio[1].v == 1.0 && dio[1].i == 0);
 }
 
+/* Packs n (v, i) pairs of short_int as MPI's signature does: 2 bytes of value, 4 of index. */
+static void pack_short_int(const struct pg_short_int *p, size_t n, unsigned char *out)
+{
+    for (size_t k = 0; k < n; k++) {
+        memcpy(out + 6 * k, &p[k].v, 2);
+        memcpy(out + 6 * k + 2, &p[k].i, 4);
+    }
+}
+
+static void test_packed_maxloc_and_minloc_follow_the_struct_kernels(void **state)
+{
+    struct pg_short_int in[4] = {{5, 7}, {5, 2}, {-6, 9}, {3, 1}};
+    struct pg_short_int io[4] = {{5, 3}, {4, 3}, {-6, 1}, {3, 4}};
+    struct pg_short_int want[4];
+    unsigned char pin[24], pio[24], pwant[24];
+
+    (void)state;
+    assert_int_equal(pg_pair_packed_size(PG_SHORT_INT), 6);
+    assert_int_equal(pg_pair_packed_size(PG_DOUBLE_INT), 12);
+    assert_int_equal(pg_pair_packed_size(PG_INT32), 0);
+    for (int op = PG_OP_MAXLOC; op <= PG_OP_MINLOC; op++) {
+        memcpy(want, io, sizeof(io));
+        assert_int_equal(pg_reduce_local(in, want, 4, PG_SHORT_INT, (enum pg_op)op), PGC_OK);
+        pack_short_int(in, 4, pin);
+        pack_short_int(io, 4, pio);
+        pack_short_int(want, 4, pwant);
+        assert_int_equal(pg_reduce_loc_packed(pin, pio, 4, PG_SHORT_INT, (enum pg_op)op), PGC_OK);
+        assert_memory_equal(pio, pwant, sizeof(pwant));
+    }
+    /* Hand-computed MINLOC: (5,2) vs (5,3) keeps index 2; (-6,1) keeps 1. */
+    pack_short_int(in, 4, pin);
+    pack_short_int(io, 4, pio);
+    assert_int_equal(pg_reduce_loc_packed(pin, pio, 4, PG_SHORT_INT, PG_OP_MINLOC), PGC_OK);
+    short v;
+    int i;
+    memcpy(&v, pio + 6, 2);
+    memcpy(&i, pio + 8, 4);
+    assert_true(v == 4 && i == 3);
+    memcpy(&v, pio + 12, 2);
+    memcpy(&i, pio + 14, 4);
+    assert_true(v == -6 && i == 1);
+    assert_int_equal(pg_reduce_loc_packed(pin, pio, 4, PG_INT32, PG_OP_MINLOC),
+                     PGC_ERR_INVALID_OP);
+    assert_int_equal(pg_reduce_loc_packed(NULL, pio, 4, PG_SHORT_INT, PG_OP_MINLOC),
+                     PGC_ERR_BUFFER);
+}
+
 static void test_float16_sum_rounds_once_from_float(void **state)
 {
     /* 2048 + 1 = 2049 is halfway between the float16 values 2048 and 2050: ties to even
@@ -1075,6 +1122,7 @@ int main(void)
         cmocka_unit_test(test_logical_ops_give_zero_or_one),
         cmocka_unit_test(test_float_max_keeps_nan_from_inout_and_ignores_nan_from_in),
         cmocka_unit_test(test_maxloc_and_minloc_keep_the_smaller_index_on_ties),
+        cmocka_unit_test(test_packed_maxloc_and_minloc_follow_the_struct_kernels),
         cmocka_unit_test(test_float16_sum_rounds_once_from_float),
         cmocka_unit_test(test_div_truncates_integers_and_divides_floats_exactly),
         cmocka_unit_test(test_div_rejects_bad_divisors_and_types_without_touching_buf),
