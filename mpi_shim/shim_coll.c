@@ -127,6 +127,7 @@ int PMPI_Ibarrier(MPI_Comm comm, MPI_Request *request)
  * Nothing here may depend on a rank-local property to pick a path: a root sending 4 x
  * MPI_INT and a receiver taking one strided vector of 4 ints must meet.
  */
+
 /* A buffer of count elements of t that is NULL can hold nothing; MPI_IN_PLACE reaches here
  * only where MPI does not allow it. */
 static int check_buf(struct shim_blk *b, const void *buf, int count,
@@ -143,11 +144,14 @@ static int check_buf(struct shim_blk *b, const void *buf, int count,
 }
 
 int shim_blk_begin(struct shim_blk *b, const char *fn, MPI_Comm comm, int count,
-                          MPI_Datatype dt)
+                   MPI_Datatype dt)
 {
-    memset(b, 0, sizeof(*b));
+    /* Only what shim_blk_end reads and a side left unset must hold: a memset of the whole
+     * struct costs a measurable share of an 8-byte allreduce. */
     b->fn = fn;
     b->comm = comm;
+    b->in = (struct shim_msgbuf){0};
+    b->out = (struct shim_msgbuf){0};
     return shim_coll_check(fn, comm, count, dt, &b->c, &b->t);
 }
 

@@ -85,6 +85,8 @@ static void describe_failure(struct pgc_work *w, int status)
                 "tensors of different sizes";
     } else if (status == PGC_ERR_TIMEOUT) {
         cause = "did not complete within the timeout: a peer may have died or not called it";
+    } else if (status == PGC_ERR_PEER_DEAD) {
+        cause = mps_last_error(); /* which rank, from the wait that found it */
     }
     snprintf(w->err, sizeof(w->err), "%s on %s: %s", w->call, gd, cause);
 }
@@ -135,14 +137,22 @@ static void work_complete(struct pgc_work *w)
     work_release(w);
 }
 
-static bool reqs_done(const struct pgc_work *w)
+/* Whether every request of the work is done (a pg_wait_until_locked condition). */
+static bool reqs_ready(void *arg)
 {
+    const struct pgc_work *w = arg;
+
     for (int i = 0; i < w->nreqs; i++) {
         if (!pg_req_is_done(&w->reqs[i])) {
             return false;
         }
     }
     return true;
+}
+
+static bool reqs_done(const struct pgc_work *w)
+{
+    return reqs_ready((void *)w);
 }
 
 bool pgc_work_poll(struct pgc_work *w)
@@ -160,16 +170,23 @@ bool pgc_work_poll(struct pgc_work *w)
     return true;
 }
 
-/* Waits like pg_wait (which, on a timeout, detaches a collective and unposts a receive so
- * that nothing writes into the request afterwards). For blocking calls on stack works. */
+/* Whether a wait gave its request up (a timeout, a dead peer): pg_wait then detached a
+ * collective and unposted a receive, so nothing writes into the request afterwards. */
+static bool gave_up(int rc)
+{
+    return rc == PGC_ERR_TIMEOUT || rc == PGC_ERR_PEER_DEAD;
+}
+
+/* Waits like pg_wait for every request, and fails the work on the first given up. For
+ * blocking calls on stack works. */
 static int work_wait_final(struct pgc_work *w, double timeout)
 {
     for (int i = 0; i < w->nreqs; i++) {
         int rc = pg_wait(&w->reqs[i], timeout);
-        if (rc == PGC_ERR_TIMEOUT && !pg_req_is_done(&w->reqs[i])) {
-            describe_failure(w, PGC_ERR_TIMEOUT);
-            w->status = PGC_ERR_TIMEOUT;
-            return PGC_ERR_TIMEOUT;
+        if (gave_up(rc) && !pg_req_is_done(&w->reqs[i])) {
+            describe_failure(w, rc);
+            w->status = rc;
+            return rc;
         }
     }
     work_complete(w);
@@ -191,7 +208,7 @@ int pgc_work_launch(struct pgc_work *w, int async_op, pgc_work **out)
     if (rc != PGC_OK) {
         mps_error(rc, "%s", w->err);
     }
-    if (rc == PGC_ERR_TIMEOUT) {
+    if (gave_up(rc)) {
         /* Release everything except what a send still in the transport may touch. */
         if (w->req.kind == PG_REQ_SEND && !pg_req_is_done(&w->req)) {
             return rc;
@@ -214,30 +231,33 @@ int pgc_work_is_completed(pgc_work *work)
 int pgc_work_wait(pgc_work *work, double timeout)
 {
     struct pgc_work *w = (struct pgc_work *)work;
-    int spin_max = (int)mps_config_int(MPS_CFG_SPIN_COUNT);
-    double deadline;
-    int spins = 0;
+    int rc = PGC_OK;
 
     if (!w) {
         return mps_error(PGC_ERR_REQUEST, "pgc_work_wait: NULL work handle");
     }
-    deadline = mps_now() + (timeout > 0 ? timeout : pg_timeout());
-    for (unsigned iter = 0; !pgc_work_poll(w); iter++) {
-        /* Yield once the spinning budget is spent: the peer may need this core. */
-        if (++spins >= spin_max) {
-            sched_yield();
-        }
-        if ((iter & 63) == 63 && mps_now() > deadline) {
-            char gd[96] = "no group";
-            if (w->g) {
-                pgc_group_desc(w->g, gd, sizeof(gd));
-            }
-            return mps_error(PGC_ERR_TIMEOUT,
-                             "pgc_work_wait: %s on %s still running after %.1f s (the work "
-                             "stays pending)",
-                             w->call, gd, timeout > 0 ? timeout : pg_timeout());
-        }
+    /* The one wait of the library (pg_progress.c): its spinning, yielding and sleeping, and
+     * its look for a dead peer of the node. */
+    if (w->status == PGC_ERR_PENDING) {
+        PG_LOCK();
+        rc = pg_wait_until_locked(reqs_ready, w, timeout > 0 ? timeout : -1);
+        PG_UNLOCK();
     }
+    if (rc == PGC_ERR_TIMEOUT) {
+        char gd[96] = "no group";
+        if (w->g) {
+            pgc_group_desc(w->g, gd, sizeof(gd));
+        }
+        return mps_error(PGC_ERR_TIMEOUT,
+                         "pgc_work_wait: %s on %s still running after %.1f s (the work "
+                         "stays pending)",
+                         w->call, gd, timeout > 0 ? timeout : pg_timeout());
+    }
+    if (rc != PGC_OK) {
+        /* A dead peer: the work fails, its requests given up. */
+        work_wait_final(w, -1);
+    }
+    pgc_work_poll(w);
     if (w->status != PGC_OK) {
         mps_error(w->status, "%s", w->err);
     }
@@ -276,7 +296,7 @@ void pgc_work_free(pgc_work *work)
     if (!w) {
         return;
     }
-    if (w->status == PGC_ERR_PENDING && work_wait_final(w, -1) == PGC_ERR_TIMEOUT) {
+    if (w->status == PGC_ERR_PENDING && gave_up(work_wait_final(w, -1))) {
         for (int i = 0; i < w->nreqs; i++) {
             if (w->reqs[i].kind == PG_REQ_SEND && !pg_req_is_done(&w->reqs[i])) {
                 MPS_WARN("pgc_work_free: %s still sending after the timeout; its handle is "
