@@ -16,6 +16,8 @@
 #   exec NODE CMD...  run CMD inside node NODE (cn2, or 2): its network, host name and
 #           /dev/shm, with the caller's environment.
 #   addr NODE  print node NODE's address.
+#   rsh HOST CMD...  an rsh agent for Open MPI's mpirun (--mca plm_rsh_agent "cluster.sh
+#           rsh"): runs the shell command line CMD inside the node named or addressed HOST.
 #
 # Settings (environment): MPISHIM_CLUSTER_NODES (2), MPISHIM_CLUSTER_DIR
 # (/tmp/mpishim-cluster), MPISHIM_CLUSTER_NET (10.77.0: the bridge is .1, node i is .10+i),
@@ -271,9 +273,12 @@ down() {
     echo down
 }
 
-# The node index of "cn3" or "3".
+# The node index of "cn3", "3" or "10.77.0.13".
 node_index() {
     local i=${1#cn}
+    case "$1" in
+        "$NET".*) i=$((${1##*.} - 10)) ;;
+    esac
     case "$i" in
         '' | *[!0-9]*) i=0 ;;
     esac
@@ -304,6 +309,13 @@ case "${1:-}" in
         exec_on "$@"
         ;;
     addr) node_addr "$(node_index "${2:-}")" ;;
+    rsh)
+        # As ssh does: the words after the host are one command line for a shell.
+        [ $# -ge 3 ] || { echo "usage: $0 rsh HOST CMD..." >&2; exit 2; }
+        host=$2
+        shift 2
+        exec_on "$host" sh -c "$*"
+        ;;
     *)
         echo "usage: $0 up|down|status|exec NODE CMD...|addr NODE" >&2
         exit 2

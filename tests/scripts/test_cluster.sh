@@ -8,7 +8,8 @@
 #   srun --mpi=pmix -N 2 at 1, 2 and 3 ranks per node and at -n 16: every pair exchanging
 #   0 B to 4 MiB (mr_p2p), every collective (mr_coll, mr_coll2), the pgc_ API with its
 #   default store (mr_pgc, mr_pgc_init), pgc examples, distributed SGD (same checksum as on
-#   one node); sbatch of examples/slurm/pgc_sgd.sbatch; salloc + srun; a torch-style env://
+#   one node); sbatch of examples/slurm/pgc_sgd.sbatch; salloc + srun; Open MPI's mpirun
+#   with a host file and `cluster.sh rsh` as its rsh agent; a torch-style env://
 #   launch, one rank per node, whose MASTER_ADDR is the other node's address; a rank that
 #   fails in MPI_Init ends the whole step (PMIx_Abort) with a message naming its rank; ranks
 #   that share a node name on two hosts (own /dev/shm each) fail at once, saying why.
@@ -171,6 +172,30 @@ shared_node_name() {
     fi
 }
 
+# Open MPI's mpirun with a host file of the nodes' addresses; its rsh agent
+# (`cluster.sh rsh`) enters a node's namespaces where ssh would log in. Its daemons serve
+# PMIx to our ranks as srun does. Its out-of-band traffic stays on the bridge.
+openmpi_job() {
+    local name=$1 n=$2 rc
+    shift 2
+    if ! command -v mpirun.openmpi >/dev/null; then
+        echo "skip - mpirun.openmpi $name: needs Open MPI (apt-get install openmpi-bin)"
+        return
+    fi
+    printf '%s slots=8\n%s slots=8\n' "$("$cluster" addr cn1)" "$("$cluster" addr cn2)" \
+        >"$tmp/hosts"
+    timeout -k 5 120 mpirun.openmpi --allow-run-as-root --hostfile "$tmp/hosts" -n "$n" \
+        --map-by node --mca plm_rsh_agent "$cluster rsh" \
+        --mca oob_tcp_if_include "${MPISHIM_CLUSTER_NET:-10.77.0}.0/24" "$@" \
+        </dev/null >"$tmp/out" 2>&1
+    rc=$?
+    if [ $rc = 0 ]; then
+        ok "mpirun.openmpi --hostfile (2 nodes) -n $n $name"
+    else
+        not_ok "mpirun.openmpi --hostfile (2 nodes) -n $n $name (exit $rc)" "$tmp/out"
+    fi
+}
+
 sbatch_job() {
     local id rc out
     id=$(timeout 120 sbatch --parsable --wait --export=ALL,SGD=./examples/pgc_sgd \
@@ -227,6 +252,8 @@ else
         sbatch_job
     fi
     salloc_job
+    openmpi_job "mr_coll" 4 tests/mr/mr_coll
+    openmpi_job "mr_pgc_init (pgc world and default store)" 4 tests/mr/mr_pgc_init
     env_launch
     init_failure
     shared_node_name
