@@ -15,8 +15,9 @@
 #   that share a node name on two hosts (own /dev/shm each) fail at once, saying why.
 #
 # Under sanitizers (MPS_SAN_FLAGS set, as `make check` sets it) the programs run several
-# times slower on 2 cores: a reduced set runs (one srun job of each kind that exercises a
-# fix: the default store, the abort from MPI_Init, the env:// launch).
+# times slower on 2 cores: a reduced set runs (mr_pgc_init at 1 rank per node, mr_coll and
+# mr_pgc at 2, and the cases of the fixes: the abort from MPI_Init, the env:// launch, one
+# node name on two hosts).
 # Skips (exit 77) where the cluster cannot run (no root, no namespaces, no Slurm).
 set -uo pipefail
 
@@ -225,8 +226,11 @@ salloc_job() {
 if [[ "${MPS_SAN_FLAGS:-}" == *sanitize* ]]; then
     echo "# sanitizer build ($MPS_SAN_FLAGS): the reduced set"
     job "mr_pgc_init (pgc world and default store)" 2 tests/mr/mr_pgc_init
+    job "mr_coll" 4 tests/mr/mr_coll
+    job "mr_pgc (pgc_ API and the default store)" 4 tests/mr/mr_pgc
     init_failure
     env_launch
+    shared_node_name
 else
     # 1 rank per node: every pair 0 B..4 MiB, every collective.
     job "mr_p2p" 2 tests/mr/mr_p2p
