@@ -11,7 +11,8 @@
 #   one node); sbatch of examples/slurm/pgc_sgd.sbatch; salloc + srun; Open MPI's mpirun
 #   with a host file and `cluster.sh rsh` as its rsh agent; a torch-style env://
 #   launch, one rank per node, whose MASTER_ADDR is the other node's address; a rank that
-#   fails in MPI_Init ends the whole step (PMIx_Abort) with a message naming its rank; ranks
+#   fails in MPI_Init ends the whole step (PMIx_Abort) with a message naming its rank, and so
+#   does a fatal error in MPI_Finalize; ranks
 #   that share a node name on two hosts (own /dev/shm each) fail at once, saying why.
 #
 # Under sanitizers (MPS_SAN_FLAGS set, as `make check` sets it) the programs run several
@@ -127,6 +128,24 @@ init_failure() {
         not_ok "a rank failing in MPI_Init names rank 3 in its message" "$tmp/out"
     else
         ok "a rank failing in MPI_Init ends the step (exit $rc) and names rank 3"
+    fi
+}
+
+# A fatal error after MPI_Finalize released the bootstrap (rank 1's MPI_Finalize times out
+# while rank 0 sleeps 30 s before it): rank 1's fatal handler must still end the step, so
+# srun kills rank 0 in its sleep; without the abort rank 0 wakes and exits by itself.
+finalize_failure() {
+    local rc
+    MPISHIM_TIMEOUT=5 timeout -k 5 90 srun --mpi=pmix -N 2 -n 2 tests/mr/mr_fatal finalhang \
+        </dev/null >"$tmp/out" 2>&1
+    rc=$?
+    if [ $rc = 0 ] || [ $rc = 124 ] || [ $rc = 137 ]; then
+        not_ok "a fatal error in MPI_Finalize ends the step (exit $rc)" "$tmp/out"
+    elif ! grep -q 'MPI_Finalize (rank 1): ' "$tmp/out" ||
+        ! grep -Eq 'cn1: task 0: (Killed|Terminated)' "$tmp/out"; then
+        not_ok "a fatal error in MPI_Finalize ends the step: rank 0 killed by the launcher" "$tmp/out"
+    else
+        ok "a fatal error in MPI_Finalize (rank 1) ends the step: srun killed rank 0 (exit $rc)"
     fi
 }
 
@@ -260,6 +279,7 @@ else
     openmpi_job "mr_pgc_init (pgc world and default store)" 4 tests/mr/mr_pgc_init
     env_launch
     init_failure
+    finalize_failure
     shared_node_name
 fi
 
