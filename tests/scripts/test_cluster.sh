@@ -17,8 +17,8 @@
 #
 # Under sanitizers (MPS_SAN_FLAGS set, as `make check` sets it) the programs run several
 # times slower on 2 cores: a reduced set runs (mr_pgc_init at 1 rank per node, mr_coll and
-# mr_pgc at 2, and the cases of the fixes: the abort from MPI_Init, the env:// launch, one
-# node name on two hosts).
+# mr_pgc at 2, and the cases of the fixes: the aborts from MPI_Init and MPI_Finalize, the
+# env:// launch, one node name on two hosts).
 # Skips (exit 77) where the cluster cannot run (no root, no namespaces, no Slurm).
 set -uo pipefail
 
@@ -248,6 +248,7 @@ if [[ "${MPS_SAN_FLAGS:-}" == *sanitize* ]]; then
     job "mr_coll" 4 tests/mr/mr_coll
     job "mr_pgc (pgc_ API and the default store)" 4 tests/mr/mr_pgc
     init_failure
+    finalize_failure
     env_launch
     shared_node_name
 else
