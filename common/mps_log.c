@@ -5,6 +5,7 @@
 #include "mps_config.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static int log_rank = -1;
@@ -16,9 +17,31 @@ void mps_log_set_rank(int rank)
     log_rank = rank;
 }
 
+/* The rank a launcher gave this process in its environment, before the bootstrap confirms
+ * it: a message of a failing start-up must still say which rank failed. -1 if none. */
+static int launcher_rank(void)
+{
+    static const char *vars[] = {"PMIX_RANK", "PMI_RANK", "OMPI_COMM_WORLD_RANK", "RANK"};
+
+    for (size_t i = 0; i < sizeof(vars) / sizeof(*vars); i++) {
+        const char *v = getenv(vars[i]);
+        char *end;
+        long r;
+
+        if (!v || !*v) {
+            continue;
+        }
+        r = strtol(v, &end, 10);
+        if (*end == '\0' && r >= 0 && r < (1L << 30)) {
+            return (int)r;
+        }
+    }
+    return -1;
+}
+
 int mps_log_get_rank(void)
 {
-    return log_rank;
+    return log_rank >= 0 ? log_rank : launcher_rank();
 }
 
 static int parse_level(const char *s)
@@ -50,8 +73,10 @@ void mps_log(enum mps_log_level level, const char *fmt, ...)
     if (!mps_log_enabled(level)) {
         return;
     }
-    if (log_rank >= 0) {
-        n = snprintf(line, sizeof(line), "[mpishim rank %d] %s: ", log_rank, names[level]);
+    int rank = mps_log_get_rank();
+
+    if (rank >= 0) {
+        n = snprintf(line, sizeof(line), "[mpishim rank %d] %s: ", rank, names[level]);
     } else {
         n = snprintf(line, sizeof(line), "[mpishim] %s: ", names[level]);
     }

@@ -435,6 +435,16 @@ int fab_shm_connect(struct fab *f, int peer, uint32_t pid, uint32_t nonce)
     }
     seg_name(name, sizeof(name), pid, nonce);
     fd = shm_open(name, O_RDWR, 0);
+    /* The name holds the owner's pid and a nonce, so no other process or job creates or
+     * removes it, and the owner creates it before its address is published. Only the owner
+     * removes it: after the barrier that follows every rank's connect, or when its own
+     * start-up failed. ENOENT therefore means the latter (the owner's message says why), or
+     * a node name shared by two hosts, whose /dev/shm differ. */
+    if (fd < 0 && errno == ENOENT) {
+        return mps_error(PGC_ERR_PEER_DEAD, "fab_connect: rank %d's segment %s is gone: rank %d "
+                         "ended its start-up (see its message), or two hosts share the node "
+                         "name \"%s\"", peer, name, peer, f->nodes + (size_t)peer * f->node_stride);
+    }
     if (fd < 0) {
         return mps_error(PGC_ERR_FABRIC, "fab_connect: cannot open rank %d's segment %s: %s",
                          peer, name, strerror(errno));

@@ -6,6 +6,7 @@
 
 #include "shim.h"
 #include "shim_comm.h"
+#include "boot.h"
 #include "pg.h"
 #include "pgc_status.h"
 #include "mps_config.h"
@@ -84,6 +85,18 @@ int shim_errclass(int status)
     }
 }
 
+/* The world rank for messages: before MPI_Init has its world, the one the bootstrap or the
+ * launcher gave (a failing MPI_Init must name the rank that failed); 0 for a singleton. */
+static int shim_rank_known(void)
+{
+    int r = mps_log_get_rank();
+
+    if (state != 0) {
+        return pg_world_rank();
+    }
+    return r >= 0 ? r : 0;
+}
+
 int shim_error(MPI_Comm comm, const char *fn, int errclass, const char *fmt, ...)
 {
     char cause[400], msg[MPI_MAX_ERROR_STRING];
@@ -99,7 +112,7 @@ int shim_error(MPI_Comm comm, const char *fn, int errclass, const char *fmt, ...
     }
     /* After MPI_Finalize the world's rank is still known (an error of MPI_Finalize itself,
      * or a call after it, names the rank that made it). */
-    snprintf(msg, sizeof(msg), "%s (rank %d): %s", fn, state != 0 ? pg_world_rank() : 0, cause);
+    snprintf(msg, sizeof(msg), "%s (rank %d): %s", fn, shim_rank_known(), cause);
     if (state == 1 && (shim_comm_get(comm, &c) == MPI_SUCCESS ||
                        shim_comm_get(MPI_COMM_WORLD, &c) == MPI_SUCCESS)) {
         h = c->errh;
@@ -114,6 +127,21 @@ int shim_error_pg(MPI_Comm comm, const char *fn, int status)
     const char *cause = *mps_last_error() ? mps_last_error() : pgc_strerror(status);
 
     return shim_error(comm, fn, shim_errclass(status), "%s", cause);
+}
+
+/* MPI_Init failed: errors there are fatal (no handler can be set before it). pg_init has
+ * released its bootstrap, so the fatal handler's pg_abort could not reach the launcher:
+ * ask it here, or the other ranks wait in their start-up until MPISHIM_TIMEOUT. */
+static void init_failed(int errclass)
+{
+    char msg[MPI_MAX_ERROR_STRING];
+
+    snprintf(msg, sizeof(msg), "MPI_Init (rank %d): %s", shim_rank_known(), mps_last_error());
+    fprintf(stderr, "[mpishim] fatal error: %s\n", msg);
+    fflush(stdout);
+    fflush(stderr);
+    boot_abort_launcher(errclass, msg);
+    _exit(errclass);
 }
 
 static int init_common(int required, int *provided)
@@ -143,7 +171,7 @@ static int init_common(int required, int *provided)
         rc = pg_init(NULL, -1, -1, 0, thread_level == MPI_THREAD_MULTIPLE);
     }
     if (rc != PGC_OK) {
-        return shim_error(MPI_COMM_NULL, "MPI_Init", shim_errclass(rc), "%s", mps_last_error());
+        init_failed(shim_errclass(rc));
     }
     rc = shim_comm_init();
     if (rc == MPI_SUCCESS) {
@@ -210,12 +238,15 @@ int PMPI_Abort(MPI_Comm comm, int errorcode)
     char msg[128];
 
     snprintf(msg, sizeof(msg), "MPI_Abort(comm, %d) called by rank %d", errorcode,
-             state == 1 ? pg_world_rank() : 0);
+             shim_rank_known());
     fprintf(stderr, "[mpishim] %s\n", msg);
     fflush(stdout);
     if (state == 1) {
         pg_abort(errorcode, msg);
     }
+    /* Before MPI_Init or after MPI_Finalize there is no bootstrap: the launcher still ends
+     * the job. */
+    boot_abort_launcher(errorcode ? errorcode : 1, msg);
     _exit(errorcode ? errorcode : 1);
 }
 

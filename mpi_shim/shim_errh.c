@@ -3,6 +3,7 @@
  */
 #include "config.h"
 
+#include "boot.h"
 #include "shim_comm.h"
 #include "mps_log.h"
 
@@ -68,6 +69,9 @@ void shim_errhandler_invoke(MPI_Errhandler h, MPI_Comm comm, int code, const cha
     if (shim_initialized()) {
         pg_abort(code ? code : 1, msg);
     }
+    /* Before MPI_Init's world or after MPI_Finalize (one whose barrier timed out, say) no
+     * bootstrap is left: the launcher must still end the other ranks. */
+    boot_abort_launcher(code ? code : 1, msg);
     _exit(code ? code : 1);
 }
 

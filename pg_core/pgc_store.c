@@ -9,12 +9,17 @@
  */
 #include "config.h"
 
+#include "boot.h"
 #include "boot_store.h"
 #include "mps_log.h"
 #include "pg_internal.h"
 #include "pgc_internal.h"
 #include "pgc_status.h"
 
+#include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -448,34 +453,111 @@ pgc_store *pgc_default_store(void)
     return default_store;
 }
 
-/* Rank 0 serves a store and broadcasts "host port"; the others connect (collective). */
+/* The store's announcement: rank 0's port, node name and IPv4 addresses. */
+#define STORE_ADDRS_MAX 8
+struct store_announce {
+    int port; /* -1: rank 0 could not start a server */
+    char node[BOOT_NODE_MAX];
+    int naddr;
+    struct in_addr addr[STORE_ADDRS_MAX];
+};
+
+/* Rank 0's IPv4 addresses on interfaces that are up, loopback left out. Its host name is
+ * no use here: on many clusters node names do not resolve (Slurm reaches nodes by
+ * NodeAddr), and a name that resolves may name another interface than the one the peers
+ * reach. The peers pick the address they can reach (pick_store_addr). */
+static void my_addrs(struct store_announce *a)
+{
+    struct ifaddrs *ifs = NULL, *i;
+
+    a->naddr = 0;
+    if (getifaddrs(&ifs) != 0) {
+        return;
+    }
+    for (i = ifs; i && a->naddr < STORE_ADDRS_MAX; i = i->ifa_next) {
+        if (i->ifa_addr && i->ifa_addr->sa_family == AF_INET && (i->ifa_flags & IFF_UP) &&
+            !(i->ifa_flags & IFF_LOOPBACK)) {
+            a->addr[a->naddr++] = ((const struct sockaddr_in *)(void *)i->ifa_addr)->sin_addr;
+        }
+    }
+    freeifaddrs(ifs);
+}
+
+/* True when one of this host's IPv4 interfaces has `a` in its subnet: then `a` is reached
+ * directly through that interface, as the fabric's tcp provider reaches that node. */
+static bool on_my_subnet(struct in_addr a, const struct ifaddrs *ifs)
+{
+    for (const struct ifaddrs *i = ifs; i; i = i->ifa_next) {
+        if (i->ifa_addr && i->ifa_netmask && i->ifa_addr->sa_family == AF_INET &&
+            (i->ifa_flags & IFF_UP) && !(i->ifa_flags & IFF_LOOPBACK)) {
+            in_addr_t mine = ((const struct sockaddr_in *)(void *)i->ifa_addr)->sin_addr.s_addr;
+            in_addr_t mask = ((const struct sockaddr_in *)(void *)i->ifa_netmask)->sin_addr.s_addr;
+            if ((mine & mask) == (a.s_addr & mask)) {
+                return true;
+            }
+        }
+    }
+    return false;
+}
+
+/* The address of rank 0 that this rank connects to: loopback on rank 0's node; else the
+ * first of rank 0's addresses on a subnet of ours; else its first address (routed). */
+static void pick_store_addr(const struct store_announce *a, char *host, size_t len)
+{
+    struct ifaddrs *ifs = NULL;
+    int pick = 0;
+
+    snprintf(host, len, "127.0.0.1");
+    if (strncmp(a->node, pg_node_name(), BOOT_NODE_MAX) == 0 || a->naddr == 0) {
+        return;
+    }
+    if (getifaddrs(&ifs) == 0) {
+        for (int k = 0; k < a->naddr; k++) {
+            if (on_my_subnet(a->addr[k], ifs)) {
+                pick = k;
+                break;
+            }
+        }
+        freeifaddrs(ifs);
+    }
+    inet_ntop(AF_INET, &a->addr[pick], host, (socklen_t)len);
+}
+
+/* Rank 0 serves a store on every address and broadcasts its port, node and addresses; the
+ * others connect to the one they reach (collective). */
 static int serve_default_store(struct pgc_store **out)
 {
     struct pg_group *w = pg_world_group();
-    char addr[320] = "";
-    char host[256] = "127.0.0.1";
-    int port = -1, rc = PGC_OK;
+    struct store_announce a;
+    char host[INET_ADDRSTRLEN];
+    int rc = PGC_OK;
 
+    memset(&a, 0, sizeof(a));
+    a.port = -1;
     if (w->rank == 0) {
         rc = pgc_store_tcp_create(NULL, 0, 1, pg_timeout(), out);
-        if (rc == PGC_OK && w->size > 1 && gethostname(host, sizeof(host) - 1) != 0) {
-            snprintf(host, sizeof(host), "127.0.0.1");
-        }
         if (rc == PGC_OK) {
-            snprintf(addr, sizeof(addr), "%s %d", host, (*out)->port);
+            a.port = (*out)->port;
+            snprintf(a.node, sizeof(a.node), "%s", pg_node_name());
+            my_addrs(&a);
         }
     }
     if (w->size > 1) {
-        int brc = pg_bcast(w, addr, sizeof(addr), 0);
+        int brc = pg_bcast(w, &a, sizeof(a), 0);
         if (brc != PGC_OK) {
             return brc;
         }
     }
     if (w->rank != 0) {
-        if (sscanf(addr, "%255s %d", host, &port) != 2) {
+        if (a.port < 0) {
             return mps_error(PGC_ERR_BOOT, "rank 0 could not start a store server");
         }
-        rc = pgc_store_tcp_create(host, port, 0, pg_timeout(), out);
+        a.node[BOOT_NODE_MAX - 1] = '\0';
+        a.naddr = a.naddr < 0 || a.naddr > STORE_ADDRS_MAX ? 0 : a.naddr;
+        pick_store_addr(&a, host, sizeof(host));
+        MPS_DEBUG("default store: rank 0 (node %s) serves on port %d; connecting to %s", a.node,
+                  a.port, host);
+        rc = pgc_store_tcp_create(host, a.port, 0, pg_timeout(), out);
     }
     return rc;
 }

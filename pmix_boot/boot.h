@@ -53,6 +53,10 @@ int boot_barrier(struct boot *b);
 struct boot_store *boot_get_store(struct boot *b);
 /* Asks the launcher to end the whole job (PMIx_Abort under PMIx); returns if it cannot. */
 void boot_abort(struct boot *b, int code, const char *msg);
+/* The same without a bootstrap (it failed, or was released): under a PMIx server, a new
+ * connection's PMIx_Abort, so that a rank whose initialization failed still ends the whole
+ * step instead of leaving its peers waiting; returns where there is no such launcher. */
+void boot_abort_launcher(int code, const char *msg);
 /* Collective: waits for all ranks (so that rank 0's store outlives every client). */
 int boot_fini(struct boot *b);
 /* Not collective: releases what boot_init acquired (rank 0's store server, the store

@@ -248,6 +248,30 @@ static void pmix_abort(struct boot *b, int code, const char *msg)
     }
 }
 
+/* How long boot_abort_launcher waits for a PMIx server to take a new connection. A server
+ * that launched us answers at once; one that never does must not hold the exit up. */
+#define ABORT_INIT_TIMEOUT 5.0
+
+void boot_abort_launcher(int code, const char *msg)
+{
+    pmix_proc_t me;
+    pmix_status_t rc;
+    bool hung;
+
+    /* Set by every PMIx server in its clients' environment (srun --mpi=pmix, prterun). */
+    if (!getenv("PMIX_NAMESPACE")) {
+        return;
+    }
+    rc = init_with_watchdog(ABORT_INIT_TIMEOUT, &me, &hung);
+    if (rc == PMIX_SUCCESS) {
+        rc = PMIx_Abort(code, msg ? msg : "", NULL, 0);
+    }
+    if (rc != PMIX_SUCCESS) {
+        from_pmix(rc, "boot_abort_launcher: PMIx_Init/PMIx_Abort");
+        MPS_ERR("%s: the launcher may not end the other ranks", mps_last_error());
+    }
+}
+
 static void pmix_fini(struct boot *b, bool barrier_ok)
 {
     pmix_status_t rc = PMIx_Finalize(NULL, 0);
@@ -332,6 +356,8 @@ int boot_pmix_start(struct boot *b)
         return rc;
     }
     b->info.rank = (int)st->me.rank;
+    /* From here on every message, those of a failing MPI_Init included, names this rank. */
+    mps_log_set_rank(b->info.rank);
     b->priv = st;
     b->m = &pmix_method;
     return PGC_OK;

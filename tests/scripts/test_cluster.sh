@@ -1,0 +1,288 @@
+#!/bin/bash
+# test_cluster.sh - the multi-node suite: brings up the emulated cluster of
+# tests/scripts/cluster.sh (2 Slurm nodes in their own network, UTS and mount namespaces,
+# node names that do not resolve), runs jobs across the nodes, and takes the cluster down
+# again, also when a case fails or the script is interrupted.
+#
+# Cases (each checks its own results; the programs exit non-zero on a wrong value):
+#   srun --mpi=pmix -N 2 at 1, 2 and 3 ranks per node and at -n 16: every pair exchanging
+#   0 B to 4 MiB (mr_p2p), every collective (mr_coll, mr_coll2), the pgc_ API with its
+#   default store (mr_pgc, mr_pgc_init), pgc examples, distributed SGD (same checksum as on
+#   one node); sbatch of examples/slurm/pgc_sgd.sbatch; salloc + srun; Open MPI's mpirun
+#   with a host file and `cluster.sh rsh` as its rsh agent; a torch-style env://
+#   launch, one rank per node, whose MASTER_ADDR is the other node's address; a rank that
+#   fails in MPI_Init ends the whole step (PMIx_Abort) with a message naming its rank, and so
+#   does a fatal error in MPI_Finalize; ranks
+#   that share a node name on two hosts (own /dev/shm each) fail at once, saying why.
+#
+# Under sanitizers (MPS_SAN_FLAGS set, as `make check` sets it) the programs run several
+# times slower on 2 cores: a reduced set runs (mr_pgc_init at 1 rank per node, mr_coll and
+# mr_pgc at 2, and the cases of the fixes: the aborts from MPI_Init and MPI_Finalize, the
+# env:// launch, one node name on two hosts).
+# Skips (exit 77) where the cluster cannot run (no root, no namespaces, no Slurm).
+set -uo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+top_srcdir=${top_srcdir:-$(cd "$here/../.." && pwd)}
+top_builddir=${top_builddir:-$PWD}
+cluster=$here/cluster.sh
+tmp=$(mktemp -d)
+failures=0
+
+cleanup() {
+    local p
+    for p in $(jobs -p); do kill "$p" 2>/dev/null; done
+    "$cluster" down >/dev/null 2>&1
+    rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+
+# A launcher's variables of an enclosing job must not leak into ours.
+unset PMIX_RANK PMIX_NAMESPACE RANK WORLD_SIZE MASTER_ADDR MASTER_PORT MPISHIM_BOOT_METHOD \
+    SLURM_JOB_ID SLURM_JOBID SLURM_NODELIST SLURM_NTASKS
+export MPISHIM_TIMEOUT=${MPISHIM_TIMEOUT:-60}
+
+for p in tests/mr/mr_p2p tests/mr/mr_coll tests/mr/mr_coll2 tests/mr/mr_pgc tests/mr/mr_pgc_init \
+    tests/mr/mr_smoke; do
+    [ -x "$top_builddir/$p" ] || { echo "test_cluster.sh: $top_builddir/$p is not built"; exit 99; }
+done
+
+# One suite at a time on this machine: the cluster's bridge, ports and folder are shared.
+exec 9>"${MPISHIM_CLUSTER_DIR:-/tmp/mpishim-cluster}.lock"
+flock -w 600 9 || { echo "test_cluster.sh: another multi-node suite held the lock for 600 s"; exit 99; }
+
+conf=$("$cluster" up 2>"$tmp/up.err" | tail -n 1)
+rc=${PIPESTATUS[0]}
+if [ "$rc" = 77 ] || grep -q '^SKIP' <<<"$conf"; then
+    echo "$conf"
+    exit 77
+fi
+if [ "$rc" != 0 ]; then
+    echo "FAIL - cluster.sh up (exit $rc)"
+    cat "$tmp/up.err"
+    exit 1
+fi
+export SLURM_CONF=$conf
+cd "$top_builddir" || exit 99
+
+ok() { echo "ok   - $1"; }
+not_ok() {
+    echo "FAIL - $1"
+    [ -f "$2" ] && tail -n 30 "$2" | sed 's/^/       /'
+    failures=$((failures + 1))
+}
+
+# job NAME NTASKS PROG ARGS...: srun across both nodes; must exit 0.
+job() {
+    local name=$1 n=$2 rc
+    shift 2
+    timeout -k 5 150 srun --mpi=pmix -N 2 -n "$n" "$@" </dev/null >"$tmp/out" 2>&1
+    rc=$?
+    if [ $rc = 0 ]; then
+        ok "srun -N 2 -n $n $name"
+    else
+        not_ok "srun -N 2 -n $n $name (exit $rc)" "$tmp/out"
+    fi
+}
+
+# The weights checksum of pgc_sgd on one node (the build tree's mpiexec), for comparison.
+sgd_reference() {
+    local n=$1
+    shift
+    timeout 120 tools/mpiexec -n "$n" examples/pgc_sgd --epochs 4 --quiet "$@" </dev/null |
+        sed -n 's/^weights checksum: //p'
+}
+
+# same_checksum NAME A B: the two checksums agree to 1e-9 relative (a different summation
+# order between nodes may change the last digits, not more).
+same_checksum() {
+    if [ -n "$2" ] && [ -n "$3" ] && awk -v a="$2" -v b="$3" 'BEGIN {
+            split(a, x, " "); split(b, y, " ");
+            for (i = 1; i <= 2; i++) {
+                d = x[i] - y[i]; if (d < 0) d = -d;
+                m = x[i] < 0 ? -x[i] : x[i]; if (m < 1) m = 1;
+                if (d > 1e-9 * m) exit 1;
+            }
+            exit 0 }'; then
+        ok "$1 ($2, one node: $3)"
+    else
+        not_ok "$1 (\"$2\", one node: \"$3\")" "$tmp/out"
+    fi
+}
+
+# A rank that fails inside MPI_Init (rank 3 on the second node asks for a network
+# interface that does not exist) must end the whole step: without PMIx_Abort the three
+# others wait in start-up until MPISHIM_TIMEOUT (here 300 s, past this case's 60 s).
+init_failure() {
+    local rc
+    MPISHIM_TIMEOUT=300 timeout -k 5 60 srun --mpi=pmix -N 2 -n 4 sh -c \
+        '[ "$SLURM_PROCID" = 3 ] && export MPISHIM_FABRIC_IFACE=nosuch0; exec "$0"' \
+        tests/mr/mr_smoke </dev/null >"$tmp/out" 2>&1
+    rc=$?
+    if [ $rc = 124 ] || [ $rc = 137 ]; then
+        not_ok "a rank failing in MPI_Init ends the step (it hung: timeout)" "$tmp/out"
+    elif [ $rc = 0 ]; then
+        not_ok "a rank failing in MPI_Init ends the step (exit 0)" "$tmp/out"
+    elif ! grep -q 'MPI_Init (rank 3): .*MPISHIM_FABRIC_IFACE=nosuch0' "$tmp/out"; then
+        not_ok "a rank failing in MPI_Init names rank 3 in its message" "$tmp/out"
+    else
+        ok "a rank failing in MPI_Init ends the step (exit $rc) and names rank 3"
+    fi
+}
+
+# A fatal error after MPI_Finalize released the bootstrap (rank 1's MPI_Finalize times out
+# while rank 0 sleeps 30 s before it): rank 1's fatal handler must still end the step, so
+# srun kills rank 0 in its sleep; without the abort rank 0 wakes and exits by itself.
+finalize_failure() {
+    local rc
+    MPISHIM_TIMEOUT=5 timeout -k 5 90 srun --mpi=pmix -N 2 -n 2 tests/mr/mr_fatal finalhang \
+        </dev/null >"$tmp/out" 2>&1
+    rc=$?
+    if [ $rc = 0 ] || [ $rc = 124 ] || [ $rc = 137 ]; then
+        not_ok "a fatal error in MPI_Finalize ends the step (exit $rc)" "$tmp/out"
+    elif ! grep -q 'MPI_Finalize (rank 1): ' "$tmp/out" ||
+        ! grep -Eq 'cn1: task 0: (Killed|Terminated)' "$tmp/out"; then
+        not_ok "a fatal error in MPI_Finalize ends the step: rank 0 killed by the launcher" "$tmp/out"
+    else
+        ok "a fatal error in MPI_Finalize (rank 1) ends the step: srun killed rank 0 (exit $rc)"
+    fi
+}
+
+# torch-style env:// launch, one rank per node started by hand (`cluster.sh exec`): rank 0
+# on cn2 serves the store at MASTER_ADDR, cn2's address; rank 1 on cn1 reaches it there.
+env_launch() {
+    local addr rc0 rc1 common
+    addr=$("$cluster" addr cn2)
+    common="WORLD_SIZE=2 MASTER_ADDR=$addr MASTER_PORT=29517"
+    # shellcheck disable=SC2086 # the words are split on purpose
+    "$cluster" exec cn2 env RANK=0 $common timeout 60 tests/mr/mr_pgc_init \
+        --init-method env:// >"$tmp/env.0" 2>&1 &
+    local p0=$!
+    # shellcheck disable=SC2086
+    "$cluster" exec cn1 env RANK=1 $common timeout 60 tests/mr/mr_pgc_init \
+        --init-method env:// >"$tmp/env.1" 2>&1
+    rc1=$?
+    wait "$p0"
+    rc0=$?
+    cat "$tmp/env.0" "$tmp/env.1" >"$tmp/out"
+    if [ $rc0 = 0 ] && [ $rc1 = 0 ] && grep -qi 'rank 0' "$tmp/env.0" &&
+        grep -qi 'rank 1' "$tmp/env.1"; then
+        ok "env:// launch across nodes, MASTER_ADDR=$addr (the other node for rank 1)"
+    else
+        not_ok "env:// launch across nodes, MASTER_ADDR=$addr (exit codes $rc0 $rc1)" "$tmp/out"
+    fi
+}
+
+# The "cannot open rank 8's segment: No such file" of issue 39: every node has its own
+# /dev/shm here, and a segment's name (owner's pid and a nonce) is removed by its owner
+# only. Ranks that believe they share a node (one node name forced on both) while their
+# /dev/shm differ meet exactly that: they must fail at once, saying why, not hang.
+shared_node_name() {
+    local rc
+    MPISHIM_TIMEOUT=300 timeout -k 5 60 srun --mpi=pmix -N 2 -n 4 \
+        env MPISHIM_NODE_NAME=samehost tests/mr/mr_smoke </dev/null >"$tmp/out" 2>&1
+    rc=$?
+    if [ $rc = 0 ] || [ $rc = 124 ] || [ $rc = 137 ]; then
+        not_ok "one node name on two hosts fails at once (exit $rc)" "$tmp/out"
+    elif ! grep -q "segment .* is gone: .*two hosts share the node name \"samehost\"" "$tmp/out"; then
+        not_ok "one node name on two hosts: the message says why" "$tmp/out"
+    else
+        ok "one node name on two hosts: the step ends (exit $rc) saying the segment is gone"
+    fi
+}
+
+# Open MPI's mpirun with a host file of the nodes' addresses; its rsh agent
+# (`cluster.sh rsh`) enters a node's namespaces where ssh would log in. Its daemons serve
+# PMIx to our ranks as srun does. Its out-of-band traffic stays on the bridge.
+openmpi_job() {
+    local name=$1 n=$2 rc
+    shift 2
+    if ! command -v mpirun.openmpi >/dev/null; then
+        echo "skip - mpirun.openmpi $name: needs Open MPI (apt-get install openmpi-bin)"
+        return
+    fi
+    printf '%s slots=8\n%s slots=8\n' "$("$cluster" addr cn1)" "$("$cluster" addr cn2)" \
+        >"$tmp/hosts"
+    timeout -k 5 120 mpirun.openmpi --allow-run-as-root --hostfile "$tmp/hosts" -n "$n" \
+        --map-by node --mca plm_rsh_agent "$cluster rsh" \
+        --mca oob_tcp_if_include "${MPISHIM_CLUSTER_NET:-10.77.0}.0/24" "$@" \
+        </dev/null >"$tmp/out" 2>&1
+    rc=$?
+    if [ $rc = 0 ]; then
+        ok "mpirun.openmpi --hostfile (2 nodes) -n $n $name"
+    else
+        not_ok "mpirun.openmpi --hostfile (2 nodes) -n $n $name (exit $rc)" "$tmp/out"
+    fi
+}
+
+sbatch_job() {
+    local id rc out
+    id=$(timeout 120 sbatch --parsable --wait --export=ALL,SGD=./examples/pgc_sgd \
+        --output="$tmp/sbatch.out" "$top_srcdir/examples/slurm/pgc_sgd.sbatch" </dev/null \
+        2>"$tmp/out")
+    rc=$?
+    cat "$tmp/sbatch.out" >>"$tmp/out" 2>/dev/null
+    out=$(sed -n 's/^weights checksum: //p' "$tmp/sbatch.out" 2>/dev/null)
+    if [ $rc != 0 ]; then
+        not_ok "sbatch examples/slurm/pgc_sgd.sbatch (job $id, exit $rc)" "$tmp/out"
+    else
+        same_checksum "sbatch examples/slurm/pgc_sgd.sbatch, 2 nodes x 2" "$out" "$(sgd_reference 4)"
+    fi
+}
+
+salloc_job() {
+    local rc
+    timeout -k 5 120 salloc -N 2 -n 4 srun --mpi=pmix tests/mr/mr_coll </dev/null >"$tmp/out" 2>&1
+    rc=$?
+    if [ $rc = 0 ]; then
+        ok "salloc -N 2 -n 4 srun mr_coll"
+    else
+        not_ok "salloc -N 2 -n 4 srun mr_coll (exit $rc)" "$tmp/out"
+    fi
+}
+
+if [[ "${MPS_SAN_FLAGS:-}" == *sanitize* ]]; then
+    echo "# sanitizer build ($MPS_SAN_FLAGS): the reduced set"
+    job "mr_pgc_init (pgc world and default store)" 2 tests/mr/mr_pgc_init
+    job "mr_coll" 4 tests/mr/mr_coll
+    job "mr_pgc (pgc_ API and the default store)" 4 tests/mr/mr_pgc
+    init_failure
+    finalize_failure
+    env_launch
+    shared_node_name
+else
+    # 1 rank per node: every pair 0 B..4 MiB, every collective.
+    job "mr_p2p" 2 tests/mr/mr_p2p
+    job "mr_coll" 2 tests/mr/mr_coll
+    # 2 ranks per node: shared memory within a node, tcp between.
+    job "mr_coll2" 4 tests/mr/mr_coll2
+    job "mr_pgc (pgc_ API and the default store)" 4 tests/mr/mr_pgc
+    # 3 ranks per node.
+    job "mr_p2p" 6 tests/mr/mr_p2p
+    job "mr_coll" 6 tests/mr/mr_coll
+    job "mr_pgc_init (pgc world and default store)" 6 tests/mr/mr_pgc_init
+    for ex in pgc_all_reduce pgc_broadcast pgc_all_gather pgc_send_recv pgc_group_all_reduce; do
+        [ -x "examples/$ex" ] && job "examples/$ex" 6 "examples/$ex"
+    done
+    # 8 ranks per node: start-up, every rank's segment, and the collectives at scale.
+    job "mr_smoke" 16 tests/mr/mr_smoke
+    job "mr_coll2" 16 tests/mr/mr_coll2
+    if [ -x examples/pgc_sgd ]; then
+        timeout -k 5 120 srun --mpi=pmix -N 2 -n 8 examples/pgc_sgd --epochs 4 --quiet --reducer \
+            </dev/null >"$tmp/out" 2>&1
+        same_checksum "srun -N 2 -n 8 examples/pgc_sgd --reducer" \
+            "$(sed -n 's/^weights checksum: //p' "$tmp/out")" "$(sgd_reference 8 --reducer)"
+        sbatch_job
+    fi
+    salloc_job
+    openmpi_job "mr_coll" 4 tests/mr/mr_coll
+    openmpi_job "mr_pgc_init (pgc world and default store)" 4 tests/mr/mr_pgc_init
+    env_launch
+    init_failure
+    finalize_failure
+    shared_node_name
+fi
+
+echo "$failures failed"
+[ $failures = 0 ]
