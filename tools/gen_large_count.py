@@ -22,7 +22,8 @@ import sys
 
 HEADER = "include/mpi.h"
 SOURCE = "mpi_shim/shim_large_count.c"
-BEGIN = "/* ---- MPI-4.0 large-count functions (tools/gen_large_count.py writes this block). ---- */"
+BEGIN = ("/* ---- MPI-4.0 large-count functions (tools/gen_large_count.py writes this block). "
+         "---- */")
 END = "/* ---- End of the large-count functions. ---- */"
 
 
