@@ -1147,6 +1147,27 @@ MPISHIM_PROTO(int, Ssend_init_c, (const void *buf, MPI_Count count, MPI_Datatype
                                   int tag, MPI_Comm comm, MPI_Request *request))
 /* ---- End of the large-count functions. ---- */
 
+/* ---- MPI-4.0 large-count collectives with count arrays (shim_large_count_v.c). ---- */
+/* Large-count functions with count arrays (MPI-4.0). */
+MPISHIM_PROTO(int, Allgatherv_c, (const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
+                                  void *recvbuf, const MPI_Count recvcounts[],
+                                  const MPI_Aint displs[], MPI_Datatype recvtype, MPI_Comm comm))
+MPISHIM_PROTO(int, Alltoallv_c, (const void *sendbuf, const MPI_Count sendcounts[],
+                                 const MPI_Aint sdispls[], MPI_Datatype sendtype, void *recvbuf,
+                                 const MPI_Count recvcounts[], const MPI_Aint rdispls[],
+                                 MPI_Datatype recvtype, MPI_Comm comm))
+MPISHIM_PROTO(int, Gatherv_c, (const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
+                               void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint displs[],
+                               MPI_Datatype recvtype, int root, MPI_Comm comm))
+MPISHIM_PROTO(int, Scatterv_c, (const void *sendbuf, const MPI_Count sendcounts[],
+                                const MPI_Aint displs[], MPI_Datatype sendtype, void *recvbuf,
+                                MPI_Count recvcount, MPI_Datatype recvtype, int root,
+                                MPI_Comm comm))
+MPISHIM_PROTO(int, Reduce_scatter_c, (const void *sendbuf, void *recvbuf,
+                                      const MPI_Count recvcounts[], MPI_Datatype datatype,
+                                      MPI_Op op, MPI_Comm comm))
+/* ---- End of the large-count collectives with count arrays. ---- */
+
 #undef MPISHIM_PROTO
 
 #if defined(__cplusplus)

@@ -152,7 +152,8 @@ SOURCE_HEAD = """/*
  * mpishim's own paths take int counts; a message of more than INT_MAX elements needs a
  * derived datatype, as before MPI-4.0. Outputs (MPI_Count *) go through an int or MPI_Aint
  * temporary and are written only when the call succeeds. The variants with count or
- * displacement arrays are not here (tools/gen_abi_stubs.sh makes them refuse).
+ * displacement arrays are not here: the blocking collectives are in shim_large_count_v.c,
+ * the others refuse (tools/gen_abi_stubs.sh).
  */
 #include "config.h"
 
