@@ -13,11 +13,14 @@
  * Objects that mpishim creates (communicators, groups, derived datatypes, ops, requests,
  * info objects, keyvals, errhandlers) get kind 3 handles: 0xc0000000 | (obj << 26) | index.
  *
- * Deliberate differences from MPICH's header: MPI_VERSION is 3.1 (no MPI-4 functions,
- * no sessions, no large-count _c functions, no MPI-IO, no dynamic processes); MPI_Count
- * and MPI_Offset are long long (same size and ABI as MPICH's long on x86-64);
- * MPI_UNWEIGHTED and MPI_WEIGHTS_EMPTY are sentinel pointers instead of extern variables;
- * MPI_DUP_FN is a static inline function; no C++ bindings.
+ * Deliberate differences from MPICH's header: MPI_VERSION is 3.1 (of MPI-4.0 only the
+ * large-count _c functions whose int version exists; no sessions, no MPI-IO, no dynamic
+ * processes); MPI_Count and MPI_Offset are long long (same size and ABI as MPICH's long on
+ * x86-64); MPI_UNWEIGHTED and MPI_WEIGHTS_EMPTY are sentinel pointers here (the library also
+ * exports MPICH's variables of those names, holding the same values, for binaries built
+ * against MPICH); MPI_DUP_FN is a static inline function; no C++ bindings. The library
+ * (and its MPICH-ABI name libmpi.so.12) defines every function MPICH 4.0 exports: those not
+ * declared here return MPI_ERR_UNSUPPORTED_OPERATION (tools/gen_abi_stubs.sh).
  */
 #ifndef MPI_INCLUDED
 #define MPI_INCLUDED
@@ -1016,6 +1019,188 @@ MPISHIM_PROTO(int, Topo_test, (MPI_Comm comm, int *status))
 /* 1 when this build can take CUDA device buffers (built with CUDA and a GPU is present). */
 MPISHIM_API int MPIX_Query_cuda_support(void);
 MPISHIM_API int PMPIX_Query_cuda_support(void);
+
+/* ---- MPICH ABI: Fortran status conversion and MPICH's data objects (shim_mpich_abi.c). ---- */
+/* A Fortran status is MPI_F_STATUS_SIZE MPI_Fints; these index its fields (MPI-4.0). */
+#define MPI_F_STATUS_SIZE 5
+#define MPI_F_SOURCE 2
+#define MPI_F_TAG 3
+#define MPI_F_ERROR 4
+typedef struct {
+    MPI_Fint count_lo;
+    MPI_Fint count_hi_and_cancelled;
+    MPI_Fint MPI_SOURCE;
+    MPI_Fint MPI_TAG;
+    MPI_Fint MPI_ERROR;
+} MPI_F08_status;
+/* Variables, as in MPICH's mpi.h, so that a binary built against it finds them here. Passing
+ * one to MPI_Status_f2c is an error (MPI_ERR_ARG). */
+MPISHIM_API extern MPI_Fint *MPI_F_STATUS_IGNORE;
+MPISHIM_API extern MPI_Fint *MPI_F_STATUSES_IGNORE;
+MPISHIM_API extern MPI_F08_status *MPI_F08_STATUS_IGNORE;
+MPISHIM_API extern MPI_F08_status *MPI_F08_STATUSES_IGNORE;
+/* Fortran status conversion. */
+MPISHIM_PROTO(int, Status_c2f, (const MPI_Status *c_status, MPI_Fint *f_status))
+MPISHIM_PROTO(int, Status_f2c, (const MPI_Fint *f_status, MPI_Status *c_status))
+/* ---- End of the MPICH ABI block. ---- */
+
+/* ---- MPI-4.0 large-count functions (tools/gen_large_count.py writes this block). ---- */
+/* Large-count functions (MPI-4.0). */
+MPISHIM_PROTO(int, Allgather_c, (const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
+                                 void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype,
+                                 MPI_Comm comm))
+MPISHIM_PROTO(int, Allreduce_c, (const void *sendbuf, void *recvbuf, MPI_Count count,
+                                 MPI_Datatype datatype, MPI_Op op, MPI_Comm comm))
+MPISHIM_PROTO(int, Alltoall_c, (const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
+                                void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype,
+                                MPI_Comm comm))
+MPISHIM_PROTO(int, Bcast_c, (void *buffer, MPI_Count count, MPI_Datatype datatype, int root,
+                             MPI_Comm comm))
+MPISHIM_PROTO(int, Exscan_c, (const void *sendbuf, void *recvbuf, MPI_Count count,
+                              MPI_Datatype datatype, MPI_Op op, MPI_Comm comm))
+MPISHIM_PROTO(int, Gather_c, (const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
+                              void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root,
+                              MPI_Comm comm))
+MPISHIM_PROTO(int, Iallgather_c, (const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
+                                  void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype,
+                                  MPI_Comm comm, MPI_Request *request))
+MPISHIM_PROTO(int, Iallreduce_c, (const void *sendbuf, void *recvbuf, MPI_Count count,
+                                  MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
+                                  MPI_Request *request))
+MPISHIM_PROTO(int, Ialltoall_c, (const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
+                                 void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype,
+                                 MPI_Comm comm, MPI_Request *request))
+MPISHIM_PROTO(int, Ibcast_c, (void *buffer, MPI_Count count, MPI_Datatype datatype, int root,
+                              MPI_Comm comm, MPI_Request *request))
+MPISHIM_PROTO(int, Iexscan_c, (const void *sendbuf, void *recvbuf, MPI_Count count,
+                               MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
+                               MPI_Request *request))
+MPISHIM_PROTO(int, Igather_c, (const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
+                               void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root,
+                               MPI_Comm comm, MPI_Request *request))
+MPISHIM_PROTO(int, Ineighbor_allgather_c, (const void *sendbuf, MPI_Count sendcount,
+                                           MPI_Datatype sendtype, void *recvbuf,
+                                           MPI_Count recvcount, MPI_Datatype recvtype,
+                                           MPI_Comm comm, MPI_Request *request))
+MPISHIM_PROTO(int, Ineighbor_alltoall_c, (const void *sendbuf, MPI_Count sendcount,
+                                          MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount,
+                                          MPI_Datatype recvtype, MPI_Comm comm,
+                                          MPI_Request *request))
+MPISHIM_PROTO(int, Ireduce_c, (const void *sendbuf, void *recvbuf, MPI_Count count,
+                               MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm,
+                               MPI_Request *request))
+MPISHIM_PROTO(int, Ireduce_scatter_block_c, (const void *sendbuf, void *recvbuf,
+                                             MPI_Count recvcount, MPI_Datatype datatype, MPI_Op op,
+                                             MPI_Comm comm, MPI_Request *request))
+MPISHIM_PROTO(int, Iscan_c, (const void *sendbuf, void *recvbuf, MPI_Count count,
+                             MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request))
+MPISHIM_PROTO(int, Iscatter_c, (const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
+                                void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root,
+                                MPI_Comm comm, MPI_Request *request))
+MPISHIM_PROTO(int, Neighbor_allgather_c, (const void *sendbuf, MPI_Count sendcount,
+                                          MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount,
+                                          MPI_Datatype recvtype, MPI_Comm comm))
+MPISHIM_PROTO(int, Neighbor_alltoall_c, (const void *sendbuf, MPI_Count sendcount,
+                                         MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount,
+                                         MPI_Datatype recvtype, MPI_Comm comm))
+MPISHIM_PROTO(int, Reduce_c, (const void *sendbuf, void *recvbuf, MPI_Count count,
+                              MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm))
+MPISHIM_PROTO(int, Reduce_local_c, (const void *inbuf, void *inoutbuf, MPI_Count count,
+                                    MPI_Datatype datatype, MPI_Op op))
+MPISHIM_PROTO(int, Reduce_scatter_block_c, (const void *sendbuf, void *recvbuf, MPI_Count recvcount,
+                                            MPI_Datatype datatype, MPI_Op op, MPI_Comm comm))
+MPISHIM_PROTO(int, Scan_c, (const void *sendbuf, void *recvbuf, MPI_Count count,
+                            MPI_Datatype datatype, MPI_Op op, MPI_Comm comm))
+MPISHIM_PROTO(int, Scatter_c, (const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
+                               void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root,
+                               MPI_Comm comm))
+MPISHIM_PROTO(int, Get_count_c, (const MPI_Status *status, MPI_Datatype datatype, MPI_Count *count))
+MPISHIM_PROTO(int, Get_elements_c, (const MPI_Status *status, MPI_Datatype datatype,
+                                    MPI_Count *count))
+MPISHIM_PROTO(int, Pack_c, (const void *inbuf, MPI_Count incount, MPI_Datatype datatype,
+                            void *outbuf, MPI_Count outsize, MPI_Count *position, MPI_Comm comm))
+MPISHIM_PROTO(int, Pack_size_c, (MPI_Count incount, MPI_Datatype datatype, MPI_Comm comm,
+                                 MPI_Count *size))
+MPISHIM_PROTO(int, Type_contiguous_c, (MPI_Count count, MPI_Datatype oldtype,
+                                       MPI_Datatype *newtype))
+MPISHIM_PROTO(int, Type_create_hvector_c, (MPI_Count count, MPI_Count blocklength, MPI_Count stride,
+                                           MPI_Datatype oldtype, MPI_Datatype *newtype))
+MPISHIM_PROTO(int, Type_create_resized_c, (MPI_Datatype oldtype, MPI_Count lb, MPI_Count extent,
+                                           MPI_Datatype *newtype))
+MPISHIM_PROTO(int, Type_get_extent_c, (MPI_Datatype datatype, MPI_Count *lb, MPI_Count *extent))
+MPISHIM_PROTO(int, Type_get_true_extent_c, (MPI_Datatype datatype, MPI_Count *true_lb,
+                                            MPI_Count *true_extent))
+MPISHIM_PROTO(int, Type_size_c, (MPI_Datatype datatype, MPI_Count *size))
+MPISHIM_PROTO(int, Type_vector_c, (MPI_Count count, MPI_Count blocklength, MPI_Count stride,
+                                   MPI_Datatype oldtype, MPI_Datatype *newtype))
+MPISHIM_PROTO(int, Unpack_c, (const void *inbuf, MPI_Count insize, MPI_Count *position,
+                              void *outbuf, MPI_Count outcount, MPI_Datatype datatype,
+                              MPI_Comm comm))
+MPISHIM_PROTO(int, Bsend_c, (const void *buf, MPI_Count count, MPI_Datatype datatype, int dest,
+                             int tag, MPI_Comm comm))
+MPISHIM_PROTO(int, Bsend_init_c, (const void *buf, MPI_Count count, MPI_Datatype datatype, int dest,
+                                  int tag, MPI_Comm comm, MPI_Request *request))
+MPISHIM_PROTO(int, Buffer_attach_c, (void *buffer, MPI_Count size))
+MPISHIM_PROTO(int, Buffer_detach_c, (void *buffer_addr, MPI_Count *size))
+MPISHIM_PROTO(int, Ibsend_c, (const void *buf, MPI_Count count, MPI_Datatype datatype, int dest,
+                              int tag, MPI_Comm comm, MPI_Request *request))
+MPISHIM_PROTO(int, Imrecv_c, (void *buf, MPI_Count count, MPI_Datatype datatype,
+                              MPI_Message *message, MPI_Request *request))
+MPISHIM_PROTO(int, Irecv_c, (void *buf, MPI_Count count, MPI_Datatype datatype, int source, int tag,
+                             MPI_Comm comm, MPI_Request *request))
+MPISHIM_PROTO(int, Irsend_c, (const void *buf, MPI_Count count, MPI_Datatype datatype, int dest,
+                              int tag, MPI_Comm comm, MPI_Request *request))
+MPISHIM_PROTO(int, Isend_c, (const void *buf, MPI_Count count, MPI_Datatype datatype, int dest,
+                             int tag, MPI_Comm comm, MPI_Request *request))
+MPISHIM_PROTO(int, Issend_c, (const void *buf, MPI_Count count, MPI_Datatype datatype, int dest,
+                              int tag, MPI_Comm comm, MPI_Request *request))
+MPISHIM_PROTO(int, Mrecv_c, (void *buf, MPI_Count count, MPI_Datatype datatype,
+                             MPI_Message *message, MPI_Status *status))
+MPISHIM_PROTO(int, Recv_c, (void *buf, MPI_Count count, MPI_Datatype datatype, int source, int tag,
+                            MPI_Comm comm, MPI_Status *status))
+MPISHIM_PROTO(int, Recv_init_c, (void *buf, MPI_Count count, MPI_Datatype datatype, int source,
+                                 int tag, MPI_Comm comm, MPI_Request *request))
+MPISHIM_PROTO(int, Rsend_c, (const void *buf, MPI_Count count, MPI_Datatype datatype, int dest,
+                             int tag, MPI_Comm comm))
+MPISHIM_PROTO(int, Rsend_init_c, (const void *buf, MPI_Count count, MPI_Datatype datatype, int dest,
+                                  int tag, MPI_Comm comm, MPI_Request *request))
+MPISHIM_PROTO(int, Send_c, (const void *buf, MPI_Count count, MPI_Datatype datatype, int dest,
+                            int tag, MPI_Comm comm))
+MPISHIM_PROTO(int, Send_init_c, (const void *buf, MPI_Count count, MPI_Datatype datatype, int dest,
+                                 int tag, MPI_Comm comm, MPI_Request *request))
+MPISHIM_PROTO(int, Sendrecv_c, (const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
+                                int dest, int sendtag, void *recvbuf, MPI_Count recvcount,
+                                MPI_Datatype recvtype, int source, int recvtag, MPI_Comm comm,
+                                MPI_Status *status))
+MPISHIM_PROTO(int, Sendrecv_replace_c, (void *buf, MPI_Count count, MPI_Datatype datatype, int dest,
+                                        int sendtag, int source, int recvtag, MPI_Comm comm,
+                                        MPI_Status *status))
+MPISHIM_PROTO(int, Ssend_c, (const void *buf, MPI_Count count, MPI_Datatype datatype, int dest,
+                             int tag, MPI_Comm comm))
+MPISHIM_PROTO(int, Ssend_init_c, (const void *buf, MPI_Count count, MPI_Datatype datatype, int dest,
+                                  int tag, MPI_Comm comm, MPI_Request *request))
+/* ---- End of the large-count functions. ---- */
+
+/* ---- MPI-4.0 large-count collectives with count arrays (shim_large_count_v.c). ---- */
+/* Large-count functions with count arrays (MPI-4.0). */
+MPISHIM_PROTO(int, Allgatherv_c, (const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
+                                  void *recvbuf, const MPI_Count recvcounts[],
+                                  const MPI_Aint displs[], MPI_Datatype recvtype, MPI_Comm comm))
+MPISHIM_PROTO(int, Alltoallv_c, (const void *sendbuf, const MPI_Count sendcounts[],
+                                 const MPI_Aint sdispls[], MPI_Datatype sendtype, void *recvbuf,
+                                 const MPI_Count recvcounts[], const MPI_Aint rdispls[],
+                                 MPI_Datatype recvtype, MPI_Comm comm))
+MPISHIM_PROTO(int, Gatherv_c, (const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
+                               void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint displs[],
+                               MPI_Datatype recvtype, int root, MPI_Comm comm))
+MPISHIM_PROTO(int, Scatterv_c, (const void *sendbuf, const MPI_Count sendcounts[],
+                                const MPI_Aint displs[], MPI_Datatype sendtype, void *recvbuf,
+                                MPI_Count recvcount, MPI_Datatype recvtype, int root,
+                                MPI_Comm comm))
+MPISHIM_PROTO(int, Reduce_scatter_c, (const void *sendbuf, void *recvbuf,
+                                      const MPI_Count recvcounts[], MPI_Datatype datatype,
+                                      MPI_Op op, MPI_Comm comm))
+/* ---- End of the large-count collectives with count arrays. ---- */
 
 #undef MPISHIM_PROTO
 

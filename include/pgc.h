@@ -60,6 +60,11 @@
 extern "C" {
 #endif
 
+/* The library is built with hidden visibility; what this header declares is its API. */
+#if defined(__GNUC__)
+#pragma GCC visibility push(default)
+#endif
+
 /* ---------------------------------------------------------------------------------------
  * Tensors: a descriptor of caller-owned memory. pgc never allocates, frees or keeps a
  * tensor's data beyond the completion of the operation that uses it.
@@ -433,6 +438,10 @@ int pgc_reducer_mark_ready(pgc_reducer *r, int index);
 int pgc_reducer_finish(pgc_reducer *r);
 /* Frees the reducer (waiting for a step in flight first). NULL is ignored. */
 void pgc_reducer_free(pgc_reducer *r);
+
+#if defined(__GNUC__)
+#pragma GCC visibility pop
+#endif
 
 #ifdef __cplusplus
 }

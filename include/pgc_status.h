@@ -49,10 +49,19 @@ typedef enum {
 extern "C" {
 #endif
 
+/* The library is built with hidden visibility; what this header declares is its API. */
+#if defined(__GNUC__)
+#pragma GCC visibility push(default)
+#endif
+
 /* A static string for a status code; "unknown status" for codes not in the list. */
 const char *pgc_strerror(int status);
 /* The code's name, e.g. "PGC_ERR_TIMEOUT". */
 const char *pgc_status_name(int status);
+
+#if defined(__GNUC__)
+#pragma GCC visibility pop
+#endif
 
 #ifdef __cplusplus
 }

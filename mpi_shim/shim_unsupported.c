@@ -21,6 +21,7 @@
 #include "shim_datatype.h"
 
 #include <stdint.h>
+#include <string.h>
 
 #define SHIM_PRAGMA(x) _Pragma(#x)
 
@@ -219,4 +220,23 @@ int PMPI_Status_set_elements_x(MPI_Status *status, MPI_Datatype datatype, MPI_Co
 int PMPI_Status_set_elements(MPI_Status *status, MPI_Datatype datatype, int count)
 {
     return PMPI_Status_set_elements_x(status, datatype, count);
+}
+
+/* ------------------------------------------------------------------------------------- */
+/* The MPICH ABI stubs' common body (tools/gen_abi_stubs.sh)                             */
+/* ------------------------------------------------------------------------------------- */
+
+int shim_abi_refuse(const char *fn);
+
+/* A function MPICH exports and mpishim does not implement. The MPI_T_ interface never calls
+ * an error handler and is often probed by tools before MPI_Init: its functions only return
+ * MPI_T_ERR_NOT_SUPPORTED (MPICH's value, 78). */
+int shim_abi_refuse(const char *fn)
+{
+    if (strncmp(fn, "MPI_T_", 6) == 0) {
+        return 78;
+    }
+    return shim_error(MPI_COMM_WORLD, fn, MPI_ERR_UNSUPPORTED_OPERATION,
+                      "%s is not implemented by mpishim (it exists for MPICH ABI compatibility)",
+                      fn);
 }

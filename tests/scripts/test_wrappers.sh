@@ -1,6 +1,7 @@
 #!/bin/bash
 # test_wrappers.sh - the build tree's mpicc/mpicxx: the flags they add, when they add the
-# link flags, the -show family, the compiler override, and a program built and run with
+# link flags, the -show family, the compiler override (-cc=, -cxx= and the MPISHIM_, MPICH_
+# and OMPI_ variables, in that order), -v, and a program built and run with
 # them against the build tree's libmpishim.
 set -uo pipefail
 
@@ -13,6 +14,8 @@ trap 'rm -rf "$tmp"' EXIT
 # shellcheck source=tests/scripts/expect.sh
 . "$(dirname "$0")/expect.sh"
 
+# The compiler choice is tested below; a caller's MPICH_CC or OMPI_CC must not change it.
+unset MPISHIM_CC MPISHIM_CXX MPICH_CC MPICH_CXX OMPI_CC OMPI_CXX
 libdir=$top_builddir/.libs
 # MPS_SAN_FLAGS (from make check): what --enable-sanitizers adds to both flag sets.
 san=${MPS_SAN_FLAGS:+ $MPS_SAN_FLAGS}
@@ -32,6 +35,35 @@ expect "MPISHIM_CC replaces the compiler" "ccache cc $cflags -E a.c" \
 expect "-link_info prints the whole link command" "g++ $cflags $link" \
     "$(MPISHIM_CXX=g++ "$MPICXX" -link_info)"
 
+# The compiler: -cc= (-cxx= for mpicxx), then MPISHIM_CC, MPICH_CC, OMPI_CC, then configure's.
+expect "-cc= replaces the compiler" "clang $cflags -c a.c" "$("$MPICC" -cc=clang -show -c a.c)"
+expect "-cc= wins over MPISHIM_CC" "clang $cflags -c a.c" \
+    "$(MPISHIM_CC=icx "$MPICC" -show -cc=clang -c a.c)"
+expect "MPICH_CC replaces the compiler" "clang $cflags -c a.c" \
+    "$(MPICH_CC=clang "$MPICC" -show -c a.c)"
+expect "MPISHIM_CC wins over MPICH_CC" "icx $cflags -c a.c" \
+    "$(MPISHIM_CC=icx MPICH_CC=clang "$MPICC" -show -c a.c)"
+expect "OMPI_CC is used when neither MPISHIM_CC nor MPICH_CC is set" "clang $cflags -c a.c" \
+    "$(OMPI_CC=clang "$MPICC" -show -c a.c)"
+expect "MPICH_CC wins over OMPI_CC" "icx $cflags -c a.c" \
+    "$(MPICH_CC=icx OMPI_CC=clang "$MPICC" -show -c a.c)"
+expect "mpicxx takes -cxx=" "clang++ $cflags -c a.cc" "$("$MPICXX" -cxx=clang++ -show -c a.cc)"
+expect "mpicxx takes MPICH_CXX" "clang++ $cflags -c a.cc" \
+    "$(MPICH_CXX=clang++ "$MPICXX" -show -c a.cc)"
+expect "mpicxx takes OMPI_CXX" "clang++ $cflags -c a.cc" \
+    "$(OMPI_CXX=clang++ "$MPICXX" -show -c a.cc)"
+
+# -v: a line naming mpishim and its version, then the compiler's own -v output.
+version=$("$MPICC" -showme:version)
+version=${version##* }
+out=$("$MPICC" -v 2>&1)
+expect "mpicc -v first names mpishim and its version" "mpicc for mpishim $version" \
+    "$(echo "$out" | head -1)"
+expect "mpicc -v then runs the compiler with -v (its version line follows)" yes \
+    "$(echo "$out" | tail -n +2 | grep -qi ' version ' && echo yes || echo no)"
+out=$(MPISHIM_CXX=g++ "$MPICXX" -v 2>&1)
+expect "mpicxx -v names mpishim too" "mpicxx for mpishim $version" "$(echo "$out" | head -1)"
+
 cat >"$tmp/t.c" <<'C'
 #include <pgc_status.h>
 #include <stdio.h>
@@ -43,6 +75,8 @@ expect "mpicc builds a program that runs against the build tree's library" "time
 "$MPICC" -c -o "$tmp/t.o" "$tmp/t.c" && "$MPICC" -o "$tmp/t2" "$tmp/t.o" && out=$("$tmp/t2") ||
     out="build or run failed"
 expect "mpicc -c then mpicc to link works" "timed out" "$out"
+"$MPICC" -cc=cc -o "$tmp/t3" "$tmp/t.c" && out=$("$tmp/t3") || out="build or run failed"
+expect "mpicc -cc=cc builds a program with that compiler" "timed out" "$out"
 "$MPICXX" -o "$tmp/tx" "$tmp/t.cc" && out=$("$tmp/tx") || out="build or run failed"
 expect "mpicxx builds a C++ program" "timed out" "$out"
 
