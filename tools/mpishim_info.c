@@ -174,7 +174,7 @@ static void print_parsable(void)
     for (int id = 0; id < MPS_CFG_COUNT; id++) {
         const struct mps_config_desc *d = mps_config_desc((enum mps_config_id)id);
         bool set = mps_config_is_set((enum mps_config_id)id);
-        printf("var:%s:type:%s\n", d->name, type_name(d->type));
+        printf("var:%s:type:%s\n", d->name, mps_config_type_name(d->type));
         printf("var:%s:value:%s\n", d->name, mps_config_str((enum mps_config_id)id));
         printf("var:%s:default:%s\n", d->name, d->def);
         printf("var:%s:source:%s\n", d->name, set ? "environment" : "default");
