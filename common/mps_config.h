@@ -59,6 +59,21 @@
       "bootstrap: auto, pmix, env, singleton (auto: PMIx if its variables are set, then env)")     \
     X(BOOT_STORE_EXTERNAL, "MPISHIM_BOOT_STORE_EXTERNAL", INT, "0",                                \
       "1 when the launcher serves the TCP store, so rank 0 connects instead of serving it")        \
+    X(STORE_TOKEN, "MPISHIM_STORE_TOKEN", STRING, "",                                              \
+      "secret every client of the TCP store must present (mpiexec and pgc's default store make "  \
+      "one); empty: none, and rank 0's store then listens on MASTER_ADDR only")                   \
+    X(STORE_BIND, "MPISHIM_STORE_BIND", STRING, "",                                                \
+      "address rank 0's env:// or tcp:// store listens on (default: MASTER_ADDR or the tcp:// "  \
+      "host; * for every address)")                                                               \
+    X(STORE_FRAME_MAX, "MPISHIM_STORE_FRAME_MAX", INT, "67108864",                                 \
+      "largest request (bytes) the TCP store server accepts; a larger one is an error")           \
+    X(STORE_BUFFER_MAX, "MPISHIM_STORE_BUFFER_MAX", INT, "268435456",                              \
+      "bytes the TCP store server buffers across its connections (requests being read, "          \
+      "answers not read yet); a request or answer above it is an error")                          \
+    X(STORE_KEYS_MAX, "MPISHIM_STORE_KEYS_MAX", INT, "1048576",                                    \
+      "most keys the TCP store server holds; adding one more is an error")                        \
+    X(STORE_DATA_MAX, "MPISHIM_STORE_DATA_MAX", INT, "1073741824",                                 \
+      "most bytes of keys and values the TCP store server holds; a set above it is an error")     \
     X(NODE_NAME, "MPISHIM_NODE_NAME", STRING, "",                                                  \
       "node identity used to pick shm or the network for a peer (default: the host name)")        \
     X(SPIN_COUNT, "MPISHIM_SPIN_COUNT", INT, "2000",                                               \
