@@ -3,11 +3,11 @@
  * rank started twice and ranks that disagree on WORLD_SIZE before any allgather could wait
  * for a process that will never come (and then name a present rank as missing).
  *
- * Every process stores "<size> <pid> <host>" under boot/reg/<rank> with compare_set, so a
- * second process of the same rank finds the first one's entry. A rank other than 0 first
- * reads rank 0's entry and compares WORLD_SIZE. The ranks then count themselves in
- * boot/nreg; the one that completes the count sets boot/regdone, which every rank waits
- * for (one key each: the server checks one key per waiter, not the whole job's).
+ * Every process stores "<size> <pid> <host> <nonce>" under boot/reg/<rank> with
+ * compare_set, so a second process of the same rank finds the first one's entry. A rank
+ * other than 0 first reads rank 0's entry and compares WORLD_SIZE. The ranks then count
+ * themselves in boot/nreg; the one that completes the count sets boot/regdone, which every
+ * rank waits for (one key each: the server checks one key per waiter, not the whole job's).
  *
  * A process that finds a problem sets boot/regdone to "bad: <message>" instead, so that every
  * rank still waiting fails at once with the same message, naming both processes: the
@@ -33,6 +33,7 @@
 struct ident {
     int size, pid;
     char host[256];
+    char nonce[BOOT_STORE_TOKEN_LEN + 1]; /* tells two registrations of one process apart */
 };
 
 static void reg_key(char *key, int rank)
@@ -52,12 +53,15 @@ static void my_ident(struct ident *me, int size)
         snprintf(me->host, sizeof(me->host), "localhost");
     }
     me->host[sizeof(me->host) - 1] = '\0';
+    if (boot_store_token_new(me->nonce) != PGC_OK) {
+        snprintf(me->nonce, sizeof(me->nonce), "%p", (void *)me);
+    }
 }
 
 static bool parse_ident(const char *v, struct ident *id)
 {
     memset(id, 0, sizeof(*id));
-    return sscanf(v, "%d %d %255s", &id->size, &id->pid, id->host) == 3;
+    return sscanf(v, "%d %d %255s", &id->size, &id->pid, id->host) == 3; /* then the nonce */
 }
 
 /* Wakes the ranks waiting for the round with msg (the first message wins). Failures here
@@ -133,7 +137,7 @@ static int claim_rank(struct boot_store *s, int rank, const struct ident *me)
     int rc;
 
     reg_key(key, rank);
-    snprintf(mine, sizeof(mine), "%d %d %s", me->size, me->pid, me->host);
+    snprintf(mine, sizeof(mine), "%d %d %s %s", me->size, me->pid, me->host, me->nonce);
     rc = boot_store_compare_set(s, key, "", 0, mine, strlen(mine), &cur, &clen);
     if (rc != PGC_OK || !strcmp(cur, mine)) {
         free(cur);
@@ -177,8 +181,8 @@ int boot_store_register(struct boot_store *s, int rank, int size, double timeout
         return rc == PGC_ERR_TIMEOUT ? missing_ranks(s, rank, size, timeout) : rc;
     }
     if (strcmp(done, "ok") != 0) {
-        rc = mps_error(PGC_ERR_BOOT, "boot_init: rank %d (host %s, pid %d) ends: %s", rank,
-                       me.host, me.pid,
+        rc = mps_error(PGC_ERR_BOOT, "boot_init: rank %d (host %s, pid %d) ends: %s", rank, me.host,
+                       me.pid,
                        strncmp(done, BAD, strlen(BAD)) ? (char *)done : (char *)done + strlen(BAD));
     }
     free(done);

@@ -54,10 +54,11 @@
 struct conn {
     int fd;
     bool dead;
-    bool authed;   /* presented the token (or the server has none) */
-    bool closing;  /* close once the output is sent (a refused token) */
-    uint64_t drop; /* bytes of a frame over a cap still to read and throw away */
-    size_t mem;    /* in.cap + out.cap as last counted in the server's buffered */
+    bool authed;             /* presented the token (or the server has none) */
+    bool closing;            /* close once the output is sent (a refused token) */
+    bool admitted;           /* the frame at in.pos passed admit() (checked once, not per chunk) */
+    uint64_t drop;           /* bytes of a frame over a cap still to read and throw away */
+    size_t mem;              /* in.cap + out.cap as last counted in the server's buffered */
     struct boot_buf in, out; /* in.pos: start of the next frame; out.pos: bytes sent */
     bool parked;             /* a get or wait waits for its keys */
     uint32_t op;
@@ -70,10 +71,10 @@ struct boot_store_server {
     pthread_t thread;
     bool threaded;
     int listen_fd, wake[2], port;
-    int spare_fd; /* /dev/null, given up to accept and shed a connection on EMFILE */
+    int spare_fd;        /* /dev/null, given up to accept and shed a connection on EMFILE */
     double accept_again; /* no spare descriptor: accept nothing before this time */
-    atomic_bool stop; /* set by boot_store_server_stop, read by the server thread */
-    char *token;      /* NULL: none required */
+    atomic_bool stop;    /* set by boot_store_server_stop, read by the server thread */
+    char *token;         /* NULL: none required */
     size_t token_len;
     size_t frame_max, buffer_max, keys_max, data_max;
     atomic_size_t buffered; /* in.cap + out.cap of every connection */
@@ -139,8 +140,7 @@ static void reply_status(struct boot_store_server *s, struct conn *c, int status
 
 static void finish_reply(struct boot_store_server *s, struct conn *c)
 {
-    if (s->reply.len > SMALL_ANSWER &&
-        atomic_load(&s->buffered) + s->reply.len > s->buffer_max) {
+    if (s->reply.len > SMALL_ANSWER && atomic_load(&s->buffered) + s->reply.len > s->buffer_max) {
         char msg[160];
         snprintf(msg, sizeof(msg),
                  "an answer of %zu bytes would take the server's buffers above "
@@ -291,10 +291,9 @@ static int parse_request(struct boot_buf *b, struct request *r)
 /* The minimum number of fields of each op (wait and check take any number of keys). */
 static bool enough_fields(const struct request *r)
 {
-    static const uint32_t min[] = {
-        [BOOT_OP_SET] = 2,  [BOOT_OP_GET] = 1,   [BOOT_OP_ADD] = 2, [BOOT_OP_CAS] = 3,
-        [BOOT_OP_WAIT] = 0, [BOOT_OP_CHECK] = 0, [BOOT_OP_DEL] = 1, [BOOT_OP_NUM_KEYS] = 0,
-        [BOOT_OP_AUTH] = 1};
+    static const uint32_t min[] = {[BOOT_OP_SET] = 2, [BOOT_OP_GET] = 1,      [BOOT_OP_ADD] = 2,
+                                   [BOOT_OP_CAS] = 3, [BOOT_OP_WAIT] = 0,     [BOOT_OP_CHECK] = 0,
+                                   [BOOT_OP_DEL] = 1, [BOOT_OP_NUM_KEYS] = 0, [BOOT_OP_AUTH] = 1};
     return r->op >= BOOT_OP_SET && r->op <= BOOT_OP_AUTH && r->nfields >= min[r->op];
 }
 
@@ -498,14 +497,16 @@ static void process_input(struct boot_store_server *s, struct conn *c)
         uint32_t len;
 
         boot_buf_get_u32(&frame, &len);
-        if (!admit(s, c, len)) {
+        if (!c->admitted && !admit(s, c, len)) {
             continue;
         }
+        c->admitted = true;
         if (frame.len - frame.pos < len) {
             break;
         }
         frame.len = frame.pos + len;
         c->in.pos = frame.len;
+        c->admitted = false;
         if (parse_request(&frame, &r) || !enough_fields(&r)) {
             reply_status(s, c, PGC_ERR_INVALID_ARG, "malformed request");
             c->closing = c->closing || !c->authed;
@@ -681,8 +682,8 @@ static void *server_main(void *arg)
         for (int i = 0; i < n; i++) {
             struct conn *c = s->conns[i];
             /* A backed-up connection is only written to until its client reads. */
-            s->pfds[i + 2] = (struct pollfd){
-                .fd = c->fd, .events = backed_up(c) ? POLLOUT : POLLIN};
+            s->pfds[i + 2] =
+                (struct pollfd){.fd = c->fd, .events = backed_up(c) ? POLLOUT : POLLIN};
         }
         if (poll(s->pfds, (nfds_t)n + 2, poll_timeout_ms(s, mps_now())) < 0 && errno != EINTR) {
             MPS_WARN("boot_store server: poll failed: %s", strerror(errno));
@@ -920,8 +921,7 @@ void boot_store_server_stop(struct boot_store_server *s)
     if (s->threaded) {
         atomic_store(&s->stop, true);
         if (write(s->wake[1], "x", 1) < 0) {
-            MPS_WARN("boot_store_server_stop: cannot wake the server thread: %s",
-                     strerror(errno));
+            MPS_WARN("boot_store_server_stop: cannot wake the server thread: %s", strerror(errno));
         }
         pthread_join(s->thread, NULL);
     }

@@ -429,9 +429,10 @@ static int present_token(struct tcp_store *ts, const char *token)
     rc = call(ts, "tcp_connect", ts->base.timeout);
     if (rc == PGC_ERR_BOOT) {
         rc = mps_error(rc, "boot_store_tcp_connect: the store at %s refused this process: %s",
-                       ts->where, *token ? "its MPISHIM_STORE_TOKEN is not the job's token"
-                                         : "the store requires a token and "
-                                           "MPISHIM_STORE_TOKEN is not set");
+                       ts->where,
+                       *token ? "its MPISHIM_STORE_TOKEN is not the job's token"
+                              : "the store requires a token and "
+                                "MPISHIM_STORE_TOKEN is not set");
     }
     return rc;
 }

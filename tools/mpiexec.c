@@ -28,6 +28,7 @@
  */
 #include "config.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -41,7 +42,6 @@
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
-#include <dirent.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -84,13 +84,13 @@ struct job {
     struct opts o;
     struct rank *ranks;
     int alive;
-    int sfd;            /* signalfd for SIGCHLD, SIGINT, SIGTERM, SIGHUP */
-    bool ending;        /* SIGTERM sent; waiting for the ranks to go */
-    bool killed;        /* SIGKILL sent */
-    double kill_at;     /* when to send SIGKILL (valid while ending) */
-    double timeout_at;  /* 0: none */
-    int exit_code;      /* the job's exit status once decided; -1: not yet */
-    double drain_until; /* 0 until every rank was reaped */
+    int sfd;                              /* signalfd for SIGCHLD, SIGINT, SIGTERM, SIGHUP */
+    bool ending;                          /* SIGTERM sent; waiting for the ranks to go */
+    bool killed;                          /* SIGKILL sent */
+    double kill_at;                       /* when to send SIGKILL (valid while ending) */
+    double timeout_at;                    /* 0: none */
+    int exit_code;                        /* the job's exit status once decided; -1: not yet */
+    double drain_until;                   /* 0 until every rank was reaped */
     char token[BOOT_STORE_TOKEN_LEN + 1]; /* the store's secret, given to every rank */
     struct boot_store *store;             /* mpiexec's own client of its store */
 };
@@ -630,8 +630,7 @@ static void rank_ended(struct job *j, int r, int status)
     if (j->ending) {
         return; /* ranks dying of our SIGTERM/SIGKILL are not news */
     }
-    if (WIFEXITED(status) && WEXITSTATUS(status) == 0 && j->alive > 0 &&
-        left_unfinalized(j, r)) {
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 0 && j->alive > 0 && left_unfinalized(j, r)) {
         fprintf(stderr,
                 "mpiexec: rank %d exited with code 0 without calling MPI_Finalize (or "
                 "pgc_destroy_process_group) while other ranks still run; ending the job\n",
@@ -821,8 +820,8 @@ static int prepare(struct job *j, struct boot_store_server **srv)
         rc = boot_store_server_start_token("127.0.0.1", 0, j->token, srv);
     }
     if (rc == PGC_OK) {
-        rc = boot_store_tcp_connect_token("127.0.0.1", boot_store_server_port(*srv), j->token,
-                                          10.0, &j->store);
+        rc = boot_store_tcp_connect_token("127.0.0.1", boot_store_server_port(*srv), j->token, 10.0,
+                                          &j->store);
     }
     if (rc != PGC_OK) {
         fprintf(stderr, "mpiexec: cannot start the rendezvous store: %s (%s)\n", pgc_strerror(rc),
