@@ -10,11 +10,15 @@
 #include "config.h"
 
 #include "boot_store.h"
+#include "mps_config.h"
 #include "mps_log.h"
 #include "pg_internal.h"
 #include "pgc_internal.h"
 #include "pgc_status.h"
 
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -70,42 +74,50 @@ static void store_release(struct pgc_store *s)
 
 /* ---- creation ---- */
 
+/* A TCP store handle: with bind_host non-NULL (or "" for every address) this process
+ * serves the store there; connects to host (the server's own client uses loopback when it
+ * bound every address). token NULL: MPISHIM_STORE_TOKEN. */
+static int tcp_open(const char *call, const char *host, const char *bind_host, int port,
+                    const char *token, double timeout, pgc_store **out)
+{
+    struct pgc_store *s = store_alloc();
+    int rc = PGC_OK;
+
+    if (!s) {
+        return PGC_ERR_NOMEM;
+    }
+    s->port = port;
+    if (bind_host) {
+        rc = boot_store_server_start_token(bind_host, port, token, &s->server);
+        if (rc == PGC_OK) {
+            s->port = boot_store_server_port(s->server);
+        }
+    }
+    if (rc == PGC_OK) {
+        const char *peer =
+            bind_host && (!*bind_host || !strcmp(bind_host, "0.0.0.0")) ? "127.0.0.1" : host;
+        rc = boot_store_tcp_connect_token(peer, s->port, token, timeout, &s->bs);
+    }
+    if (rc != PGC_OK) {
+        rc = pgc_wrap(rc, "%s(%s:%d%s)", call, host && *host ? host : "*", port,
+                      bind_host ? ", server" : "");
+        store_release(s);
+        return rc;
+    }
+    *out = s;
+    return PGC_OK;
+}
+
 int pgc_store_tcp_create(const char *host, int port, int is_server, double timeout, pgc_store **out)
 {
     const char *call = "pgc_store_tcp_create";
-    struct pgc_store *s;
-    int rc = PGC_OK;
 
     if (!out || port < 0 || port > 65535 || (!is_server && (!host || !*host))) {
         return mps_error(PGC_ERR_INVALID_ARG, "%s: host \"%s\", port %d%s", call,
                          host ? host : "(null)", port, out ? "" : ", NULL output");
     }
     *out = NULL;
-    s = store_alloc();
-    if (!s) {
-        return PGC_ERR_NOMEM;
-    }
-    s->port = port;
-    if (is_server) {
-        rc = boot_store_server_start(host, port, &s->server);
-        if (rc == PGC_OK) {
-            s->port = boot_store_server_port(s->server);
-        }
-    }
-    if (rc == PGC_OK) {
-        /* A server's own client talks to it over loopback whatever address it bound. */
-        const char *peer =
-            is_server && (!host || !*host || !strcmp(host, "0.0.0.0")) ? "127.0.0.1" : host;
-        rc = boot_store_tcp_connect(peer, s->port, timeout, &s->bs);
-    }
-    if (rc != PGC_OK) {
-        rc =
-            pgc_wrap(rc, "%s(%s:%d%s)", call, host ? host : "*", port, is_server ? ", server" : "");
-        store_release(s);
-        return rc;
-    }
-    *out = s;
-    return PGC_OK;
+    return tcp_open(call, host, is_server ? (host ? host : "") : NULL, port, NULL, timeout, out);
 }
 
 int pgc_store_file_create(const char *path, pgc_store **out)
@@ -448,21 +460,54 @@ pgc_store *pgc_default_store(void)
     return default_store;
 }
 
-/* Rank 0 serves a store and broadcasts "host port"; the others connect (collective). */
+/* Where rank 0 serves the default store: loopback when every rank shares its node; else
+ * its host name, unless that resolves to a loopback address here (Debian maps the host
+ * name to 127.0.1.1), where every address is the only one the other nodes can reach (the
+ * token still keeps out whoever lacks it). MPISHIM_STORE_BIND overrides ("*": every). */
+static const char *default_bind(const char *host, bool one_node)
+{
+    const char *b = mps_config_str(MPS_CFG_STORE_BIND);
+    struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *res = NULL;
+    bool loopback = true;
+
+    if (b && *b) {
+        return strcmp(b, "*") ? b : "";
+    }
+    if (one_node) {
+        return "127.0.0.1";
+    }
+    if (getaddrinfo(host, NULL, &hints, &res) == 0 && res) {
+        loopback = res->ai_family == AF_INET
+                       ? (ntohl(((struct sockaddr_in *)res->ai_addr)->sin_addr.s_addr) >> 24) == 127
+                       : IN6_IS_ADDR_LOOPBACK(&((struct sockaddr_in6 *)res->ai_addr)->sin6_addr);
+        freeaddrinfo(res);
+    }
+    return loopback ? "" : host;
+}
+
+/* Rank 0 serves a store with a fresh token and broadcasts "host port token" over the
+ * process group (not the network store) so that only the group's ranks learn the token;
+ * the others connect (collective). */
 static int serve_default_store(struct pgc_store **out)
 {
     struct pg_group *w = pg_world_group();
-    char addr[320] = "";
+    char addr[384] = "";
     char host[256] = "127.0.0.1";
+    char token[BOOT_STORE_TOKEN_LEN + 1] = "";
     int port = -1, rc = PGC_OK;
 
     if (w->rank == 0) {
-        rc = pgc_store_tcp_create(NULL, 0, 1, pg_timeout(), out);
-        if (rc == PGC_OK && w->size > 1 && gethostname(host, sizeof(host) - 1) != 0) {
+        bool one_node = pg_local_size() == w->size;
+        if (!one_node && gethostname(host, sizeof(host) - 1) != 0) {
             snprintf(host, sizeof(host), "127.0.0.1");
         }
+        rc = boot_store_token_new(token);
         if (rc == PGC_OK) {
-            snprintf(addr, sizeof(addr), "%s %d", host, (*out)->port);
+            rc = tcp_open("pgc_default_store", host, default_bind(host, one_node), 0, token,
+                          pg_timeout(), out);
+        }
+        if (rc == PGC_OK) {
+            snprintf(addr, sizeof(addr), "%s %d %s", host, (*out)->port, token);
         }
     }
     if (w->size > 1) {
@@ -472,10 +517,10 @@ static int serve_default_store(struct pgc_store **out)
         }
     }
     if (w->rank != 0) {
-        if (sscanf(addr, "%255s %d", host, &port) != 2) {
+        if (sscanf(addr, "%255s %d %32s", host, &port, token) != 3) {
             return mps_error(PGC_ERR_BOOT, "rank 0 could not start a store server");
         }
-        rc = pgc_store_tcp_create(host, port, 0, pg_timeout(), out);
+        rc = tcp_open("pgc_default_store", host, NULL, port, token, pg_timeout(), out);
     }
     return rc;
 }
