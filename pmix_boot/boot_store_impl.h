@@ -110,4 +110,8 @@ enum boot_store_op {
 int boot_store_server_detached(const char *token, struct boot_store_server **out);
 int boot_store_server_feed(struct boot_store_server *s, const void *data, size_t len);
 
+/* boot_store_register as process pid (the unit tests register several "processes" from
+ * the threads of one). */
+int boot_store_register_pid(struct boot_store *s, int rank, int size, int pid, double timeout);
+
 #endif

@@ -17,6 +17,7 @@
 #include "config.h"
 
 #include "boot_store.h"
+#include "boot_store_impl.h"
 #include "mps_config.h"
 #include "mps_log.h"
 #include "pgc_status.h"
@@ -41,12 +42,12 @@ static void reg_key(char *key, int rank)
     snprintf(key, KEY_LEN, "boot/reg/%d", rank);
 }
 
-static void my_ident(struct ident *me, int size)
+static void my_ident(struct ident *me, int size, int pid)
 {
     const char *n = mps_config_str(MPS_CFG_NODE_NAME);
 
     me->size = size;
-    me->pid = (int)getpid();
+    me->pid = pid;
     if (n && *n) {
         snprintf(me->host, sizeof(me->host), "%s", n);
     } else if (gethostname(me->host, sizeof(me->host) - 1) != 0 || !me->host[0]) {
@@ -97,8 +98,9 @@ static int missing_ranks(struct boot_store *s, int rank, int size, double timeou
     }
     return mps_error(PGC_ERR_TIMEOUT,
                      "boot_init: rank %d timed out after %g s waiting for %d of %d ranks to "
-                     "start (missing: %s%s)",
-                     rank, timeout, nmiss, size, list, nmiss > 8 ? ", ..." : "");
+                     "start (missing: rank%s %s%s)",
+                     rank, timeout, nmiss, size, nmiss == 1 ? "" : "s", list,
+                     nmiss > 8 ? ", ..." : "");
 }
 
 /* Rank 0's entry, compared with this rank's WORLD_SIZE. */
@@ -127,7 +129,9 @@ static int check_size(struct boot_store *s, int rank, const struct ident *me, do
     return mps_error(PGC_ERR_MISMATCH, "boot_init: %s", msg);
 }
 
-/* Stores this process's entry; another entry there is another process of the same rank. */
+/* Stores this process's entry; another entry there is another process of the same rank,
+ * unless it names this process: an earlier init of it on a store that outlived that init
+ * (mpiexec's), whose round completed then. */
 static int claim_rank(struct boot_store *s, int rank, const struct ident *me)
 {
     char key[KEY_LEN], mine[ID_LEN], msg[2 * ID_LEN + 64];
@@ -143,8 +147,11 @@ static int claim_rank(struct boot_store *s, int rank, const struct ident *me)
         free(cur);
         return rc;
     }
-    parse_ident(cur, &other);
+    bool again = parse_ident(cur, &other) && other.pid == me->pid && !strcmp(other.host, me->host);
     free(cur);
+    if (again) {
+        return PGC_OK;
+    }
     snprintf(msg, sizeof(msg),
              "rank %d was started twice: by host %s, pid %d, and by host %s, pid %d (check RANK "
              "of every process)",
@@ -155,13 +162,18 @@ static int claim_rank(struct boot_store *s, int rank, const struct ident *me)
 
 int boot_store_register(struct boot_store *s, int rank, int size, double timeout)
 {
+    return boot_store_register_pid(s, rank, size, (int)getpid(), timeout);
+}
+
+int boot_store_register_pid(struct boot_store *s, int rank, int size, int pid, double timeout)
+{
     struct ident me;
     int64_t n = 0;
     void *done = NULL;
     size_t len = 0;
     int rc;
 
-    my_ident(&me, size);
+    my_ident(&me, size, pid);
     boot_store_set_timeout(s, timeout);
     if ((rank != 0 && (rc = check_size(s, rank, &me, timeout)) != PGC_OK) ||
         (rc = claim_rank(s, rank, &me)) != PGC_OK ||
