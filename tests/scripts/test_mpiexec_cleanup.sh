@@ -53,6 +53,15 @@ cat "$tmp/init.err"
 grep -q "no launcher to ask" "$tmp/init.err" && fail "'no launcher' printed under mpiexec"
 no_segments_left "$tmp/init.out" 2
 
+# A fatal error after MPI_Init goes through boot_abort, which under mpiexec must not say
+# that nobody will end the other ranks.
+if [ -x "$B/tests/mr/mr_fatal" ]; then
+    "$MPIEXEC" -n 2 "$B/tests/mr/mr_fatal" badrank >"$tmp/abort.out" 2>&1 &&
+        fail "mr_fatal badrank exited 0"
+    grep -q "boot_abort (env" "$tmp/abort.out" || fail "boot_abort did not report"
+    grep -q "no launcher to ask" "$tmp/abort.out" && fail "'no launcher' printed under mpiexec"
+fi
+
 "$MPIEXEC" -n 2 "$PROG" ok >"$tmp/ok.out" 2>&1 || fail "a job that finalized failed"
 no_segments_left "$tmp/ok.out" 2
 "$MPIEXEC" -n 2 true || fail "mpiexec -n 2 true failed (a program without the library)"
