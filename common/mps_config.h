@@ -72,6 +72,21 @@
       "its variables are set, then env, then singleton)")                                          \
     X(BOOT_STORE_EXTERNAL, "MPISHIM_BOOT_STORE_EXTERNAL", BOOL, "0", MPS_ANY,                      \
       "1 when the launcher serves the TCP store, so rank 0 connects instead of serving it")        \
+    X(STORE_TOKEN, "MPISHIM_STORE_TOKEN", STRING, "", MPS_ANY,                                     \
+      "secret every client of the TCP store must present (mpiexec and pgc's default store make "   \
+      "one); empty: none, and rank 0's store then listens on MASTER_ADDR only")                    \
+    X(STORE_BIND, "MPISHIM_STORE_BIND", STRING, "", MPS_ANY,                                       \
+      "address rank 0's env:// or tcp:// store listens on (default: MASTER_ADDR or the tcp:// "   \
+      "host; * for every address)")                                                                \
+    X(STORE_FRAME_MAX, "MPISHIM_STORE_FRAME_MAX", SIZE, "64m", MPS_ANY,                            \
+      "largest request (bytes) the TCP store server accepts; a larger one is an error")            \
+    X(STORE_BUFFER_MAX, "MPISHIM_STORE_BUFFER_MAX", SIZE, "256m", MPS_ANY,                         \
+      "bytes the TCP store server buffers across its connections (requests being read, "           \
+      "answers not read yet); a request or answer above it is an error")                           \
+    X(STORE_KEYS_MAX, "MPISHIM_STORE_KEYS_MAX", INT, "1048576", MPS_ANY,                           \
+      "most keys the TCP store server holds; adding one more is an error")                         \
+    X(STORE_DATA_MAX, "MPISHIM_STORE_DATA_MAX", SIZE, "1g", MPS_ANY,                               \
+      "most bytes of keys and values the TCP store server holds; a set above it is an error")      \
     X(NODE_NAME, "MPISHIM_NODE_NAME", STRING, "", MPS_ANY,                                         \
       "node identity used to pick shm or the network for a peer (default: the host name)")         \
     X(SPIN_COUNT, "MPISHIM_SPIN_COUNT", INT, "2000", MPS_ANY,                                      \

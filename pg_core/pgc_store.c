@@ -11,6 +11,7 @@
 
 #include "boot.h"
 #include "boot_store.h"
+#include "mps_config.h"
 #include "mps_log.h"
 #include "pg_internal.h"
 #include "pgc_internal.h"
@@ -75,42 +76,50 @@ static void store_release(struct pgc_store *s)
 
 /* ---- creation ---- */
 
+/* A TCP store handle: with bind_host non-NULL (or "" for every address) this process
+ * serves the store there; connects to host (the server's own client uses loopback when it
+ * bound every address). token NULL: MPISHIM_STORE_TOKEN. */
+static int tcp_open(const char *call, const char *host, const char *bind_host, int port,
+                    const char *token, double timeout, pgc_store **out)
+{
+    struct pgc_store *s = store_alloc();
+    int rc = PGC_OK;
+
+    if (!s) {
+        return PGC_ERR_NOMEM;
+    }
+    s->port = port;
+    if (bind_host) {
+        rc = boot_store_server_start_token(bind_host, port, token, &s->server);
+        if (rc == PGC_OK) {
+            s->port = boot_store_server_port(s->server);
+        }
+    }
+    if (rc == PGC_OK) {
+        const char *peer =
+            bind_host && (!*bind_host || !strcmp(bind_host, "0.0.0.0")) ? "127.0.0.1" : host;
+        rc = boot_store_tcp_connect_token(peer, s->port, token, timeout, &s->bs);
+    }
+    if (rc != PGC_OK) {
+        rc = pgc_wrap(rc, "%s(%s:%d%s)", call, host && *host ? host : "*", port,
+                      bind_host ? ", server" : "");
+        store_release(s);
+        return rc;
+    }
+    *out = s;
+    return PGC_OK;
+}
+
 int pgc_store_tcp_create(const char *host, int port, int is_server, double timeout, pgc_store **out)
 {
     const char *call = "pgc_store_tcp_create";
-    struct pgc_store *s;
-    int rc = PGC_OK;
 
     if (!out || port < 0 || port > 65535 || (!is_server && (!host || !*host))) {
         return mps_error(PGC_ERR_INVALID_ARG, "%s: host \"%s\", port %d%s", call,
                          host ? host : "(null)", port, out ? "" : ", NULL output");
     }
     *out = NULL;
-    s = store_alloc();
-    if (!s) {
-        return PGC_ERR_NOMEM;
-    }
-    s->port = port;
-    if (is_server) {
-        rc = boot_store_server_start(host, port, &s->server);
-        if (rc == PGC_OK) {
-            s->port = boot_store_server_port(s->server);
-        }
-    }
-    if (rc == PGC_OK) {
-        /* A server's own client talks to it over loopback whatever address it bound. */
-        const char *peer =
-            is_server && (!host || !*host || !strcmp(host, "0.0.0.0")) ? "127.0.0.1" : host;
-        rc = boot_store_tcp_connect(peer, s->port, timeout, &s->bs);
-    }
-    if (rc != PGC_OK) {
-        rc =
-            pgc_wrap(rc, "%s(%s:%d%s)", call, host ? host : "*", port, is_server ? ", server" : "");
-        store_release(s);
-        return rc;
-    }
-    *out = s;
-    return PGC_OK;
+    return tcp_open(call, host, is_server ? (host ? host : "") : NULL, port, NULL, timeout, out);
 }
 
 int pgc_store_file_create(const char *path, pgc_store **out)
@@ -457,7 +466,9 @@ pgc_store *pgc_default_store(void)
 #define STORE_ADDRS_MAX 8
 struct store_announce {
     int port; /* -1: rank 0 could not start a server */
+    char token[BOOT_STORE_TOKEN_LEN + 1]; /* sent over the process group, never the network */
     char node[BOOT_NODE_MAX];
+    bool bound_one; /* MPISHIM_STORE_BIND named one address: addr[0], for everyone */
     int naddr;
     struct in_addr addr[STORE_ADDRS_MAX];
 };
@@ -508,7 +519,7 @@ static void pick_store_addr(const struct store_announce *a, char *host, size_t l
     int pick = 0;
 
     snprintf(host, len, "127.0.0.1");
-    if (strncmp(a->node, pg_node_name(), BOOT_NODE_MAX) == 0 || a->naddr == 0) {
+    if (!a->bound_one && (strncmp(a->node, pg_node_name(), BOOT_NODE_MAX) == 0 || a->naddr == 0)) {
         return;
     }
     if (getifaddrs(&ifs) == 0) {
@@ -523,8 +534,22 @@ static void pick_store_addr(const struct store_announce *a, char *host, size_t l
     inet_ntop(AF_INET, &a->addr[pick], host, (socklen_t)len);
 }
 
-/* Rank 0 serves a store on every address and broadcasts its port, node and addresses; the
- * others connect to the one they reach (collective). */
+/* Where rank 0's default store listens: loopback when every rank shares its node, else
+ * every address (the others pick the one they reach; the token keeps out whoever lacks
+ * it). MPISHIM_STORE_BIND overrides ("*": every address). */
+static const char *default_bind(bool one_node)
+{
+    const char *b = mps_config_str(MPS_CFG_STORE_BIND);
+
+    if (b && *b) {
+        return strcmp(b, "*") ? b : "";
+    }
+    return one_node ? "127.0.0.1" : "";
+}
+
+/* Rank 0 serves a store with a fresh token and broadcasts its port, token, node and
+ * addresses over the process group (not the network store, so that only the group's
+ * ranks learn the token); the others connect to the address they reach (collective). */
 static int serve_default_store(struct pgc_store **out)
 {
     struct pg_group *w = pg_world_group();
@@ -535,11 +560,22 @@ static int serve_default_store(struct pgc_store **out)
     memset(&a, 0, sizeof(a));
     a.port = -1;
     if (w->rank == 0) {
-        rc = pgc_store_tcp_create(NULL, 0, 1, pg_timeout(), out);
+        const char *bind = default_bind(pg_local_size() == w->size);
+        rc = boot_store_token_new(a.token);
+        if (rc == PGC_OK) {
+            rc = tcp_open("pgc_default_store", *bind ? bind : "127.0.0.1", bind, 0, a.token,
+                          pg_timeout(), out);
+        }
         if (rc == PGC_OK) {
             a.port = (*out)->port;
             snprintf(a.node, sizeof(a.node), "%s", pg_node_name());
-            my_addrs(&a);
+            a.bound_one = *bind && strcmp(bind, "127.0.0.1") != 0 &&
+                          inet_pton(AF_INET, bind, &a.addr[0]) == 1;
+            if (a.bound_one) {
+                a.naddr = 1;
+            } else {
+                my_addrs(&a);
+            }
         }
     }
     if (w->size > 1) {
@@ -552,12 +588,13 @@ static int serve_default_store(struct pgc_store **out)
         if (a.port < 0) {
             return mps_error(PGC_ERR_BOOT, "rank 0 could not start a store server");
         }
+        a.token[BOOT_STORE_TOKEN_LEN] = '\0';
         a.node[BOOT_NODE_MAX - 1] = '\0';
         a.naddr = a.naddr < 0 || a.naddr > STORE_ADDRS_MAX ? 0 : a.naddr;
         pick_store_addr(&a, host, sizeof(host));
         MPS_DEBUG("default store: rank 0 (node %s) serves on port %d; connecting to %s", a.node,
                   a.port, host);
-        rc = pgc_store_tcp_create(host, a.port, 0, pg_timeout(), out);
+        rc = tcp_open("pgc_default_store", host, NULL, a.port, a.token, pg_timeout(), out);
     }
     return rc;
 }

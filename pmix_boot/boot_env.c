@@ -96,8 +96,12 @@ static int store_barrier(struct boot *b)
 
 static void store_abort(struct boot *b, int code, const char *msg)
 {
-    MPS_ERR("boot_abort (%s, code %d): %s; no launcher to ask to end the other ranks",
-            b->info.method, code, msg ? msg : "");
+    /* Under mpiexec (which serves the store) the launcher ends the other ranks when this
+     * one exits; only a hand launch has nobody to do it. */
+    bool launcher = mps_config_int(MPS_CFG_BOOT_STORE_EXTERNAL) != 0;
+
+    MPS_ERR("boot_abort (%s, code %d): %s%s", b->info.method, code, msg ? msg : "",
+            launcher ? "" : "; no launcher to ask to end the other ranks");
 }
 
 /* After the final barrier a rank may still be reading that round's keys, so the ranks that
@@ -171,18 +175,43 @@ static int rank_and_size(struct boot *b, const char *method, const struct boot_o
     return PGC_OK;
 }
 
-/* Rank 0 serves the store unless the launcher does; every rank is a client. */
+/* Rank 0's store listens on MPISHIM_STORE_BIND, by default the address the other ranks
+ * are given (MASTER_ADDR or the tcp:// host), never every address unless asked ("*"). */
+static int serve_store(struct boot *b, const char *host, int port)
+{
+    const char *bind = mps_config_str(MPS_CFG_STORE_BIND);
+
+    if (!bind || !*bind) {
+        bind = host;
+    } else if (!strcmp(bind, "*")) {
+        bind = NULL;
+    }
+    if (!mps_config_is_set(MPS_CFG_STORE_TOKEN)) {
+        MPS_DEBUG("boot_init %s://: MPISHIM_STORE_TOKEN is not set, so the store on %s:%d serves "
+                  "any client that reaches that address",
+                  b->info.method, bind ? bind : "*", port);
+    }
+    return boot_store_server_start(bind, port, &b->server);
+}
+
+/* Rank 0 serves the store unless the launcher does; every rank is a client and registers
+ * (boot_store_reg.c) before the first allgather. */
 static int tcp_rendezvous(struct boot *b, const char *host, int port)
 {
     bool external = mps_config_int(MPS_CFG_BOOT_STORE_EXTERNAL) != 0;
     int rc;
 
-    if (b->info.rank == 0 && !external &&
-        (rc = boot_store_server_start(NULL, port, &b->server)) != PGC_OK) {
+    if (b->info.rank == 0 && !external && (rc = serve_store(b, host, port)) != PGC_OK) {
         return rc;
     }
     rc = boot_store_tcp_connect(host, port, b->timeout, &b->store);
+    if (rc == PGC_OK) {
+        rc = boot_store_register(b->store, b->info.rank, b->info.size, b->timeout);
+        boot_store_set_timeout(b->store, b->timeout);
+    }
     if (rc != PGC_OK) {
+        boot_store_close(b->store);
+        b->store = NULL;
         boot_store_server_stop(b->server);
         b->server = NULL;
         return rc;

@@ -51,6 +51,7 @@ struct boot_map_entry {
 struct boot_map {
     struct boot_map_entry **buckets;
     size_t nbuckets, count;
+    size_t bytes; /* keys and values stored, for the server's MPISHIM_STORE_DATA_MAX */
 };
 
 int boot_map_init(struct boot_map *m);
@@ -99,6 +100,18 @@ enum boot_store_op {
     BOOT_OP_CHECK,
     BOOT_OP_DEL,
     BOOT_OP_NUM_KEYS,
+    BOOT_OP_AUTH, /* one field, the job's token: the first request of every connection */
 };
+
+/* For the fuzz target and the unit tests: a server without socket or thread, and one
+ * connection that sends it bytes. feed() runs the frame parser and the requests on them
+ * exactly as the server thread would, drops the answers and closes the connection (the
+ * map keeps what the requests stored). Not thread-safe; free with boot_store_server_stop. */
+int boot_store_server_detached(const char *token, struct boot_store_server **out);
+int boot_store_server_feed(struct boot_store_server *s, const void *data, size_t len);
+
+/* boot_store_register as process pid (the unit tests register several "processes" from
+ * the threads of one). */
+int boot_store_register_pid(struct boot_store *s, int rank, int size, int pid, double timeout);
 
 #endif

@@ -39,7 +39,7 @@ static size_t hash_key(const char *key)
 
 int boot_map_init(struct boot_map *m)
 {
-    m->count = 0;
+    m->count = m->bytes = 0;
     m->nbuckets = MAP_INITIAL_BUCKETS;
     m->buckets = calloc(m->nbuckets, sizeof(*m->buckets));
     return m->buckets ? PGC_OK : mps_error(PGC_ERR_NOMEM, "boot_map_init: out of memory");
@@ -58,7 +58,7 @@ void boot_map_destroy(struct boot_map *m)
     }
     free(m->buckets);
     m->buckets = NULL;
-    m->nbuckets = m->count = 0;
+    m->nbuckets = m->count = m->bytes = 0;
 }
 
 struct boot_map_entry *boot_map_find(const struct boot_map *m, const char *key)
@@ -104,6 +104,7 @@ int boot_map_set(struct boot_map *m, const char *key, const void *val, size_t le
     }
     if (e) {
         free(e->val);
+        m->bytes = m->bytes - e->len + len;
         e->val = v;
         e->len = len;
         return PGC_OK;
@@ -119,6 +120,7 @@ int boot_map_set(struct boot_map *m, const char *key, const void *val, size_t le
     e->next = m->buckets[hash_key(key) % m->nbuckets];
     m->buckets[hash_key(key) % m->nbuckets] = e;
     m->count++;
+    m->bytes += strlen(key) + len;
     maybe_grow(m);
     return PGC_OK;
 }
@@ -131,6 +133,7 @@ bool boot_map_del(struct boot_map *m, const char *key)
         struct boot_map_entry *e = *pe;
         if (strcmp(e->key, key) == 0) {
             *pe = e->next;
+            m->bytes -= strlen(e->key) + e->len;
             free(e->key);
             free(e->val);
             free(e);

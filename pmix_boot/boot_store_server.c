@@ -7,10 +7,21 @@
  * later change creates the keys, or with PGC_ERR_TIMEOUT when its deadline passes, so that
  * waiting clients cost nothing while they wait. Sockets are non-blocking; answers that do
  * not fit in the socket buffer wait in the connection's output buffer for POLLOUT.
+ *
+ * Hardening (issue 40): a connection is served only after it presented the job's token
+ * (compared in constant time); before that its frames may not exceed AUTH_FRAME_MAX, so an
+ * outsider can make the server hold almost nothing. Every cap (one frame, bytes buffered
+ * across connections, keys, bytes stored) is answered with an error naming the variable
+ * that sets it, and the connection stays usable: a frame over a cap is read and dropped,
+ * never buffered. A connection whose answer is not read (its output is backed up) is not
+ * read further until it drains, and a parked one must send nothing. accept4 failing for
+ * want of descriptors (EMFILE, ENFILE) closes a spare descriptor, accepts and closes the
+ * newcomer, so the listening socket stops being readable instead of spinning poll().
  */
 #include "config.h"
 
 #include "boot_store_impl.h"
+#include "mps_config.h"
 #include "mps_log.h"
 #include "mps_util.h"
 #include "pgc_status.h"
@@ -31,9 +42,23 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+/* Largest frame of a connection that has not presented the token yet. */
+#define AUTH_FRAME_MAX 4096u
+/* Answers up to this size are never refused for MPISHIM_STORE_BUFFER_MAX: errors and
+ * small values must get through however full the buffers are. */
+#define SMALL_ANSWER 4096u
+/* Reads are made in chunks of this size, so that a frame over a cap is dropped as it
+ * arrives instead of being buffered whole first. */
+#define READ_CHUNK 65536u
+
 struct conn {
     int fd;
     bool dead;
+    bool authed;             /* presented the token (or the server has none) */
+    bool closing;            /* close once the output is sent (a refused token) */
+    bool admitted;           /* the frame at in.pos passed admit() (checked once, not per chunk) */
+    uint64_t drop;           /* bytes of a frame over a cap still to read and throw away */
+    size_t mem;              /* in.cap + out.cap as last counted in the server's buffered */
     struct boot_buf in, out; /* in.pos: start of the next frame; out.pos: bytes sent */
     bool parked;             /* a get or wait waits for its keys */
     uint32_t op;
@@ -44,8 +69,15 @@ struct conn {
 
 struct boot_store_server {
     pthread_t thread;
+    bool threaded;
     int listen_fd, wake[2], port;
-    atomic_bool stop; /* set by boot_store_server_stop, read by the server thread */
+    int spare_fd;        /* /dev/null, given up to accept and shed a connection on EMFILE */
+    double accept_again; /* no spare descriptor: accept nothing before this time */
+    atomic_bool stop;    /* set by boot_store_server_stop, read by the server thread */
+    char *token;         /* NULL: none required */
+    size_t token_len;
+    size_t frame_max, buffer_max, keys_max, data_max;
+    atomic_size_t buffered; /* in.cap + out.cap of every connection */
     struct boot_map map;
     struct conn **conns;
     int nconns, cap;
@@ -55,8 +87,33 @@ struct boot_store_server {
 
 /* Answers. */
 
+/* Counts the change of c's buffer capacity since the last call into s->buffered, and
+ * releases a large buffer once it is empty (a 64 MiB answer must not stay allocated). */
+static void account(struct boot_store_server *s, struct conn *c)
+{
+    if (c->out.len == 0 && c->out.cap > READ_CHUNK) {
+        boot_buf_free(&c->out);
+    }
+    if (c->in.len == 0 && c->in.cap > 2 * READ_CHUNK) {
+        boot_buf_free(&c->in);
+    }
+    size_t now = c->in.cap + c->out.cap;
+    atomic_fetch_add(&s->buffered, now);
+    atomic_fetch_sub(&s->buffered, c->mem);
+    c->mem = now;
+}
+
+static bool backed_up(const struct conn *c)
+{
+    return c->out.pos < c->out.len;
+}
+
 static void send_out(struct conn *c)
 {
+    if (c->fd < 0) { /* a detached server's connection: answers go nowhere */
+        c->out.len = c->out.pos = 0;
+        return;
+    }
     while (!c->dead && c->out.pos < c->out.len) {
         ssize_t n = send(c->fd, c->out.p + c->out.pos, c->out.len - c->out.pos, MSG_NOSIGNAL);
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
@@ -79,14 +136,26 @@ static void begin_reply(struct boot_store_server *s, int status, uint32_t nfield
     boot_buf_put_u32(&s->reply, nfields);
 }
 
+static void reply_status(struct boot_store_server *s, struct conn *c, int status, const char *msg);
+
 static void finish_reply(struct boot_store_server *s, struct conn *c)
 {
+    if (s->reply.len > SMALL_ANSWER && atomic_load(&s->buffered) + s->reply.len > s->buffer_max) {
+        char msg[160];
+        snprintf(msg, sizeof(msg),
+                 "an answer of %zu bytes would take the server's buffers above "
+                 "MPISHIM_STORE_BUFFER_MAX (%zu bytes); retry later",
+                 s->reply.len, s->buffer_max);
+        reply_status(s, c, PGC_ERR_NOMEM, msg);
+        return;
+    }
     if (boot_buf_put_u32(&c->out, (uint32_t)s->reply.len) != PGC_OK ||
         boot_buf_put(&c->out, s->reply.p, s->reply.len) != PGC_OK) {
         c->dead = true;
         return;
     }
     send_out(c);
+    account(s, c);
 }
 
 static void reply_status(struct boot_store_server *s, struct conn *c, int status, const char *msg)
@@ -222,10 +291,10 @@ static int parse_request(struct boot_buf *b, struct request *r)
 /* The minimum number of fields of each op (wait and check take any number of keys). */
 static bool enough_fields(const struct request *r)
 {
-    static const uint32_t min[] = {
-        [BOOT_OP_SET] = 2,  [BOOT_OP_GET] = 1,   [BOOT_OP_ADD] = 2, [BOOT_OP_CAS] = 3,
-        [BOOT_OP_WAIT] = 0, [BOOT_OP_CHECK] = 0, [BOOT_OP_DEL] = 1, [BOOT_OP_NUM_KEYS] = 0};
-    return r->op >= BOOT_OP_SET && r->op <= BOOT_OP_NUM_KEYS && r->nfields >= min[r->op];
+    static const uint32_t min[] = {[BOOT_OP_SET] = 2, [BOOT_OP_GET] = 1,      [BOOT_OP_ADD] = 2,
+                                   [BOOT_OP_CAS] = 3, [BOOT_OP_WAIT] = 0,     [BOOT_OP_CHECK] = 0,
+                                   [BOOT_OP_DEL] = 1, [BOOT_OP_NUM_KEYS] = 0, [BOOT_OP_AUTH] = 1};
+    return r->op >= BOOT_OP_SET && r->op <= BOOT_OP_AUTH && r->nfields >= min[r->op];
 }
 
 static int64_t field_i64(const struct request *r, int i)
@@ -259,6 +328,57 @@ static void do_blocking(struct boot_store_server *s, struct conn *c, struct requ
     park(c, r);
 }
 
+/* Whether storing len bytes under key stays within MPISHIM_STORE_KEYS_MAX and
+ * MPISHIM_STORE_DATA_MAX; if not, answers the error and returns false. */
+static bool fits(struct boot_store_server *s, struct conn *c, const char *key, size_t len)
+{
+    struct boot_map_entry *e = boot_map_find(&s->map, key);
+    size_t old = e ? e->len : 0, klen = e ? 0 : strlen(key);
+    char msg[200];
+
+    if (!e && s->map.count >= s->keys_max) {
+        snprintf(msg, sizeof(msg),
+                 "the store holds %zu keys, the most MPISHIM_STORE_KEYS_MAX allows; key not added",
+                 s->map.count);
+    } else if (s->map.bytes - old + klen + len > s->data_max) {
+        snprintf(msg, sizeof(msg),
+                 "storing %zu bytes would take the store above MPISHIM_STORE_DATA_MAX (%zu bytes, "
+                 "%zu used)",
+                 klen + len, s->data_max, s->map.bytes);
+    } else {
+        return true;
+    }
+    reply_status(s, c, PGC_ERR_NOMEM, msg);
+    return false;
+}
+
+static bool token_ok(const struct boot_store_server *s, const char *t, size_t n)
+{
+    /* Constant time in the token's content: every byte of ours is compared whatever
+     * matched before, so the time taken says nothing about how much of a guess was right. */
+    unsigned char diff = n != s->token_len;
+
+    for (size_t i = 0; i < s->token_len; i++) {
+        diff |= (unsigned char)s->token[i] ^ (unsigned char)(i < n ? t[i] : 0);
+    }
+    return diff == 0;
+}
+
+/* The first request of a connection. A server without a token accepts any. */
+static void do_auth(struct boot_store_server *s, struct conn *c, const struct request *r)
+{
+    if (r->op == BOOT_OP_AUTH && (!s->token || token_ok(s, r->keys[0], r->lens[0]))) {
+        c->authed = true;
+        reply_status(s, c, PGC_OK, NULL);
+        return;
+    }
+    reply_status(s, c, PGC_ERR_BOOT,
+                 r->op == BOOT_OP_AUTH
+                     ? "wrong store token: this process's MPISHIM_STORE_TOKEN is not the job's"
+                     : "this store requires the job's token (MPISHIM_STORE_TOKEN) first");
+    c->closing = true;
+}
+
 static void do_request(struct boot_store_server *s, struct conn *c, struct request *r)
 {
     int64_t v = 0;
@@ -268,7 +388,13 @@ static void do_request(struct boot_store_server *s, struct conn *c, struct reque
     int rc;
 
     switch (r->op) {
+    case BOOT_OP_AUTH:
+        reply_status(s, c, PGC_OK, NULL); /* again, or to a server without a token */
+        return;
     case BOOT_OP_SET:
+        if (!fits(s, c, r->keys[0], r->lens[1])) {
+            return;
+        }
         rc = boot_map_set(&s->map, r->keys[0], r->keys[1], r->lens[1]);
         reply_status(s, c, rc, rc ? mps_last_error() : NULL);
         break;
@@ -277,10 +403,16 @@ static void do_request(struct boot_store_server *s, struct conn *c, struct reque
         do_blocking(s, c, r);
         return;
     case BOOT_OP_ADD:
+        if (!fits(s, c, r->keys[0], 20)) { /* the longest decimal int64 */
+            return;
+        }
         rc = boot_map_add(&s->map, r->keys[0], field_i64(r, 1), &v);
         rc ? reply_status(s, c, rc, mps_last_error()) : reply_u64(s, c, (uint64_t)v);
         break;
     case BOOT_OP_CAS:
+        if (!fits(s, c, r->keys[0], r->lens[2])) {
+            return;
+        }
         rc = boot_map_compare_set(&s->map, r->keys[0], r->keys[1], r->lens[1], r->keys[2],
                                   r->lens[2], &cur, &clen);
         rc ? reply_status(s, c, rc, mps_last_error()) : reply_bytes(s, c, cur, clen);
@@ -300,27 +432,86 @@ static void do_request(struct boot_store_server *s, struct conn *c, struct reque
     wake_parked(s); /* set, add and compare_set may have created keys */
 }
 
-/* Handles every complete frame in c->in, stopping at a parked request: the client waits
- * for its answer and sends nothing else, so anything after it is a protocol error anyway. */
+/* Throws away what arrived of a frame over a cap. */
+static void drop_input(struct conn *c)
+{
+    size_t n = c->in.len - c->in.pos;
+
+    if (n > c->drop) {
+        n = (size_t)c->drop;
+    }
+    c->in.pos += n;
+    c->drop -= n;
+}
+
+/* Checks a frame's announced length before any of it is buffered: over a cap, the
+ * client gets an error now and the frame is dropped as it arrives (an unauthenticated
+ * client is closed instead, so that it cannot make the server read without bound). */
+static bool admit(struct boot_store_server *s, struct conn *c, uint32_t len)
+{
+    char msg[200];
+    size_t limit = c->authed ? s->frame_max : AUTH_FRAME_MAX;
+
+    if (len <= limit && (len <= READ_CHUNK || atomic_load(&s->buffered) + len <= s->buffer_max)) {
+        return true;
+    }
+    if (!c->authed) {
+        reply_status(s, c, PGC_ERR_BOOT,
+                     "this store requires the job's token (MPISHIM_STORE_TOKEN) first");
+        c->closing = true;
+        return false;
+    }
+    if (len > limit) {
+        snprintf(msg, sizeof(msg),
+                 "a request of %u bytes is above MPISHIM_STORE_FRAME_MAX (%zu bytes)", len, limit);
+    } else {
+        snprintf(msg, sizeof(msg),
+                 "a request of %u bytes would take the server's buffers above "
+                 "MPISHIM_STORE_BUFFER_MAX (%zu bytes); retry later",
+                 len, s->buffer_max);
+    }
+    reply_status(s, c, PGC_ERR_NOMEM, msg);
+    c->in.pos += 4;
+    c->drop = len;
+    drop_input(c);
+    return false;
+}
+
+/* Whether the server reads c's input now: not while it waits for an answer to be read,
+ * for a parked request, or to be closed. */
+static bool readable(const struct conn *c)
+{
+    return !c->dead && !c->closing && !c->parked && !backed_up(c);
+}
+
+/* Handles every complete frame in c->in, stopping at a parked request (the client waits
+ * for its answer and sends nothing else) and at an answer the client does not read. */
 static void process_input(struct boot_store_server *s, struct conn *c)
 {
-    while (!c->dead && !c->parked && c->in.len - c->in.pos >= 4) {
+    if (c->drop) {
+        drop_input(c);
+    }
+    while (readable(c) && !c->drop && c->in.len - c->in.pos >= 4) {
         struct boot_buf frame = c->in;
         struct request r;
         uint32_t len;
 
         boot_buf_get_u32(&frame, &len);
-        if (len > BOOT_STORE_FRAME_MAX) {
-            c->dead = true;
-            return;
+        if (!c->admitted && !admit(s, c, len)) {
+            continue;
         }
+        c->admitted = true;
         if (frame.len - frame.pos < len) {
             break;
         }
         frame.len = frame.pos + len;
         c->in.pos = frame.len;
+        c->admitted = false;
         if (parse_request(&frame, &r) || !enough_fields(&r)) {
             reply_status(s, c, PGC_ERR_INVALID_ARG, "malformed request");
+            c->closing = c->closing || !c->authed;
+        } else if (!c->authed) {
+            do_auth(s, c, &r);
         } else {
             do_request(s, c, &r);
         }
@@ -329,21 +520,33 @@ static void process_input(struct boot_store_server *s, struct conn *c)
     if (c->in.pos == c->in.len) {
         c->in.pos = c->in.len = 0;
     }
+    if (c->closing && !backed_up(c)) {
+        c->dead = true;
+    }
+    account(s, c);
 }
 
 static void read_input(struct boot_store_server *s, struct conn *c)
 {
-    if (c->in.pos > 0) { /* keep the buffer from growing with consumed frames */
-        memmove(c->in.p, c->in.p + c->in.pos, c->in.len - c->in.pos);
-        c->in.len -= c->in.pos;
-        c->in.pos = 0;
+    if (c->parked) {
+        /* The client waits for its answer; anything it sends now breaks the protocol
+         * (or is a hang-up, which recv tells). */
+        char x;
+        ssize_t n = recv(c->fd, &x, 1, MSG_PEEK);
+        c->dead = !(n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR));
+        return;
     }
-    for (;;) {
-        if (boot_buf_reserve(&c->in, 65536) != PGC_OK) {
+    while (readable(c)) {
+        if (c->in.pos > 0) { /* keep the buffer from growing with consumed frames */
+            memmove(c->in.p, c->in.p + c->in.pos, c->in.len - c->in.pos);
+            c->in.len -= c->in.pos;
+            c->in.pos = 0;
+        }
+        if (boot_buf_reserve(&c->in, READ_CHUNK) != PGC_OK) {
             c->dead = true;
             return;
         }
-        ssize_t n = recv(c->fd, c->in.p + c->in.len, c->in.cap - c->in.len, 0);
+        ssize_t n = recv(c->fd, c->in.p + c->in.len, READ_CHUNK, 0);
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
             break;
         }
@@ -352,19 +555,50 @@ static void read_input(struct boot_store_server *s, struct conn *c)
             return;
         }
         c->in.len += (size_t)n;
+        process_input(s, c);
     }
-    process_input(s, c);
+    account(s, c);
 }
 
 /* Connections. */
 
-static void free_conn(struct conn *c)
+static void free_conn(struct boot_store_server *s, struct conn *c)
 {
+    atomic_fetch_sub(&s->buffered, c->mem);
     unpark(c);
-    close(c->fd);
+    if (c->fd >= 0) {
+        close(c->fd);
+    }
     boot_buf_free(&c->in);
     boot_buf_free(&c->out);
     free(c);
+}
+
+/* Out of descriptors: the pending connection would keep the listening socket readable
+ * and poll() spinning. Give up the spare descriptor to accept it, close it at once (its
+ * client sees the connection closed), and take the spare back. Without a spare, stop
+ * accepting for a while instead. Returns whether a connection was shed. */
+static bool shed_one(struct boot_store_server *s)
+{
+    static atomic_bool warned;
+    int fd;
+
+    if (!atomic_exchange(&warned, true)) {
+        MPS_WARN("boot_store server: out of file descriptors (%s); refusing new connections "
+                 "until some close",
+                 strerror(errno));
+    }
+    if (s->spare_fd < 0) {
+        s->accept_again = mps_now() + 0.1;
+        return false;
+    }
+    close(s->spare_fd);
+    fd = accept4(s->listen_fd, NULL, NULL, SOCK_CLOEXEC);
+    if (fd >= 0) {
+        close(fd);
+    }
+    s->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    return fd >= 0;
 }
 
 static void accept_conns(struct boot_store_server *s)
@@ -373,6 +607,9 @@ static void accept_conns(struct boot_store_server *s)
 
     for (;;) {
         int fd = accept4(s->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0 && (errno == EMFILE || errno == ENFILE) && shed_one(s)) {
+            continue;
+        }
         if (fd < 0) {
             return; /* EAGAIN, or a client that gave up: either way nothing to do now */
         }
@@ -395,6 +632,7 @@ static void accept_conns(struct boot_store_server *s)
         }
         setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
         c->fd = fd;
+        c->authed = s->token == NULL;
         s->conns[s->nconns++] = c;
     }
 }
@@ -403,7 +641,7 @@ static void reap_dead(struct boot_store_server *s)
 {
     for (int i = 0; i < s->nconns;) {
         if (s->conns[i]->dead) {
-            free_conn(s->conns[i]);
+            free_conn(s, s->conns[i]);
             s->conns[i] = s->conns[--s->nconns];
         } else {
             i++;
@@ -423,6 +661,9 @@ static int poll_timeout_ms(struct boot_store_server *s, double now)
             first = c->deadline;
         }
     }
+    if (s->accept_again > now && (first < 0 || s->accept_again < first)) {
+        first = s->accept_again;
+    }
     if (first < 0) {
         return -1;
     }
@@ -436,11 +677,13 @@ static void *server_main(void *arg)
     while (!atomic_load(&s->stop)) {
         int n = s->nconns;
         s->pfds[0] = (struct pollfd){.fd = s->wake[0], .events = POLLIN};
-        s->pfds[1] = (struct pollfd){.fd = s->listen_fd, .events = POLLIN};
+        bool accepting = s->accept_again <= mps_now();
+        s->pfds[1] = (struct pollfd){.fd = accepting ? s->listen_fd : -1, .events = POLLIN};
         for (int i = 0; i < n; i++) {
             struct conn *c = s->conns[i];
-            s->pfds[i + 2] = (struct pollfd){
-                .fd = c->fd, .events = POLLIN | (c->out.len > c->out.pos ? POLLOUT : 0)};
+            /* A backed-up connection is only written to until its client reads. */
+            s->pfds[i + 2] =
+                (struct pollfd){.fd = c->fd, .events = backed_up(c) ? POLLOUT : POLLIN};
         }
         if (poll(s->pfds, (nfds_t)n + 2, poll_timeout_ms(s, mps_now())) < 0 && errno != EINTR) {
             MPS_WARN("boot_store server: poll failed: %s", strerror(errno));
@@ -448,14 +691,20 @@ static void *server_main(void *arg)
         }
         for (int i = 0; i < n; i++) {
             short ev = s->pfds[i + 2].revents;
+            struct conn *c = s->conns[i];
             if (ev & POLLOUT) {
-                send_out(s->conns[i]);
+                send_out(c);
+                process_input(s, c); /* what it sent while its answer waited */
             }
             if (ev & (POLLIN | POLLHUP | POLLERR)) {
-                read_input(s, s->conns[i]);
+                if (backed_up(c) || c->closing) {
+                    c->dead = c->dead || (ev & (POLLHUP | POLLERR)) != 0;
+                } else {
+                    read_input(s, c);
+                }
             }
         }
-        if (s->pfds[1].revents & POLLIN) {
+        if (accepting && (s->pfds[1].revents & POLLIN)) {
             accept_conns(s);
         }
         expire_parked(s, mps_now());
@@ -525,10 +774,13 @@ static int local_port(int fd)
 static void free_server(struct boot_store_server *s)
 {
     for (int i = 0; i < s->nconns; i++) {
-        free_conn(s->conns[i]);
+        free_conn(s, s->conns[i]);
     }
     if (s->listen_fd >= 0) {
         close(s->listen_fd);
+    }
+    if (s->spare_fd >= 0) {
+        close(s->spare_fd);
     }
     if (s->wake[0] >= 0) {
         close(s->wake[0]);
@@ -536,40 +788,79 @@ static void free_server(struct boot_store_server *s)
     }
     boot_map_destroy(&s->map);
     boot_buf_free(&s->reply);
+    free(s->token);
     free(s->conns);
     free(s->pfds);
     free(s);
 }
 
-int boot_store_server_start(const char *host, int port, struct boot_store_server **out)
+/* A cap from the configuration table; 0 or less means "none". */
+static size_t cap_of(enum mps_config_id id)
+{
+    long v = mps_config_int(id);
+
+    return v > 0 ? (size_t)v : SIZE_MAX / 2;
+}
+
+/* The server without its socket and thread: the token, the caps and the map. */
+static int server_new(const char *token, struct boot_store_server **out)
 {
     struct boot_store_server *s = calloc(1, sizeof(*s));
-    int rc;
 
     *out = NULL;
     if (!s) {
         return mps_error(PGC_ERR_NOMEM, "boot_store_server_start: out of memory");
     }
-    s->listen_fd = s->wake[0] = s->wake[1] = -1;
-    if (port < 0 || port > 65535) {
-        rc = mps_error(PGC_ERR_INVALID_ARG, "boot_store_server_start: invalid port %d", port);
-        goto fail;
+    s->listen_fd = s->spare_fd = s->wake[0] = s->wake[1] = -1;
+    if (!token) {
+        token = mps_config_str(MPS_CFG_STORE_TOKEN);
     }
+    s->frame_max = cap_of(MPS_CFG_STORE_FRAME_MAX);
+    if (s->frame_max > BOOT_STORE_FRAME_MAX) {
+        s->frame_max = BOOT_STORE_FRAME_MAX; /* what a client accepts as an answer */
+    }
+    s->buffer_max = cap_of(MPS_CFG_STORE_BUFFER_MAX);
+    s->keys_max = cap_of(MPS_CFG_STORE_KEYS_MAX);
+    s->data_max = cap_of(MPS_CFG_STORE_DATA_MAX);
     s->pfds = calloc(2, sizeof(*s->pfds));
-    if (!s->pfds || (rc = boot_map_init(&s->map)) != PGC_OK) {
-        rc = mps_error(PGC_ERR_NOMEM, "boot_store_server_start: out of memory");
-        goto fail;
+    if (token && *token) {
+        s->token = strdup(token);
+        s->token_len = strlen(token);
+    }
+    if (!s->pfds || (token && *token && !s->token) || boot_map_init(&s->map) != PGC_OK) {
+        free_server(s);
+        return mps_error(PGC_ERR_NOMEM, "boot_store_server_start: out of memory");
+    }
+    *out = s;
+    return PGC_OK;
+}
+
+int boot_store_server_start_token(const char *host, int port, const char *token,
+                                  struct boot_store_server **out)
+{
+    struct boot_store_server *s = NULL;
+    int rc;
+
+    *out = NULL;
+    if (port < 0 || port > 65535) {
+        return mps_error(PGC_ERR_INVALID_ARG, "boot_store_server_start: invalid port %d", port);
+    }
+    if ((rc = server_new(token, &s)) != PGC_OK) {
+        return rc;
     }
     if ((rc = bind_any(host, port, &s->listen_fd)) != PGC_OK) {
         goto fail;
     }
     s->port = local_port(s->listen_fd);
+    s->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
     if (pipe2(s->wake, O_CLOEXEC | O_NONBLOCK) != 0 ||
         pthread_create(&s->thread, NULL, server_main, s) != 0) {
         rc = mps_error(PGC_ERR_INTERNAL, "boot_store_server_start: cannot start the thread");
         goto fail;
     }
-    MPS_DEBUG("boot_store server listening on %s:%d", host && *host ? host : "*", s->port);
+    s->threaded = true;
+    MPS_DEBUG("boot_store server listening on %s:%d%s", host && *host ? host : "*", s->port,
+              s->token ? "" : " (no token: any client that reaches it is served)");
     *out = s;
     return PGC_OK;
 fail:
@@ -577,9 +868,49 @@ fail:
     return rc;
 }
 
+int boot_store_server_start(const char *host, int port, struct boot_store_server **out)
+{
+    return boot_store_server_start_token(host, port, NULL, out);
+}
+
+int boot_store_server_detached(const char *token, struct boot_store_server **out)
+{
+    return server_new(token, out);
+}
+
+int boot_store_server_feed(struct boot_store_server *s, const void *data, size_t len)
+{
+    struct conn *c = calloc(1, sizeof(*c));
+    struct conn **cs = realloc(s->conns, sizeof(*cs) * (size_t)(s->nconns + 1));
+
+    if (cs) {
+        s->conns = cs;
+    }
+    if (!c || !cs || boot_buf_put(&c->in, data, len) != PGC_OK) {
+        free(c ? c->in.p : NULL);
+        free(c);
+        return -1;
+    }
+    c->fd = -1;
+    c->authed = s->token == NULL;
+    s->conns[s->nconns++] = c;
+    process_input(s, c);
+    expire_parked(s, mps_now() + 1e9); /* a parked request is answered too */
+    for (int i = 0; i < s->nconns; i++) {
+        s->conns[i]->dead = true;
+    }
+    reap_dead(s);
+    return PGC_OK;
+}
+
 int boot_store_server_port(const struct boot_store_server *s)
 {
     return s ? s->port : -1;
+}
+
+size_t boot_store_server_buffered(const struct boot_store_server *s)
+{
+    return s ? atomic_load(&((struct boot_store_server *)s)->buffered) : 0;
 }
 
 void boot_store_server_stop(struct boot_store_server *s)
@@ -587,10 +918,12 @@ void boot_store_server_stop(struct boot_store_server *s)
     if (!s) {
         return;
     }
-    atomic_store(&s->stop, true);
-    if (write(s->wake[1], "x", 1) < 0) {
-        MPS_WARN("boot_store_server_stop: cannot wake the server thread: %s", strerror(errno));
+    if (s->threaded) {
+        atomic_store(&s->stop, true);
+        if (write(s->wake[1], "x", 1) < 0) {
+            MPS_WARN("boot_store_server_stop: cannot wake the server thread: %s", strerror(errno));
+        }
+        pthread_join(s->thread, NULL);
     }
-    pthread_join(s->thread, NULL);
     free_server(s);
 }

@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -417,10 +418,30 @@ static int connect_retry(const char *host, int port, double deadline, int *fd_ou
     return PGC_ERR_UNREACHABLE;
 }
 
-int boot_store_tcp_connect(const char *host, int port, double timeout, struct boot_store **out)
+/* The first request of the connection: the token ("" when this process has none, which
+ * a server without a token accepts and one with a token refuses). */
+static int present_token(struct tcp_store *ts, const char *token)
+{
+    int rc;
+
+    begin_request(ts, BOOT_OP_AUTH, 0, 1);
+    boot_buf_put_field(&ts->req, token, strlen(token));
+    rc = call(ts, "tcp_connect", ts->base.timeout);
+    if (rc == PGC_ERR_BOOT) {
+        rc = mps_error(rc, "boot_store_tcp_connect: the store at %s refused this process: %s",
+                       ts->where,
+                       *token ? "its MPISHIM_STORE_TOKEN is not the job's token"
+                              : "the store requires a token and "
+                                "MPISHIM_STORE_TOKEN is not set");
+    }
+    return rc;
+}
+
+int boot_store_tcp_connect_token(const char *host, int port, const char *token, double timeout,
+                                 struct boot_store **out)
 {
     struct tcp_store *ts;
-    int err = 0, fd = -1;
+    int err = 0, fd = -1, rc;
 
     if (!out) {
         return mps_error(PGC_ERR_INVALID_ARG, "boot_store_tcp_connect: NULL output");
@@ -432,6 +453,9 @@ int boot_store_tcp_connect(const char *host, int port, double timeout, struct bo
     }
     if (timeout <= 0) {
         timeout = mps_config_double(MPS_CFG_TIMEOUT);
+    }
+    if (!token) {
+        token = mps_config_str(MPS_CFG_STORE_TOKEN);
     }
     if (connect_retry(host, port, mps_now() + timeout, &fd, &err) != PGC_OK) {
         return mps_error(PGC_ERR_UNREACHABLE,
@@ -448,6 +472,37 @@ int boot_store_tcp_connect(const char *host, int port, double timeout, struct bo
     ts->base.timeout = timeout;
     ts->fd = fd;
     snprintf(ts->where, sizeof(ts->where), "%s:%d", host, port);
+    if ((rc = present_token(ts, token ? token : "")) != PGC_OK) {
+        tcp_close(&ts->base);
+        return rc;
+    }
     *out = &ts->base;
+    return PGC_OK;
+}
+
+int boot_store_tcp_connect(const char *host, int port, double timeout, struct boot_store **out)
+{
+    return boot_store_tcp_connect_token(host, port, NULL, timeout, out);
+}
+
+int boot_store_token_new(char *buf)
+{
+    unsigned char raw[BOOT_STORE_TOKEN_LEN / 2];
+    size_t got = 0;
+
+    while (got < sizeof(raw)) {
+        ssize_t n = getrandom(raw + got, sizeof(raw) - got, 0);
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n <= 0) {
+            return mps_error(PGC_ERR_INTERNAL, "boot_store_token_new: getrandom: %s",
+                             strerror(errno));
+        }
+        got += (size_t)n;
+    }
+    for (size_t i = 0; i < sizeof(raw); i++) {
+        snprintf(buf + 2 * i, 3, "%02x", raw[i]);
+    }
     return PGC_OK;
 }

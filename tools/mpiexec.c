@@ -16,9 +16,19 @@
  * SIGINT/SIGTERM/SIGHUP to mpiexec are forwarded to every rank and end the job the same
  * way. Signals are read through a signalfd in one poll loop, so no work runs in a signal
  * handler and every child is reaped (no zombies).
+ *
+ * The store requires a token that mpiexec draws from getrandom and gives only to its ranks
+ * (MPISHIM_STORE_TOKEN), and listens on 127.0.0.1. A rank registers in the store at init
+ * and marks boot/done/<rank> after the final barrier of MPI_Finalize or
+ * pgc_destroy_process_group (a store write the bootstrap made anyway), so a rank that
+ * exits 0 without finalizing while others still run is found by asking the store, at no
+ * cost to Finalize: it ends the job like a failure. When it reaps a rank, mpiexec removes
+ * the shared-memory segments that rank created (/dev/shm/mpishim-<pid>-*), which a rank
+ * killed or failing inside MPI_Init leaves behind.
  */
 #include "config.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -74,13 +84,15 @@ struct job {
     struct opts o;
     struct rank *ranks;
     int alive;
-    int sfd;            /* signalfd for SIGCHLD, SIGINT, SIGTERM, SIGHUP */
-    bool ending;        /* SIGTERM sent; waiting for the ranks to go */
-    bool killed;        /* SIGKILL sent */
-    double kill_at;     /* when to send SIGKILL (valid while ending) */
-    double timeout_at;  /* 0: none */
-    int exit_code;      /* the job's exit status once decided; -1: not yet */
-    double drain_until; /* 0 until every rank was reaped */
+    int sfd;                              /* signalfd for SIGCHLD, SIGINT, SIGTERM, SIGHUP */
+    bool ending;                          /* SIGTERM sent; waiting for the ranks to go */
+    bool killed;                          /* SIGKILL sent */
+    double kill_at;                       /* when to send SIGKILL (valid while ending) */
+    double timeout_at;                    /* 0: none */
+    int exit_code;                        /* the job's exit status once decided; -1: not yet */
+    double drain_until;                   /* 0 until every rank was reaped */
+    char token[BOOT_STORE_TOKEN_LEN + 1]; /* the store's secret, given to every rank */
+    struct boot_store *store;             /* mpiexec's own client of its store */
 };
 
 static double now_s(void)
@@ -281,7 +293,8 @@ static bool ours(const char *e)
                                         "MASTER_ADDR=",
                                         "MASTER_PORT=",
                                         "MPISHIM_BOOT_STORE_EXTERNAL=",
-                                        "MPISHIM_BOOT_METHOD="};
+                                        "MPISHIM_BOOT_METHOD=",
+                                        "MPISHIM_STORE_TOKEN="};
     for (size_t k = 0; k < sizeof(names) / sizeof(names[0]); k++) {
         if (!strncmp(e, names[k], strlen(names[k]))) {
             return true;
@@ -299,13 +312,13 @@ static bool same_name(const char *a, const char *b)
 /* Builds one rank's environment: mpiexec's own minus foreign launcher variables, the -x
  * entries, and the bootstrap variables. Built before fork so the child only has to exec.
  * The strings live in environ, o->xvars or the block's tail; free(env) releases it. */
-static char **rank_env(const struct opts *o, int rank, int port)
+static char **rank_env(const struct opts *o, int rank, int port, const char *token)
 {
     size_t n = 0;
     while (environ[n]) {
         n++;
     }
-    enum { NOURS = 8, ENTRY = 64 };
+    enum { NOURS = 9, ENTRY = 64 };
     size_t nptr = n + (size_t)o->nxvars + NOURS + 1;
     /* One block: the pointer array, then our own entries; free(env) releases both. */
     char **env = calloc(1, nptr * sizeof(char *) + NOURS * ENTRY);
@@ -335,12 +348,15 @@ static char **rank_env(const struct opts *o, int rank, int port)
                               "MASTER_ADDR=127.0.0.1",
                               "MASTER_PORT=%d",
                               "MPISHIM_BOOT_STORE_EXTERNAL=1",
-                              "MPISHIM_BOOT_METHOD=env"};
-    const int val[NOURS] = {rank, o->nprocs, rank, o->nprocs, 0, port, 0, 0};
-    for (int j = 0; j < NOURS; j++) {
+                              "MPISHIM_BOOT_METHOD=env",
+                              "MPISHIM_STORE_TOKEN="};
+    const int val[NOURS] = {rank, o->nprocs, rank, o->nprocs, 0, port, 0, 0, 0};
+    for (int j = 0; j < NOURS - 1; j++) {
         snprintf(mine + j * ENTRY, ENTRY, fmt[j], val[j]);
         env[k++] = mine + j * ENTRY;
     }
+    snprintf(mine + (NOURS - 1) * ENTRY, ENTRY, "%s%s", fmt[NOURS - 1], token);
+    env[k++] = mine + (NOURS - 1) * ENTRY;
     env[k] = NULL;
     return env;
 }
@@ -480,7 +496,7 @@ static void raise_fd_limit(void)
 static int start_rank(struct job *j, int r, int port)
 {
     int po[2] = {-1, -1}, pe[2] = {-1, -1};
-    char **env = rank_env(&j->o, r, port);
+    char **env = rank_env(&j->o, r, port, j->token);
     if (!env) {
         fprintf(stderr, "mpiexec: out of memory\n");
         return -1;
@@ -563,16 +579,64 @@ static const char *sig_name(int sig)
     return buf;
 }
 
+/* Removes the shared-memory segments of a reaped rank: fab_shm's rings
+ * (/dev/shm/mpishim-<pid>-<nonce>) and libfabric shm's regions, which fab_open names
+ * mpishim-<pid>-<time>-<seq>. The process is gone, so nothing new can appear under its pid
+ * (but the pid could be reused: this runs right after the reap, before a new process of
+ * the same pid could have started a job of its own and created one). Peers that still map a
+ * segment keep their mapping. */
+static void remove_segments(pid_t pid)
+{
+    char prefix[64], path[300];
+    DIR *d = opendir("/dev/shm");
+    struct dirent *e;
+    size_t n;
+
+    if (!d) {
+        return;
+    }
+    n = (size_t)snprintf(prefix, sizeof(prefix), "mpishim-%d-", (int)pid);
+    while ((e = readdir(d)) != NULL) {
+        if (!strncmp(e->d_name, prefix, n)) {
+            snprintf(path, sizeof(path), "/dev/shm/%s", e->d_name);
+            unlink(path);
+        }
+    }
+    closedir(d);
+}
+
+/* Whether rank r, which exited with code 0, started the library (registered in the store)
+ * without finalizing it. A rank that never used the library (mpiexec -n 2 hostname) is not
+ * one; neither is one mpiexec cannot ask about. */
+static bool left_unfinalized(struct job *j, int r)
+{
+    bool registered = false, finalized = false;
+
+    if (!j->store || boot_store_rank_state(j->store, r, &registered, &finalized) != PGC_OK) {
+        return false;
+    }
+    return registered && !finalized;
+}
+
 /* Records how rank r ended. The first abnormal end (while the job is not already being
- * ended by mpiexec) is reported and ends the job with that rank's status. */
+ * ended by mpiexec) is reported and ends the job with that rank's status; so is a rank
+ * that exits 0 without finalizing while others still run, which would leave them waiting
+ * for it (Open MPI's mpirun does the same). */
 static void rank_ended(struct job *j, int r, int status)
 {
+    remove_segments(j->ranks[r].pid);
     j->ranks[r].pid = 0;
     j->alive--;
     if (j->ending) {
         return; /* ranks dying of our SIGTERM/SIGKILL are not news */
     }
-    if (WIFEXITED(status) && WEXITSTATUS(status) != 0) {
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 0 && j->alive > 0 && left_unfinalized(j, r)) {
+        fprintf(stderr,
+                "mpiexec: rank %d exited with code 0 without calling MPI_Finalize (or "
+                "pgc_destroy_process_group) while other ranks still run; ending the job\n",
+                r);
+        end_job(j, SIGTERM, 1);
+    } else if (WIFEXITED(status) && WEXITSTATUS(status) != 0) {
         fprintf(stderr, "mpiexec: rank %d exited with code %d\n", r, WEXITSTATUS(status));
         end_job(j, SIGTERM, WEXITSTATUS(status));
     } else if (WIFSIGNALED(status)) {
@@ -751,7 +815,14 @@ static int prepare(struct job *j, struct boot_store_server **srv)
         fprintf(stderr, "mpiexec: signal setup: %s\n", strerror(errno));
         return 1;
     }
-    int rc = boot_store_server_start("127.0.0.1", 0, srv);
+    int rc = boot_store_token_new(j->token);
+    if (rc == PGC_OK) {
+        rc = boot_store_server_start_token("127.0.0.1", 0, j->token, srv);
+    }
+    if (rc == PGC_OK) {
+        rc = boot_store_tcp_connect_token("127.0.0.1", boot_store_server_port(*srv), j->token, 10.0,
+                                          &j->store);
+    }
     if (rc != PGC_OK) {
         fprintf(stderr, "mpiexec: cannot start the rendezvous store: %s (%s)\n", pgc_strerror(rc),
                 mps_last_error());
@@ -771,6 +842,8 @@ static void job_free(struct job *j)
     if (j->sfd >= 0) {
         close(j->sfd);
     }
+    boot_store_close(j->store);
+    j->store = NULL;
 }
 
 int main(int argc, char **argv)
@@ -785,6 +858,7 @@ int main(int argc, char **argv)
     int rc = prepare(&j, &srv);
     if (rc != 0) {
         job_free(&j);
+        boot_store_server_stop(srv);
         return rc;
     }
     int port = boot_store_server_port(srv);
@@ -809,8 +883,8 @@ int main(int argc, char **argv)
     } else {
         fprintf(stderr, "mpiexec: out of memory\n");
     }
-    boot_store_server_stop(srv);
     rc = j.ranks ? (j.exit_code < 0 ? 0 : j.exit_code) : 1;
     job_free(&j);
+    boot_store_server_stop(srv);
     return rc;
 }

@@ -10,18 +10,25 @@
 #include <cmocka.h>
 
 #include "boot_store.h"
+#include "boot_store_impl.h"
+#include "mps_config.h"
 #include "mps_log.h"
 #include "mps_util.h"
 #include "pgc_status.h"
 
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 enum kind { TCP, FILESTORE };
@@ -391,6 +398,483 @@ static void test_server_survives_a_garbage_frame(void **state)
     assert_int_equal(v, 2);
 }
 
+/* Hardening (issue 40): tokens, caps, backed-up connections, descriptors, registration. */
+
+/* A server on 127.0.0.1 with token (NULL: none) and the caps given as "NAME=value" pairs
+ * (NULL-terminated); the variables are cleared again once it runs. */
+static struct boot_store_server *hard_server(const char *token, const char *const *caps)
+{
+    struct boot_store_server *srv = NULL;
+
+    for (int i = 0; caps && caps[i]; i++) {
+        putenv((char *)caps[i]);
+    }
+    mps_config_reset();
+    assert_int_equal(boot_store_server_start_token("127.0.0.1", 0, token ? token : "", &srv),
+                     PGC_OK);
+    for (int i = 0; caps && caps[i]; i++) {
+        char name[64];
+        snprintf(name, sizeof(name), "%.*s", (int)strcspn(caps[i], "="), caps[i]);
+        unsetenv(name);
+    }
+    mps_config_reset();
+    return srv;
+}
+
+static struct boot_store *hard_client(struct boot_store_server *srv, const char *token)
+{
+    struct boot_store *s = NULL;
+
+    assert_int_equal(
+        boot_store_tcp_connect_token("127.0.0.1", boot_store_server_port(srv), token, 5.0, &s),
+        PGC_OK);
+    return s;
+}
+
+static int raw_connect(struct boot_store_server *srv)
+{
+    struct sockaddr_in a = {.sin_family = AF_INET,
+                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK),
+                            .sin_port = htons((uint16_t)boot_store_server_port(srv))};
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+    assert_true(fd >= 0);
+    assert_int_equal(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+    return fd;
+}
+
+/* One request frame as the client library builds it (boot_store_impl.h). */
+static void raw_request(struct boot_buf *b, uint32_t op, int nfields, const char *f0,
+                        const char *f1)
+{
+    b->len = 0;
+    boot_buf_put_u32(b, 0);
+    boot_buf_put_u32(b, op);
+    boot_buf_put_u64(b, 0);
+    boot_buf_put_u32(b, (uint32_t)nfields);
+    if (nfields > 0) {
+        boot_buf_put_field(b, f0, strlen(f0));
+    }
+    if (nfields > 1) {
+        boot_buf_put_field(b, f1, strlen(f1));
+    }
+    size_t len = b->len;
+    b->len = 0;
+    boot_buf_put_u32(b, (uint32_t)(len - 4));
+    b->len = len;
+}
+
+/* Reads one answer's status (the frame is read whole and dropped); -1000 on EOF. */
+static int raw_status(int fd)
+{
+    unsigned char h[8];
+    size_t got = 0;
+
+    while (got < 8) {
+        ssize_t n = recv(fd, h + got, 8 - got, 0);
+        if (n <= 0) {
+            return -1000;
+        }
+        got += (size_t)n;
+    }
+    uint32_t len = (uint32_t)h[0] << 24 | (uint32_t)h[1] << 16 | (uint32_t)h[2] << 8 | h[3];
+    int32_t st =
+        (int32_t)((uint32_t)h[4] << 24 | (uint32_t)h[5] << 16 | (uint32_t)h[6] << 8 | h[7]);
+    char sink[4096];
+    for (size_t left = len - 4; left > 0;) {
+        ssize_t n = recv(fd, sink, left < sizeof(sink) ? left : sizeof(sink), 0);
+        if (n <= 0) {
+            break;
+        }
+        left -= (size_t)n;
+    }
+    return st;
+}
+
+static void test_a_client_without_the_token_reads_and_writes_nothing(void **state)
+{
+    (void)state;
+    struct boot_store_server *srv = hard_server("s3cret-token", NULL);
+    struct boot_store *s = NULL;
+    struct boot_buf b = {0};
+    int port = boot_store_server_port(srv), fd;
+    bool there = true;
+    int64_t n = -1;
+
+    /* No token, a wrong one, a prefix of the right one: refused at connect. */
+    assert_int_equal(boot_store_tcp_connect_token("127.0.0.1", port, "", 5.0, &s), PGC_ERR_BOOT);
+    assert_non_null(strstr(mps_last_error(), "MPISHIM_STORE_TOKEN is not set"));
+    assert_int_equal(boot_store_tcp_connect_token("127.0.0.1", port, "s3cret-tokeN", 5.0, &s),
+                     PGC_ERR_BOOT);
+    assert_non_null(strstr(mps_last_error(), "not the job's token"));
+    assert_int_equal(boot_store_tcp_connect_token("127.0.0.1", port, "s3cret", 5.0, &s),
+                     PGC_ERR_BOOT);
+    assert_null(s);
+    /* A client that skips the token: its set is refused and the connection closed. */
+    fd = raw_connect(srv);
+    raw_request(&b, BOOT_OP_SET, 2, "planted", "x");
+    assert_int_equal(send(fd, b.p, b.len, MSG_NOSIGNAL), (ssize_t)b.len);
+    assert_int_equal(raw_status(fd), PGC_ERR_BOOT);
+    assert_int_equal(raw_status(fd), -1000);
+    close(fd);
+    /* One that sends a wrong token and then asks anyway gets nothing either. */
+    fd = raw_connect(srv);
+    raw_request(&b, BOOT_OP_AUTH, 1, "guess", NULL);
+    assert_int_equal(send(fd, b.p, b.len, MSG_NOSIGNAL), (ssize_t)b.len);
+    raw_request(&b, BOOT_OP_NUM_KEYS, 0, NULL, NULL);
+    send(fd, b.p, b.len, MSG_NOSIGNAL);
+    assert_int_equal(raw_status(fd), PGC_ERR_BOOT);
+    assert_int_equal(raw_status(fd), -1000);
+    close(fd);
+    boot_buf_free(&b);
+    /* The job's client sees nothing planted. */
+    s = hard_client(srv, "s3cret-token");
+    const char *k = "planted";
+    assert_int_equal(boot_store_check(s, &k, 1, &there), PGC_OK);
+    assert_false(there);
+    assert_int_equal(boot_store_num_keys(s, &n), PGC_OK);
+    assert_int_equal(n, 0);
+    boot_store_close(s);
+    boot_store_server_stop(srv);
+}
+
+static void test_a_request_above_the_frame_cap_is_an_error_and_the_connection_goes_on(void **state)
+{
+    (void)state;
+    const char *caps[] = {"MPISHIM_STORE_FRAME_MAX=100000", NULL};
+    struct boot_store_server *srv = hard_server(NULL, caps);
+    struct boot_store *s = hard_client(srv, NULL);
+    size_t big = 200000;
+    char *v = calloc(1, big);
+    void *got = NULL;
+    size_t len = 0;
+
+    assert_int_equal(boot_store_set(s, "big", v, big), PGC_ERR_NOMEM);
+    assert_non_null(strstr(mps_last_error(), "MPISHIM_STORE_FRAME_MAX (100000 bytes)"));
+    assert_int_equal(boot_store_set(s, "small", v, 1000), PGC_OK);
+    assert_int_equal(boot_store_get(s, "small", &got, &len), PGC_OK);
+    assert_int_equal(len, 1000);
+    free(got);
+    free(v);
+    boot_store_close(s);
+    boot_store_server_stop(srv);
+}
+
+static void test_keys_and_bytes_above_their_caps_are_errors(void **state)
+{
+    (void)state;
+    const char *caps[] = {"MPISHIM_STORE_KEYS_MAX=10", "MPISHIM_STORE_DATA_MAX=1000", NULL};
+    struct boot_store_server *srv = hard_server(NULL, caps);
+    struct boot_store *s = hard_client(srv, NULL);
+    char key[16], v[1000] = {0};
+    int64_t r;
+
+    for (int i = 0; i < 10; i++) {
+        snprintf(key, sizeof(key), "k%d", i); /* 2 bytes of key, 1 of value */
+        assert_int_equal(boot_store_set(s, key, "v", 1), PGC_OK);
+    }
+    assert_int_equal(boot_store_set(s, "k10", "v", 1), PGC_ERR_NOMEM);
+    assert_non_null(strstr(mps_last_error(), "MPISHIM_STORE_KEYS_MAX"));
+    assert_int_equal(boot_store_add(s, "counter", 1, &r), PGC_ERR_NOMEM);
+    assert_int_equal(boot_store_set(s, "k9", "w", 1), PGC_OK); /* replacing is no new key */
+    assert_true(boot_store_delete(s, "k9", NULL) == PGC_OK);
+    /* 9 keys of 3 bytes stored: 27; 2 + 971 = 973 more makes exactly 1000. */
+    assert_int_equal(boot_store_set(s, "k9", v, 972), PGC_ERR_NOMEM);
+    assert_non_null(strstr(mps_last_error(), "MPISHIM_STORE_DATA_MAX (1000 bytes"));
+    assert_int_equal(boot_store_set(s, "k9", v, 971), PGC_OK);
+    assert_int_equal(boot_store_set(s, "k9", v, 972), PGC_ERR_NOMEM);
+    assert_int_equal(boot_store_set(s, "k9", v, 10), PGC_OK); /* shrinking frees room */
+    assert_int_equal(boot_store_set(s, "k0", v, 900), PGC_OK);
+    boot_store_close(s);
+    boot_store_server_stop(srv);
+}
+
+static void test_a_client_that_does_not_read_its_answers_is_not_read_further(void **state)
+{
+    (void)state;
+    struct boot_store_server *srv = hard_server(NULL, NULL);
+    struct boot_store *s = hard_client(srv, NULL);
+    size_t vlen = 1 << 20;
+    char *v = calloc(1, vlen);
+    struct boot_buf b = {0}, many = {0};
+    int64_t n;
+    int fd;
+
+    assert_int_equal(boot_store_set(s, "value", v, vlen), PGC_OK);
+    fd = raw_connect(srv);
+    raw_request(&b, BOOT_OP_AUTH, 1, "", NULL);
+    boot_buf_put(&many, b.p, b.len);
+    raw_request(&b, BOOT_OP_GET, 1, "value", NULL);
+    for (int i = 0; i < 300; i++) { /* 300 MiB of answers if all were served */
+        boot_buf_put(&many, b.p, b.len);
+    }
+    assert_int_equal(send(fd, many.p, many.len, MSG_NOSIGNAL), (ssize_t)many.len);
+    /* The server serves what has arrived before it polls again: once two round trips of
+     * this client are answered, it has read what the first connection sent. */
+    assert_int_equal(boot_store_num_keys(s, &n), PGC_OK);
+    assert_int_equal(boot_store_num_keys(s, &n), PGC_OK);
+    assert_true(boot_store_server_buffered(srv) < (16u << 20));
+    close(fd);
+    assert_int_equal(boot_store_num_keys(s, &n), PGC_OK);
+    assert_int_equal(n, 1);
+    boot_buf_free(&b);
+    boot_buf_free(&many);
+    free(v);
+    boot_store_close(s);
+    boot_store_server_stop(srv);
+}
+
+static void test_answers_above_the_buffer_cap_are_an_error(void **state)
+{
+    (void)state;
+    const char *caps[] = {"MPISHIM_STORE_BUFFER_MAX=12000000", NULL};
+    struct boot_store_server *srv = hard_server(NULL, caps);
+    struct boot_store *s = hard_client(srv, NULL);
+    size_t vlen = 6 << 20;
+    char *v = calloc(1, vlen);
+    struct boot_buf b = {0};
+    void *got = NULL;
+    size_t len = 0;
+    int64_t n;
+    int fd, small = 1;
+
+    assert_int_equal(boot_store_set(s, "value", v, vlen), PGC_OK);
+    /* A reader that asks and does not read keeps most of the 6 MiB answer buffered (a
+     * small receive buffer stops the kernel from taking it all). */
+    fd = socket(AF_INET, SOCK_STREAM, 0);
+    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
+    struct sockaddr_in a = {.sin_family = AF_INET,
+                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK),
+                            .sin_port = htons((uint16_t)boot_store_server_port(srv))};
+    assert_int_equal(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+    raw_request(&b, BOOT_OP_AUTH, 1, "", NULL);
+    send(fd, b.p, b.len, MSG_NOSIGNAL);
+    assert_int_equal(raw_status(fd), PGC_OK);
+    raw_request(&b, BOOT_OP_GET, 1, "value", NULL);
+    send(fd, b.p, b.len, MSG_NOSIGNAL);
+    assert_int_equal(boot_store_num_keys(s, &n), PGC_OK); /* it was served: see above */
+    assert_int_equal(boot_store_num_keys(s, &n), PGC_OK);
+    assert_true(boot_store_server_buffered(srv) > (4u << 20));
+    assert_int_equal(boot_store_get(s, "value", &got, &len), PGC_ERR_NOMEM);
+    assert_non_null(strstr(mps_last_error(), "MPISHIM_STORE_BUFFER_MAX"));
+    close(fd);
+    /* Once that reader is gone, the same answer fits. */
+    for (int i = 0; i < 100 && boot_store_server_buffered(srv) > (4u << 20); i++) {
+        usleep(10000);
+    }
+    assert_int_equal(boot_store_get(s, "value", &got, &len), PGC_OK);
+    assert_int_equal(len, vlen);
+    free(got);
+    boot_buf_free(&b);
+    free(v);
+    boot_store_close(s);
+    boot_store_server_stop(srv);
+}
+
+static int open_fds(void)
+{
+    DIR *d = opendir("/proc/self/fd");
+    int n = 0;
+
+    while (d && readdir(d)) {
+        n++;
+    }
+    if (d) {
+        closedir(d);
+    }
+    return n - 3; /* ".", ".." and the directory's own descriptor */
+}
+
+/* The child: a server whose process may open only two more descriptors. */
+static void fd_starved_server(int report)
+{
+    struct boot_store_server *srv = NULL;
+
+    if (boot_store_server_start("127.0.0.1", 0, &srv) != PGC_OK) {
+        _exit(1);
+    }
+    struct rlimit rl = {.rlim_cur = (rlim_t)open_fds() + 2, .rlim_max = (rlim_t)open_fds() + 2};
+    int port = boot_store_server_port(srv);
+    if (setrlimit(RLIMIT_NOFILE, &rl) != 0 || write(report, &port, sizeof(port)) < 0) {
+        _exit(1);
+    }
+    alarm(60); /* never outlive a parent that failed before it could kill this one */
+    pause();
+    _exit(0);
+}
+
+static void test_a_server_out_of_descriptors_sheds_newcomers_and_serves_the_others(void **state)
+{
+    (void)state;
+    int p[2], port = 0, extra[40];
+    struct boot_store *s = NULL;
+    void *got = NULL;
+    size_t len = 0;
+
+    assert_int_equal(pipe(p), 0);
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(p[0]);
+        fd_starved_server(p[1]);
+    }
+    close(p[1]);
+    assert_int_equal(read(p[0], &port, sizeof(port)), sizeof(port));
+    close(p[0]);
+    assert_int_equal(boot_store_tcp_connect_token("127.0.0.1", port, "", 5.0, &s), PGC_OK);
+    assert_int_equal(boot_store_set(s, "k", "v", 1), PGC_OK);
+    struct sockaddr_in a = {.sin_family = AF_INET,
+                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK),
+                            .sin_port = htons((uint16_t)port)};
+    for (int i = 0; i < 40; i++) {
+        extra[i] = socket(AF_INET, SOCK_STREAM, 0);
+        assert_int_equal(connect(extra[i], (struct sockaddr *)&a, sizeof(a)), 0);
+    }
+    /* The server closes the connections it cannot keep (all but the few that fit): reading them
+     * ends. Without the shedding they would wait in the backlog, open, forever. */
+    int closed = 0;
+    for (int i = 0; i < 40; i++) {
+        struct pollfd pf = {.fd = extra[i], .events = POLLIN};
+        char c;
+        if (poll(&pf, 1, 1000) == 1 && recv(extra[i], &c, 1, 0) <= 0) {
+            closed++;
+        }
+        close(extra[i]);
+    }
+    assert_true(closed >= 34);
+    assert_int_equal(boot_store_get(s, "k", &got, &len), PGC_OK);
+    assert_string_equal(got, "v");
+    free(got);
+    boot_store_close(s);
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+}
+
+/* Registration: each rank a thread with its own connection. */
+struct reg_arg {
+    struct boot_store_server *srv;
+    int rank, size, pid, rc;
+    char msg[512];
+};
+
+static void *reg_thread(void *p)
+{
+    struct reg_arg *a = p;
+    struct boot_store *s = NULL;
+
+    a->rc = boot_store_tcp_connect_token("127.0.0.1", boot_store_server_port(a->srv), "", 5.0, &s);
+    if (a->rc == PGC_OK) {
+        a->rc = boot_store_register_pid(s, a->rank, a->size, a->pid, 10.0);
+    }
+    snprintf(a->msg, sizeof(a->msg), "%s", mps_last_error());
+    boot_store_close(s);
+    return NULL;
+}
+
+static void run_registrations(struct reg_arg *a, int n)
+{
+    pthread_t t[8];
+    struct boot_store_server *srv = hard_server(NULL, NULL);
+
+    for (int i = 0; i < n; i++) {
+        a[i].srv = srv;
+        pthread_create(&t[i], NULL, reg_thread, &a[i]);
+    }
+    for (int i = 0; i < n; i++) {
+        pthread_join(t[i], NULL);
+    }
+    boot_store_server_stop(srv);
+}
+
+static void test_registration_passes_when_every_rank_comes_once(void **state)
+{
+    (void)state;
+    struct reg_arg a[3] = {{.rank = 2, .size = 3, .pid = 1002},
+                           {.rank = 0, .size = 3, .pid = 1000},
+                           {.rank = 1, .size = 3, .pid = 1001}};
+
+    run_registrations(a, 3);
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(a[i].rc, PGC_OK);
+    }
+}
+
+static void test_a_rank_started_twice_fails_on_every_side_naming_both(void **state)
+{
+    (void)state;
+    struct reg_arg a[3] = {{.rank = 0, .size = 3, .pid = 1000},
+                           {.rank = 1, .size = 3, .pid = 1001},
+                           {.rank = 1, .size = 3, .pid = 2001}};
+    int dup = 0;
+
+    run_registrations(a, 3);
+    for (int i = 0; i < 3; i++) {
+        assert_int_not_equal(a[i].rc, PGC_OK);
+        dup += a[i].rc == PGC_ERR_INVALID_RANK;
+        assert_non_null(strstr(a[i].msg, "rank 1 was started twice: by host"));
+        /* both processes, in the order they registered */
+        assert_true((strstr(a[i].msg, "pid 1001, and by host") && strstr(a[i].msg, "pid 2001 (")) ||
+                    (strstr(a[i].msg, "pid 2001, and by host") && strstr(a[i].msg, "pid 1001 (")));
+    }
+    assert_int_equal(dup, 1); /* the second of the two; the others hear of it */
+}
+
+static void test_a_world_size_other_than_rank_0s_fails_on_both_sides(void **state)
+{
+    (void)state;
+    struct reg_arg a[2] = {{.rank = 0, .size = 2, .pid = 1000},
+                           {.rank = 1, .size = 3, .pid = 1001}};
+
+    run_registrations(a, 2);
+    assert_int_equal(a[1].rc, PGC_ERR_MISMATCH);
+    assert_int_equal(a[0].rc, PGC_ERR_BOOT);
+    for (int i = 0; i < 2; i++) {
+        assert_non_null(strstr(a[i].msg, "disagree on WORLD_SIZE: rank 0 (host"));
+        assert_non_null(strstr(a[i].msg, "pid 1000) has 2, rank 1 (host"));
+        assert_non_null(strstr(a[i].msg, "pid 1001) has 3"));
+    }
+}
+
+static void test_a_process_that_registers_again_is_no_duplicate(void **state)
+{
+    (void)state;
+    struct boot_store_server *srv = hard_server(NULL, NULL);
+    struct boot_store *s = hard_client(srv, NULL);
+
+    /* A second init of one process on a store that outlived the first (mpiexec's). */
+    assert_int_equal(boot_store_register(s, 0, 1, 5.0), PGC_OK);
+    assert_int_equal(boot_store_register(s, 0, 1, 5.0), PGC_OK);
+    boot_store_close(s);
+    boot_store_server_stop(srv);
+}
+
+static void test_a_registration_timeout_names_the_ranks_that_never_came(void **state)
+{
+    (void)state;
+    struct boot_store_server *srv = hard_server(NULL, NULL);
+    struct boot_store *s = hard_client(srv, NULL);
+
+    assert_int_equal(boot_store_register(s, 0, 4, 0.3), PGC_ERR_TIMEOUT);
+    assert_non_null(strstr(mps_last_error(), "waiting for 3 of 4 ranks"));
+    assert_non_null(strstr(mps_last_error(), "missing: ranks 1, 2, 3"));
+    boot_store_close(s);
+    boot_store_server_stop(srv);
+}
+
+static void test_a_detached_server_parses_what_it_is_fed(void **state)
+{
+    (void)state;
+    struct boot_store_server *srv = NULL;
+    struct boot_buf b = {0};
+    unsigned char junk[] = {0, 0, 0, 3, 1, 2};
+
+    assert_int_equal(boot_store_server_detached(NULL, &srv), PGC_OK);
+    raw_request(&b, BOOT_OP_SET, 2, "k", "v");
+    assert_int_equal(boot_store_server_feed(srv, b.p, b.len), PGC_OK);
+    assert_int_equal(boot_store_server_feed(srv, junk, sizeof(junk)), PGC_OK);
+    boot_buf_free(&b);
+    boot_store_server_stop(srv);
+}
+
 /* File only. */
 
 static void test_last_handle_to_close_removes_the_file(void **state)
@@ -434,6 +918,21 @@ int main(void)
         TCP_ONLY(test_server_stopping_during_a_get_makes_it_unreachable),
         TCP_ONLY(test_server_survives_a_garbage_frame),
         FILE_ONLY(test_last_handle_to_close_removes_the_file),
+        cmocka_unit_test(test_a_client_without_the_token_reads_and_writes_nothing),
+        cmocka_unit_test(test_a_request_above_the_frame_cap_is_an_error_and_the_connection_goes_on),
+        cmocka_unit_test(test_keys_and_bytes_above_their_caps_are_errors),
+        cmocka_unit_test(test_a_client_that_does_not_read_its_answers_is_not_read_further),
+        cmocka_unit_test(test_answers_above_the_buffer_cap_are_an_error),
+        cmocka_unit_test(test_a_server_out_of_descriptors_sheds_newcomers_and_serves_the_others),
+        cmocka_unit_test(test_registration_passes_when_every_rank_comes_once),
+        cmocka_unit_test(test_a_rank_started_twice_fails_on_every_side_naming_both),
+        cmocka_unit_test(test_a_world_size_other_than_rank_0s_fails_on_both_sides),
+        cmocka_unit_test(test_a_process_that_registers_again_is_no_duplicate),
+        cmocka_unit_test(test_a_registration_timeout_names_the_ranks_that_never_came),
+        cmocka_unit_test(test_a_detached_server_parses_what_it_is_fed),
     };
+    if (getenv("TEST_FILTER")) { /* e.g. TEST_FILTER='*descriptors*' to run one test */
+        cmocka_set_test_filter(getenv("TEST_FILTER"));
+    }
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
