@@ -27,12 +27,19 @@
 #include "pg_device.h"
 #include "pgc_status.h"
 
+/* A variable's current value as the info tool shows it: a secret (the store's token) only
+ * as set or not, since the output lands in logs and bug reports. */
+static const char *shown_value(enum mps_config_id id, const char *value)
+{
+    return id == MPS_CFG_STORE_TOKEN && value && *value ? "(set, not shown)" : value;
+}
+
 static void print_vars(void)
 {
     printf("Environment variables (MPISHIM_*):\n");
     for (int id = 0; id < MPS_CFG_COUNT; id++) {
         const struct mps_config_desc *d = mps_config_desc((enum mps_config_id)id);
-        const char *cur = getenv(d->name);
+        const char *cur = shown_value((enum mps_config_id)id, getenv(d->name));
         printf("  %s (%s)\n", d->name, mps_config_type_name(d->type));
         printf("      default: \"%s\"   current: %s%s%s\n", d->def, cur ? "\"" : "",
                cur ? cur : "(unset)", cur ? "\"" : "");
@@ -175,7 +182,8 @@ static void print_parsable(void)
         const struct mps_config_desc *d = mps_config_desc((enum mps_config_id)id);
         bool set = mps_config_is_set((enum mps_config_id)id);
         printf("var:%s:type:%s\n", d->name, mps_config_type_name(d->type));
-        printf("var:%s:value:%s\n", d->name, mps_config_str((enum mps_config_id)id));
+        printf("var:%s:value:%s\n", d->name,
+               shown_value((enum mps_config_id)id, mps_config_str((enum mps_config_id)id)));
         printf("var:%s:default:%s\n", d->name, d->def);
         printf("var:%s:source:%s\n", d->name, set ? "environment" : "default");
         printf("var:%s:doc:%s\n", d->name, d->doc);
