@@ -249,6 +249,43 @@ int pg_iallgather(struct pg_group *g, const void *in, void *out, size_t bytes,
         return rc_ == PGC_OK ? pg_wait(&req, -1) : rc_;                                            \
     } while (0)
 
+/* The scheduled paths stay out of line: the blocking forms' fast paths are then a check and
+ * a tail call, with no request on their stack. */
+#define PG_SLOW __attribute__((noinline, cold))
+
+PG_SLOW static int bcast_sched(struct pg_group *g, void *buf, size_t bytes, int root)
+{
+    PG_BLOCKING(pg_ibcast(g, buf, bytes, root, &req));
+}
+
+PG_SLOW static int reduce_sched(struct pg_group *g, const void *in, void *out, size_t count,
+                                const struct pg_op_spec *op, int root)
+{
+    PG_BLOCKING(pg_ireduce(g, in, out, count, op, root, &req));
+}
+
+PG_SLOW static int allreduce_sched(struct pg_group *g, const void *in, void *out, size_t count,
+                                   const struct pg_op_spec *op)
+{
+    PG_BLOCKING(pg_iallreduce(g, in, out, count, op, &req));
+}
+
+PG_SLOW static int reduce_scatter_block_sched(struct pg_group *g, const void *in, void *out,
+                                              size_t count, const struct pg_op_spec *op)
+{
+    PG_BLOCKING(pg_ireduce_scatter_block(g, in, out, count, op, &req));
+}
+
+PG_SLOW static int allgather_sched(struct pg_group *g, const void *in, void *out, size_t bytes)
+{
+    PG_BLOCKING(pg_iallgather(g, in, out, bytes, &req));
+}
+
+PG_SLOW static int alltoall_sched(struct pg_group *g, const void *in, void *out, size_t bytes)
+{
+    PG_BLOCKING(pg_ialltoall(g, in, out, bytes, &req));
+}
+
 int pg_barrier(struct pg_group *g)
 {
     return pg_barrier_direct(g);
@@ -261,7 +298,7 @@ int pg_bcast(struct pg_group *g, void *buf, size_t bytes, int root)
     if (pg_check_root(g, root) == PGC_OK && pg_bcast_direct_ok(g, buf, bytes)) {
         return pg_bcast_direct(g, buf, bytes, root);
     }
-    PG_BLOCKING(pg_ibcast(g, buf, bytes, root, &req));
+    return bcast_sched(g, buf, bytes, root);
 }
 
 int pg_reduce(struct pg_group *g, const void *in, void *out, size_t count,
@@ -270,7 +307,7 @@ int pg_reduce(struct pg_group *g, const void *in, void *out, size_t count,
     if (count * op->elem_size <= PG_DIRECT_MAX) {
         return pg_reduce_direct(g, in, out, count, op, root);
     }
-    PG_BLOCKING(pg_ireduce(g, in, out, count, op, root, &req));
+    return reduce_sched(g, in, out, count, op, root);
 }
 
 int pg_allreduce(struct pg_group *g, const void *in, void *out, size_t count,
@@ -279,7 +316,7 @@ int pg_allreduce(struct pg_group *g, const void *in, void *out, size_t count,
     if (count * op->elem_size <= PG_DIRECT_MAX) {
         return pg_allreduce_direct(g, in, out, count, op);
     }
-    PG_BLOCKING(pg_iallreduce(g, in, out, count, op, &req));
+    return allreduce_sched(g, in, out, count, op);
 }
 
 int pg_reduce_scatter_block(struct pg_group *g, const void *in, void *out, size_t count,
@@ -288,7 +325,7 @@ int pg_reduce_scatter_block(struct pg_group *g, const void *in, void *out, size_
     if (count * op->elem_size * (size_t)g->size <= PG_DIRECT_MAX) {
         return pg_reduce_scatter_block_direct(g, in, out, count, op);
     }
-    PG_BLOCKING(pg_ireduce_scatter_block(g, in, out, count, op, &req));
+    return reduce_scatter_block_sched(g, in, out, count, op);
 }
 
 /* Equal blocks to and from every peer: one message each way per pair at once for a few
@@ -303,7 +340,7 @@ int pg_allgather(struct pg_group *g, const void *in, void *out, size_t bytes)
     if (all_pairs_chosen(g, bytes)) {
         return pg_allgather_direct(g, in, out, bytes);
     }
-    PG_BLOCKING(pg_iallgather(g, in, out, bytes, &req));
+    return allgather_sched(g, in, out, bytes);
 }
 
 int pg_alltoall(struct pg_group *g, const void *in, void *out, size_t bytes)
@@ -311,5 +348,5 @@ int pg_alltoall(struct pg_group *g, const void *in, void *out, size_t bytes)
     if (all_pairs_chosen(g, bytes)) {
         return pg_alltoall_direct(g, in, out, bytes);
     }
-    PG_BLOCKING(pg_ialltoall(g, in, out, bytes, &req));
+    return alltoall_sched(g, in, out, bytes);
 }
