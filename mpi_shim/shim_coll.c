@@ -143,8 +143,10 @@ static int check_buf(struct shim_blk *b, const void *buf, int count,
     return MPI_SUCCESS;
 }
 
-int shim_blk_begin(struct shim_blk *b, const char *fn, MPI_Comm comm, int count,
-                   MPI_Datatype dt)
+/* Inlined into the blocking reductions, whose few-byte calls are the ones that count. */
+static inline __attribute__((always_inline)) int blk_begin(struct shim_blk *b, const char *fn,
+                                                           MPI_Comm comm, int count,
+                                                           MPI_Datatype dt)
 {
     /* Only what shim_blk_end reads and a side left unset must hold: a memset of the whole
      * struct costs a measurable share of an 8-byte allreduce. */
@@ -160,6 +162,12 @@ int shim_blk_begin(struct shim_blk *b, const char *fn, MPI_Comm comm, int count,
         return MPI_SUCCESS;
     }
     return shim_coll_check(fn, comm, count, dt, &b->c, &b->t);
+}
+
+int shim_blk_begin(struct shim_blk *b, const char *fn, MPI_Comm comm, int count,
+                   MPI_Datatype dt)
+{
+    return blk_begin(b, fn, comm, count, dt);
 }
 
 /* The input side: the packed form of count elements at buf. */
@@ -203,13 +211,14 @@ int shim_blk_end_slow(struct shim_blk *b, int pgrc)
 
 /* Reduce and allreduce (root < 0): the checks, the op and both buffers. MPI_IN_PLACE is
  * the input in recvbuf, where the result goes. */
-static int blk_reduction(struct shim_blk *b, const char *fn, const void *sendbuf,
+static inline __attribute__((always_inline)) int
+blk_reduction(struct shim_blk *b, const char *fn, const void *sendbuf,
                               void *recvbuf, int count, MPI_Datatype dt, MPI_Op op, int root,
                               MPI_Comm comm)
 {
     size_t scale;
     bool gets_result;
-    int rc = shim_blk_begin(b, fn, comm, count, dt);
+    int rc = blk_begin(b, fn, comm, count, dt);
 
     if (rc == MPI_SUCCESS && root >= 0) {
         rc = shim_coll_check_root(fn, comm, b->c, root);
