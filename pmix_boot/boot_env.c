@@ -21,6 +21,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 #include <string.h>
 
 #define KEY_LEN 64
@@ -212,6 +213,13 @@ static int tcp_rendezvous(struct boot *b, const char *host, int port)
     if (rc != PGC_OK) {
         boot_store_close(b->store);
         b->store = NULL;
+        if (b->server) {
+            /* The other ranks may still be reading the error that ended this init (a rank
+             * started twice names both processes to every rank): serve them a moment longer
+             * instead of resetting their connections. Only a failed start waits. */
+            struct timespec grace = {2, 0};
+            nanosleep(&grace, NULL);
+        }
         boot_store_server_stop(b->server);
         b->server = NULL;
         return rc;

@@ -76,6 +76,16 @@ while read -r name nprocs args; do
             continue
         fi
     fi
+    # A case marked no-tsan (see the list) is skipped in the ThreadSanitizer build.
+    if [[ " $args " == *" no-tsan "* ]]; then
+        args=${args/no-tsan/}
+        if [[ "${MPS_SAN_FLAGS:-}" == *thread* ]]; then
+            echo "SKIP $name $nprocs $args (no-tsan: see tests/mr.list; needs a build" \
+                "without ThreadSanitizer)"
+            skipped=$((skipped + 1))
+            continue
+        fi
+    fi
     # shellcheck disable=SC2086 # args are split on purpose, as written in the list
     timeout -k 5 "$per_case" "${launch[@]}" "$nprocs" "$prog" $args </dev/null
     rc=$?
