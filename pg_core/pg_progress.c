@@ -134,17 +134,19 @@ static int peer_alive(void)
 int pg_wait_until_locked(bool (*ready)(void *arg), void *arg, double timeout)
 {
     double start = 0, next_look = 0;
+    bool sleepy = false;
     int spins = 0, rc = PGC_OK;
 
     if (timeout < 0) {
         timeout = pg_w.timeout;
     }
     for (unsigned iter = 0; !ready(arg) && rc == PGC_OK; iter++) {
-        wait_poll(&spins, start != 0 && next_look - start > WAIT_SLEEP_AFTER);
+        wait_poll(&spins, sleepy);
         /* Reading the clock costs ~20 ns: check it every 256 polls only, and not on the
          * first (most waits end within a few polls). The timeout counts from there. */
         if ((iter & 255) == 255) {
             double now = mps_now();
+            sleepy = start != 0 && now - start > WAIT_SLEEP_AFTER;
             if (start == 0) {
                 start = next_look = now;
             } else if (now - start > timeout && !ready(arg)) {
