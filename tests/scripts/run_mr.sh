@@ -57,6 +57,15 @@ case "$launcher" in
         ;;
 esac
 
+# skip_marked MARK SANITIZER WHY: whether this case (name, nprocs, args) carries MARK and
+# the build uses SANITIZER (a word of MPS_SAN_FLAGS); then it says so. MARK leaves args.
+skip_marked() {
+    [[ " $args " == *" $1 "* ]] || return 1
+    args=${args/$1/}
+    [[ "${MPS_SAN_FLAGS:-}" == *$2* ]] || return 1
+    echo "SKIP $name $nprocs $args ($1: $3; needs a build without that sanitizer)"
+}
+
 pass=0 fail=0 skipped=0
 while read -r name nprocs args; do
     prog=$top_builddir/tests/mr/$name
@@ -65,26 +74,12 @@ while read -r name nprocs args; do
         skipped=$((skipped + 1))
         continue
     fi
-    # A case marked no-lsan (a library beneath us leaks, see the list) is skipped where
-    # LeakSanitizer checks every process.
-    if [[ " $args " == *" no-lsan "* ]]; then
-        args=${args/no-lsan/}
-        if [[ "${MPS_SAN_FLAGS:-}" == *address* ]]; then
-            echo "SKIP $name $nprocs $args (no-lsan: a library beneath leaks here, see" \
-                "tests/mr.list; needs a build without LeakSanitizer)"
-            skipped=$((skipped + 1))
-            continue
-        fi
-    fi
-    # A case marked no-tsan (see the list) is skipped in the ThreadSanitizer build.
-    if [[ " $args " == *" no-tsan "* ]]; then
-        args=${args/no-tsan/}
-        if [[ "${MPS_SAN_FLAGS:-}" == *thread* ]]; then
-            echo "SKIP $name $nprocs $args (no-tsan: see tests/mr.list; needs a build" \
-                "without ThreadSanitizer)"
-            skipped=$((skipped + 1))
-            continue
-        fi
+    # A case marked no-lsan (a library beneath us leaks) is skipped where LeakSanitizer
+    # checks every process, one marked no-tsan in the ThreadSanitizer build (see the list).
+    if skip_marked no-lsan address "a library beneath leaks here" ||
+        skip_marked no-tsan thread "see tests/mr.list"; then
+        skipped=$((skipped + 1))
+        continue
     fi
     # shellcheck disable=SC2086 # args are split on purpose, as written in the list
     timeout -k 5 "$per_case" "${launch[@]}" "$nprocs" "$prog" $args </dev/null

@@ -257,6 +257,10 @@ else
     job "mr_coll" 2 tests/mr/mr_coll
     # 2 ranks per node: shared memory within a node, tcp between.
     job "mr_coll2" 4 tests/mr/mr_coll2
+    # Ranks that pass the same signature as different datatypes, and ranks that call
+    # different collectives, across the nodes (no shared-memory path spans them).
+    job "mr_coll_agree" 4 tests/mr/mr_coll_agree
+    job "mr_coll_mismatch" 2 tests/mr/mr_coll_mismatch
     job "mr_pgc (pgc_ API and the default store)" 4 tests/mr/mr_pgc
     # 3 ranks per node.
     job "mr_p2p" 6 tests/mr/mr_p2p
