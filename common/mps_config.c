@@ -33,7 +33,17 @@ static const char *const tool_names[] = {"MPISHIM_CC", "MPISHIM_CXX", "MPISHIM_W
  * Threads may look a value up at the same time (a schedule is built outside the world
  * lock): each finds the same string, and the atomics make the caching race-free. */
 static const char *cache[MPS_CFG_COUNT];
+static bool written[MPS_CFG_COUNT];
 static bool validated;
+
+/* The values mps_config_set stored. Never freed: a reader on another thread may still
+ * hold the previous one, and tools write a handful at most. The list keeps them reachable
+ * (LeakSanitizer). */
+struct owned_value {
+    struct owned_value *next;
+    char s[];
+};
+static struct owned_value *owned;
 
 const struct mps_config_desc *mps_config_desc(enum mps_config_id id)
 {
@@ -224,7 +234,36 @@ bool mps_config_is_set(enum mps_config_id id)
 {
     const char *v = getenv(table[id].name);
 
-    return v && *v;
+    return (v && *v) || __atomic_load_n(&written[id], __ATOMIC_ACQUIRE);
+}
+
+int mps_config_set(enum mps_config_id id, const char *value, char *why, size_t n)
+{
+    struct owned_value *o;
+    const char *ok;
+    size_t len;
+
+    if (!*value) {
+        /* Empty means the default, as an empty variable in the environment does. */
+        __atomic_store_n(&cache[id], table[id].def, __ATOMIC_RELEASE);
+        return PGC_OK;
+    }
+    ok = check(&table[id], value, why, n);
+    if (!ok) {
+        return PGC_ERR_INVALID_ARG;
+    }
+    len = strlen(ok);
+    o = malloc(sizeof(*o) + len + 1);
+    if (!o) {
+        snprintf(why, n, "no memory for the value of %s", table[id].name);
+        return PGC_ERR_NOMEM;
+    }
+    memcpy(o->s, ok, len + 1);
+    o->next = owned;
+    owned = o;
+    __atomic_store_n(&written[id], true, __ATOMIC_RELEASE);
+    __atomic_store_n(&cache[id], o->s, __ATOMIC_RELEASE);
+    return PGC_OK;
 }
 
 /* The unknown-name warning. */
@@ -327,7 +366,10 @@ int mps_config_validate(void)
 void mps_config_reset(void)
 {
     for (int i = 0; i < MPS_CFG_COUNT; i++) {
-        __atomic_store_n(&cache[i], NULL, __ATOMIC_RELEASE);
+        /* A value a tool wrote (mps_config_set) stands in for the environment's. */
+        if (!__atomic_load_n(&written[i], __ATOMIC_ACQUIRE)) {
+            __atomic_store_n(&cache[i], NULL, __ATOMIC_RELEASE);
+        }
     }
     __atomic_store_n(&validated, false, __ATOMIC_RELEASE);
 }

@@ -10,6 +10,7 @@
 #define MPS_CONFIG_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 /*
  * X(ID, "MPISHIM_NAME", type, "default", choices, "doc"). The type says what a value may be
@@ -165,7 +166,15 @@ bool mps_config_is_set(enum mps_config_id id);
  * is accepted. An MPISHIM_* name the table lacks is a warning line on stderr, not an error.
  */
 int mps_config_validate(void);
-/* Forget cached values and the validation (tests change the environment between cases). */
+/*
+ * Sets the value the library reads from now on, as if the environment said so (the MPI_T
+ * control variables write through it). A value invalid for the type is
+ * PGC_ERR_INVALID_ARG, with why saying what is accepted. Code that read the value before
+ * keeps what it read: mpi_shim/shim_mpit.c says which variables are read again later.
+ */
+int mps_config_set(enum mps_config_id id, const char *value, char *why, size_t n);
+/* Forget cached values and the validation (tests change the environment between cases);
+ * values written by mps_config_set stay. */
 void mps_config_reset(void);
 
 #endif

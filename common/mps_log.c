@@ -55,6 +55,11 @@ static int parse_level(const char *s)
     return MPS_LOG_WARN;
 }
 
+void mps_log_level_reload(void)
+{
+    log_level = -1;
+}
+
 int mps_log_enabled(enum mps_log_level level)
 {
     if (log_level < 0) {

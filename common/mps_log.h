@@ -17,6 +17,8 @@ enum mps_log_level { MPS_LOG_ERROR = 0, MPS_LOG_WARN, MPS_LOG_INFO, MPS_LOG_DEBU
 void mps_log_set_rank(int rank);
 int mps_log_get_rank(void);
 int mps_log_enabled(enum mps_log_level level);
+/* Reads MPISHIM_LOG_LEVEL again at the next message (after mps_config_set changed it). */
+void mps_log_level_reload(void);
 void mps_log(enum mps_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Records the cause of a failure for this thread and returns status, so that

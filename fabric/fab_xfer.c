@@ -13,6 +13,7 @@
 #include "fab_shm.h"
 #include "mps_copy.h"
 #include "mps_log.h"
+#include "mps_stats.h"
 #include "mps_util.h"
 #include "pgc_status.h"
 
@@ -318,12 +319,16 @@ int fab_am_send(struct fab *f, int peer, const void *hdr, size_t hlen, const voi
      * this node. */
     if (mps_likely(f && peer >= 0 && peer < f->size && hlen + plen <= f->am_max &&
                    fab_shm_am_peer(f, peer))) {
+        mps_stats.shm_msgs++;
+        mps_stats.shm_bytes += plen;
         return fab_shm_am_send(f, peer, hdr, hlen, payload, plen);
     }
     rc = check_am(f, peer, hlen + plen, "fab_am_send");
     if (rc != PGC_OK) {
         return rc;
     }
+    mps_stats.fab_msgs++;
+    mps_stats.fab_bytes += plen;
     size_t total = sizeof(struct fab_am_hdr) + hlen + plen;
     if (total <= f->peers[peer].ep->inject_size && total <= FAB_INJECT_STACK) {
         return am_inject(f, peer, hdr, hlen, payload, plen);
@@ -341,8 +346,13 @@ int fab_am_send_zc(struct fab *f, int peer, const void *hdr, size_t hlen, const 
                    size_t plen, struct fab_req *req)
 {
     int rc = check_am(f, peer, hlen + plen, "fab_am_send_zc");
-    if (rc != PGC_OK || fab_am_zcopy(f, peer)) {
-        return rc != PGC_OK ? rc : am_bounce(f, peer, hdr, hlen, payload, plen, req);
+    if (rc == PGC_OK && fab_am_zcopy(f, peer)) {
+        mps_stats.fab_msgs++;
+        mps_stats.fab_bytes += plen;
+        return am_bounce(f, peer, hdr, hlen, payload, plen, req);
+    }
+    if (rc != PGC_OK) {
+        return rc;
     }
     rc = fab_am_send(f, peer, hdr, hlen, payload, plen);
     if (rc == PGC_OK) {
@@ -385,8 +395,10 @@ int fab_tsend(struct fab *f, int peer, const void *buf, size_t len, uint64_t tag
         return rc;
     }
     if (fab_shm_data_peer(f, peer)) {
+        mps_stats.shm_bytes += len;
         return fab_shm_tsend(f, peer, buf, len, tag, req);
     }
+    mps_stats.fab_bytes += len;
     struct fab_peer *p = &f->peers[peer];
     struct fab_wait w = {0};
     ssize_t frc;

@@ -1202,6 +1202,128 @@ MPISHIM_PROTO(int, Reduce_scatter_c, (const void *sendbuf, void *recvbuf,
                                       MPI_Op op, MPI_Comm comm))
 /* ---- End of the large-count collectives with count arrays. ---- */
 
+/* ---- The tool information interface, MPI_T (MPI-3.1 chapter 14.3; shim_mpit.c). ----
+ * A tool reads the library's settings (control variables: every MPISHIM_* variable) and
+ * counters (performance variables), grouped in categories; doc/mpi-t.md lists them. Usable
+ * before MPI_Init and after MPI_Finalize, between MPI_T_init_thread and MPI_T_finalize
+ * (which count: each init needs its finalize). The functions never call an error handler;
+ * they return MPI_SUCCESS or an MPI_T_ERR_* code. Handles and constants have MPICH's
+ * values and representation (pointers), so that MPICH-built tools run unchanged. */
+typedef struct mpishim_t_enum *MPI_T_enum;
+typedef struct mpishim_t_cvar_handle *MPI_T_cvar_handle;
+typedef struct mpishim_t_pvar_handle *MPI_T_pvar_handle;
+typedef struct mpishim_t_pvar_session *MPI_T_pvar_session;
+
+MPISHIM_API extern struct mpishim_t_pvar_handle *const MPI_T_PVAR_ALL_HANDLES;
+#define MPI_T_ENUM_NULL ((MPI_T_enum)0)
+#define MPI_T_CVAR_HANDLE_NULL ((MPI_T_cvar_handle)0)
+#define MPI_T_PVAR_HANDLE_NULL ((MPI_T_pvar_handle)0)
+#define MPI_T_PVAR_SESSION_NULL ((MPI_T_pvar_session)0)
+
+#define MPI_T_VERBOSITY_USER_BASIC 221
+#define MPI_T_VERBOSITY_USER_DETAIL 222
+#define MPI_T_VERBOSITY_USER_ALL 223
+#define MPI_T_VERBOSITY_TUNER_BASIC 224
+#define MPI_T_VERBOSITY_TUNER_DETAIL 225
+#define MPI_T_VERBOSITY_TUNER_ALL 226
+#define MPI_T_VERBOSITY_MPIDEV_BASIC 227
+#define MPI_T_VERBOSITY_MPIDEV_DETAIL 228
+#define MPI_T_VERBOSITY_MPIDEV_ALL 229
+
+#define MPI_T_BIND_NO_OBJECT 9700
+#define MPI_T_BIND_MPI_COMM 9701
+#define MPI_T_BIND_MPI_DATATYPE 9702
+#define MPI_T_BIND_MPI_ERRHANDLER 9703
+#define MPI_T_BIND_MPI_FILE 9704
+#define MPI_T_BIND_MPI_GROUP 9705
+#define MPI_T_BIND_MPI_OP 9706
+#define MPI_T_BIND_MPI_REQUEST 9707
+#define MPI_T_BIND_MPI_WIN 9708
+#define MPI_T_BIND_MPI_MESSAGE 9709
+#define MPI_T_BIND_MPI_INFO 9710
+
+#define MPI_T_SCOPE_CONSTANT 60438
+#define MPI_T_SCOPE_READONLY 60439
+#define MPI_T_SCOPE_LOCAL 60440
+#define MPI_T_SCOPE_GROUP 60441
+#define MPI_T_SCOPE_GROUP_EQ 60442
+#define MPI_T_SCOPE_ALL 60443
+#define MPI_T_SCOPE_ALL_EQ 60444
+
+#define MPI_T_PVAR_CLASS_STATE 240
+#define MPI_T_PVAR_CLASS_LEVEL 241
+#define MPI_T_PVAR_CLASS_SIZE 242
+#define MPI_T_PVAR_CLASS_PERCENTAGE 243
+#define MPI_T_PVAR_CLASS_HIGHWATERMARK 244
+#define MPI_T_PVAR_CLASS_LOWWATERMARK 245
+#define MPI_T_PVAR_CLASS_COUNTER 246
+#define MPI_T_PVAR_CLASS_AGGREGATE 247
+#define MPI_T_PVAR_CLASS_TIMER 248
+#define MPI_T_PVAR_CLASS_GENERIC 249
+
+#define MPI_T_ERR_MEMORY 59
+#define MPI_T_ERR_NOT_INITIALIZED 60
+#define MPI_T_ERR_CANNOT_INIT 61
+#define MPI_T_ERR_INVALID_INDEX 62
+#define MPI_T_ERR_INVALID_ITEM 63
+#define MPI_T_ERR_INVALID_HANDLE 64
+#define MPI_T_ERR_OUT_OF_HANDLES 65
+#define MPI_T_ERR_OUT_OF_SESSIONS 66
+#define MPI_T_ERR_INVALID_SESSION 67
+#define MPI_T_ERR_CVAR_SET_NOT_NOW 68
+#define MPI_T_ERR_CVAR_SET_NEVER 69
+#define MPI_T_ERR_PVAR_NO_STARTSTOP 70
+#define MPI_T_ERR_PVAR_NO_WRITE 71
+#define MPI_T_ERR_PVAR_NO_ATOMIC 72
+#define MPI_T_ERR_INVALID_NAME 73
+#define MPI_T_ERR_INVALID 74
+#define MPI_T_ERR_NOT_SUPPORTED 78
+
+MPISHIM_PROTO(int, T_init_thread, (int required, int *provided))
+MPISHIM_PROTO(int, T_finalize, (void))
+MPISHIM_PROTO(int, T_enum_get_info, (MPI_T_enum enumtype, int *num, char *name, int *name_len))
+MPISHIM_PROTO(int, T_enum_get_item,
+              (MPI_T_enum enumtype, int indx, int *value, char *name, int *name_len))
+MPISHIM_PROTO(int, T_cvar_get_num, (int *num_cvar))
+MPISHIM_PROTO(int, T_cvar_get_info,
+              (int cvar_index, char *name, int *name_len, int *verbosity, MPI_Datatype *datatype,
+               MPI_T_enum *enumtype, char *desc, int *desc_len, int *bind, int *scope))
+MPISHIM_PROTO(int, T_cvar_get_index, (const char *name, int *cvar_index))
+MPISHIM_PROTO(int, T_cvar_handle_alloc,
+              (int cvar_index, void *obj_handle, MPI_T_cvar_handle *handle, int *count))
+MPISHIM_PROTO(int, T_cvar_handle_free, (MPI_T_cvar_handle * handle))
+MPISHIM_PROTO(int, T_cvar_read, (MPI_T_cvar_handle handle, void *buf))
+MPISHIM_PROTO(int, T_cvar_write, (MPI_T_cvar_handle handle, const void *buf))
+MPISHIM_PROTO(int, T_pvar_get_num, (int *num_pvar))
+MPISHIM_PROTO(int, T_pvar_get_info,
+              (int pvar_index, char *name, int *name_len, int *verbosity, int *var_class,
+               MPI_Datatype *datatype, MPI_T_enum *enumtype, char *desc, int *desc_len,
+               int *bind, int *readonly, int *continuous, int *atomic))
+MPISHIM_PROTO(int, T_pvar_get_index, (const char *name, int var_class, int *pvar_index))
+MPISHIM_PROTO(int, T_pvar_session_create, (MPI_T_pvar_session * session))
+MPISHIM_PROTO(int, T_pvar_session_free, (MPI_T_pvar_session * session))
+MPISHIM_PROTO(int, T_pvar_handle_alloc, (MPI_T_pvar_session session, int pvar_index,
+                                         void *obj_handle, MPI_T_pvar_handle *handle, int *count))
+MPISHIM_PROTO(int, T_pvar_handle_free, (MPI_T_pvar_session session, MPI_T_pvar_handle *handle))
+MPISHIM_PROTO(int, T_pvar_start, (MPI_T_pvar_session session, MPI_T_pvar_handle handle))
+MPISHIM_PROTO(int, T_pvar_stop, (MPI_T_pvar_session session, MPI_T_pvar_handle handle))
+MPISHIM_PROTO(int, T_pvar_read, (MPI_T_pvar_session session, MPI_T_pvar_handle handle, void *buf))
+MPISHIM_PROTO(int, T_pvar_write,
+              (MPI_T_pvar_session session, MPI_T_pvar_handle handle, const void *buf))
+MPISHIM_PROTO(int, T_pvar_reset, (MPI_T_pvar_session session, MPI_T_pvar_handle handle))
+MPISHIM_PROTO(int, T_pvar_readreset,
+              (MPI_T_pvar_session session, MPI_T_pvar_handle handle, void *buf))
+MPISHIM_PROTO(int, T_category_get_num, (int *num_cat))
+MPISHIM_PROTO(int, T_category_get_info,
+              (int cat_index, char *name, int *name_len, char *desc, int *desc_len, int *num_cvars,
+               int *num_pvars, int *num_categories))
+MPISHIM_PROTO(int, T_category_get_index, (const char *name, int *cat_index))
+MPISHIM_PROTO(int, T_category_get_cvars, (int cat_index, int len, int indices[]))
+MPISHIM_PROTO(int, T_category_get_pvars, (int cat_index, int len, int indices[]))
+MPISHIM_PROTO(int, T_category_get_categories, (int cat_index, int len, int indices[]))
+MPISHIM_PROTO(int, T_category_changed, (int *update_number))
+/* ---- End of MPI_T. ---- */
+
 #undef MPISHIM_PROTO
 
 #if defined(__cplusplus)

@@ -35,7 +35,8 @@ MPI_F08_status *MPI_F08_STATUS_IGNORE = &f08_status_ignore;
 MPI_F08_status *MPI_F08_STATUSES_IGNORE = f08_statuses_ignore;
 
 /* MPI_T's "all handles" of a performance-variable session (MPICH: a const pointer). */
-SHIM_ABI_DATA void *const MPI_T_PVAR_ALL_HANDLES = (void *)1;
+SHIM_ABI_DATA struct mpishim_t_pvar_handle *const MPI_T_PVAR_ALL_HANDLES =
+    (struct mpishim_t_pvar_handle *)1;
 
 static int bad_f_status(const MPI_Fint *f)
 {

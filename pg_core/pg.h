@@ -152,6 +152,8 @@ struct pg_group *pg_world_group(void);
 struct pg_group *pg_self_group(void);
 void pg_abort(int code, const char *msg);
 double pg_timeout(void);
+/* Messages in the unexpected queues now, and the most there were at once (MPI_T). */
+void pg_unexpected_counts(uint64_t *now, uint64_t *most);
 struct boot_store *pg_store(void);
 
 /* Groups */

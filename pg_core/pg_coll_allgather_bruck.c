@@ -8,6 +8,7 @@
  */
 #include "config.h"
 
+#include "mps_stats.h"
 #include "pg_coll_algos.h"
 
 void pg_allgather_bruck(struct pg_sched *s, void *out, size_t block)
@@ -16,6 +17,7 @@ void pg_allgather_bruck(struct pg_sched *s, void *out, size_t block)
     char *o = out;
     char *tmp = pg_sched_alloc(s, block * (size_t)n);
 
+    mps_stats_algo(MPS_ALGO_ALLGATHER_BRUCK);
     if (!tmp) {
         return;
     }

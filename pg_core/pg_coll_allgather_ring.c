@@ -4,6 +4,7 @@
  */
 #include "config.h"
 
+#include "mps_stats.h"
 #include "pg_coll_algos.h"
 
 void pg_allgatherv_ring(struct pg_sched *s, const void *own, void *buf, const size_t *counts,
@@ -13,6 +14,7 @@ void pg_allgatherv_ring(struct pg_sched *s, const void *own, void *buf, const si
     int right = (r + 1) % n, left = (r - 1 + n) % n;
     char *b = buf;
 
+    mps_stats_algo(MPS_ALGO_ALLGATHER_RING);
     for (int step = 0; step < n - 1; step++) {
         int sb = (r - step + n) % n, rb = (r - step - 1 + n) % n;
         pg_sched_send(s, step == 0 ? own : b + displs[sb], counts[sb], right);

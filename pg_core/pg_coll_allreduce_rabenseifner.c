@@ -8,6 +8,7 @@
  */
 #include "config.h"
 
+#include "mps_stats.h"
 #include "pg_coll_algos.h"
 
 /* Element offset of block i of p over count elements (the first count % p blocks are one
@@ -57,6 +58,7 @@ void pg_allreduce_rabenseifner(struct pg_sched *s, void *acc, size_t count)
     char *tmp = pg_sched_alloc(s, count * s->op.elem_size);
     struct pg_fold f = pg_fold_in(s, acc, tmp, count);
 
+    mps_stats_algo(MPS_ALGO_ALLREDUCE_RABENSEIFNER);
     if (f.vr < 0) {
         return;
     }

@@ -8,6 +8,7 @@
  */
 #include "config.h"
 
+#include "mps_stats.h"
 #include "pg_coll_algos.h"
 
 /* acc = lower op higher, where "received" is the higher side when from_higher. */
@@ -27,6 +28,7 @@ void pg_allreduce_recursive_doubling(struct pg_sched *s, void *acc, size_t count
     void *tmp = pg_sched_alloc(s, bytes);
     struct pg_fold f = pg_fold_in(s, acc, tmp, count);
 
+    mps_stats_algo(MPS_ALGO_ALLREDUCE_RECURSIVE_DOUBLING);
     if (f.vr < 0) {
         return;
     }

@@ -8,6 +8,7 @@
  */
 #include "config.h"
 
+#include "mps_stats.h"
 #include "pg_coll_algos.h"
 
 static size_t chunk_start(size_t count, int n, int i)
@@ -25,6 +26,7 @@ void pg_allreduce_ring(struct pg_sched *s, void *acc, size_t count)
     char *a = acc;
     char *tmp = pg_sched_alloc(s, maxc * es);
 
+    mps_stats_algo(MPS_ALGO_ALLREDUCE_RING);
     for (int step = 0; step < n - 1; step++) {
         int sc = (r - step + n) % n, rc = (r - step - 1 + n) % n;
         size_t s0 = chunk_start(count, n, sc), s1 = chunk_start(count, n, sc + 1);

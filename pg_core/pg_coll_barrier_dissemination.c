@@ -5,12 +5,14 @@
  */
 #include "config.h"
 
+#include "mps_stats.h"
 #include "pg_coll_algos.h"
 
 void pg_barrier_dissemination(struct pg_sched *s)
 {
     int n = s->g->size, r = s->g->rank;
 
+    mps_stats_algo(MPS_ALGO_BARRIER_DISSEMINATION);
     for (int k = 1; k < n; k <<= 1) {
         pg_sched_send(s, NULL, 0, (r + k) % n);
         pg_sched_recv(s, NULL, 0, (r - k + n) % n);

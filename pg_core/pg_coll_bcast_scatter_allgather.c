@@ -7,6 +7,7 @@
  */
 #include "config.h"
 
+#include "mps_stats.h"
 #include "pg_coll_algos.h"
 
 static size_t chunk_off(size_t bytes, int n, int i)
@@ -47,6 +48,7 @@ void pg_bcast_scatter_allgather(struct pg_sched *s, void *buf, size_t bytes, int
     int n = s->g->size;
     size_t *cd = pg_sched_alloc(s, sizeof(size_t) * 2 * (size_t)n);
 
+    mps_stats_algo(MPS_ALGO_BCAST_SCATTER_ALLGATHER);
     if (!cd) {
         return;
     }

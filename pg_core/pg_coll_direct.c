@@ -12,6 +12,7 @@
 
 #include "pg_internal.h"
 #include "mps_log.h"
+#include "mps_stats.h"
 #include "pgc_status.h"
 
 #include <string.h>
@@ -113,8 +114,10 @@ int pg_allreduce_direct(struct pg_group *g, const void *in, void *out, size_t co
     }
     PG_LOCK();
     if (pg_shm_usable(g, PG_SHM_ALLREDUCE, count * op->elem_size)) {
+        mps_stats_algo(MPS_ALGO_ALLREDUCE_SHM);
         rc = pg_allreduce_shm(g, in, out, count, op);
     } else {
+        mps_stats_algo(MPS_ALGO_ALLREDUCE_DIRECT);
         if (in != out) {
             memcpy(out, in, count * op->elem_size);
         }

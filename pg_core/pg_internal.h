@@ -79,6 +79,7 @@ struct pg_world {
     struct mps_list *unexpected; /* [size] */
     uint64_t unexp_stamp;        /* the last arrival stamp given */
     size_t unexp_count;          /* messages in all the queues */
+    size_t unexp_max;            /* the most there were at once (an MPI_T variable) */
     struct pg_msg *msg_pool[PG_MSG_CLASSES]; /* free unexpected-message blocks (pg_p2p.c) */
     int msg_pool_n[PG_MSG_CLASSES];
     struct mps_list rndv_todo;  /* matched rendezvous receives to post (pg_req via link) */

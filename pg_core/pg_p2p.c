@@ -74,6 +74,7 @@ static void unexp_push(struct pg_msg *m)
 {
     m->stamp = ++pg_w.unexp_stamp;
     pg_w.unexp_count++;
+    pg_w.unexp_max = MPS_MAX(pg_w.unexp_max, pg_w.unexp_count);
     mps_list_push_back(&pg_w.unexpected[m->src_world], &m->link);
 }
 

@@ -285,6 +285,14 @@ double pg_timeout(void)
     return pg_w.timeout;
 }
 
+void pg_unexpected_counts(uint64_t *now, uint64_t *most)
+{
+    PG_LOCK();
+    *now = pg_w.unexp_count;
+    *most = pg_w.unexp_max;
+    PG_UNLOCK();
+}
+
 struct boot_store *pg_store(void)
 {
     return pg_w.boot ? boot_get_store(pg_w.boot) : NULL;
