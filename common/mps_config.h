@@ -77,7 +77,7 @@
       "secret every client of the TCP store must present (mpiexec and pgc's default store make "   \
       "one); empty: none, and rank 0's store then listens on MASTER_ADDR only")                    \
     X(STORE_BIND, "MPISHIM_STORE_BIND", STRING, "", MPS_ANY,                                       \
-      "address rank 0's env:// or tcp:// store listens on (default: MASTER_ADDR or the tcp:// "   \
+      "address rank 0's env:// or tcp:// store listens on (default: MASTER_ADDR or the tcp:// "    \
       "host; * for every address)")                                                                \
     X(STORE_FRAME_MAX, "MPISHIM_STORE_FRAME_MAX", SIZE, "64m", MPS_ANY,                            \
       "largest request (bytes) the TCP store server accepts; a larger one is an error")            \
@@ -96,11 +96,11 @@
     X(DEVICE_COLL, "MPISHIM_DEVICE_COLL", ENUM, "auto", MPS_ONE_OF("auto", "nccl", "staging"),     \
       "path for device-buffer collectives: auto, nccl or staging")                                 \
     X(CUDA_LIB, "MPISHIM_CUDA_LIB", STRING, "", MPS_ANY,                                           \
-      "CUDA runtime to open at run time (a file or a name for dlopen); empty: "                  \
-      "libcudart.so.<major of the build's headers>, then configure's CUDA, then libcudart.so")   \
+      "CUDA runtime to open at run time (a file or a name for dlopen); empty: "                    \
+      "libcudart.so.<major of the build's headers>, then configure's CUDA, then libcudart.so")     \
     X(NCCL_LIB, "MPISHIM_NCCL_LIB", STRING, "", MPS_ANY,                                           \
-      "NCCL to open at run time (a file or a name for dlopen); empty: libnccl.so.2, then "      \
-      "configure's NCCL. A file that does not open means no NCCL: device collectives stage")     \
+      "NCCL to open at run time (a file or a name for dlopen); empty: libnccl.so.2, then "         \
+      "configure's NCCL. A file that does not open means no NCCL: device collectives stage")       \
     X(COLL_ALLREDUCE, "MPISHIM_COLL_ALLREDUCE", ENUM, "auto",                                      \
       MPS_ONE_OF("auto", "recursive_doubling", "rabenseifner", "ring"),                            \
       "allreduce algorithm: auto, recursive_doubling, rabenseifner, ring")                         \
@@ -114,7 +114,13 @@
       "1: allreduce, bcast and barrier of up to 2 KiB on a group within one node go through "      \
       "shared memory in one round (pg_coll_shm.c); 0: through messages")                           \
     X(PGC_DEBUG, "MPISHIM_PGC_DEBUG", ENUM, "off", MPS_ONE_OF("off", "info", "detail"),            \
-      "pgc_ API checks: off, info, detail (detail: ranks compare collective arguments first)")
+      "pgc_ API checks: off, info, detail (detail: ranks compare collective arguments first)")     \
+    X(FLIGHT_RECORDER, "MPISHIM_FLIGHT_RECORDER", INT, "0", MPS_ANY,                               \
+      "operations each process group remembers (kind, bytes, peer, sequence number, state), "      \
+      "dumped on a timeout, a fatal error and SIGUSR1 (doc/failures.md); 0: off (64 is a good "    \
+      "size; it costs about 50 instructions per small call)")                                      \
+    X(FLIGHT_RECORDER_FILE, "MPISHIM_FLIGHT_RECORDER_FILE", STRING, "", MPS_ANY,                   \
+      "file the flight recorder's dumps are appended to (empty: stderr)")
 
 /* The allowed names of an ENUM (a NULL-terminated array with static storage). */
 #define MPS_ONE_OF(...) ((const char *const[]){__VA_ARGS__, NULL})

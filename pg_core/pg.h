@@ -56,6 +56,8 @@ struct pg_req {
     int peer_world;         /* world rank of the other side (rendezvous) */
     uint64_t rndv_tag;      /* rendezvous receive: the fabric tag of the data */
     struct mps_list link;   /* posted-receive queue, or pending-send list */
+    struct pg_flight_rec *fl_rec; /* its flight-recorder entry while pending (pg_flight.h) */
+    uint64_t fl_id;
     struct fab_req freq;    /* the fabric transfer of a rendezvous; stays last (pg_req_init
                              * clears only what comes before it) */
 };
@@ -75,6 +77,7 @@ static inline void pg_req_no_callback(struct pg_req *req)
 {
     req->on_complete = NULL;
     req->cb_arg = NULL;
+    req->fl_rec = NULL;
 }
 
 /* A received message that no posted receive took yet (or held by a matched probe). */
@@ -104,6 +107,7 @@ struct pg_group {
     struct pg_group_dev *dev; /* device (NCCL) state, created lazily */
     int *local_of;       /* world rank -> group rank, or NULL (computed lazily) */
     struct pg_shm *shm;  /* flat shared-memory collectives (pg_coll_shm.c), or NULL */
+    struct pg_flight *flight; /* the last operations (pg_flight.h), or NULL when off */
 };
 
 /* What a reduction does: a built-in op on an element type, or a user function. */
@@ -167,16 +171,16 @@ void pg_group_release(struct pg_group *g);
 int pg_group_rank_of(struct pg_group *g, int world_rank);
 
 /* Point-to-point on a group (ranks are group ranks; PG_PROC_NULL completes at once). */
-int pg_isend(struct pg_group *g, const void *buf, size_t len, int dst, int tag, bool sync,
-             struct pg_req *req);
-int pg_irecv(struct pg_group *g, void *buf, size_t cap, int src, int tag, struct pg_req *req);
+int pg_isend_impl(struct pg_group *g, const void *buf, size_t len, int dst, int tag, bool sync,
+                  struct pg_req *req);
+int pg_irecv_impl(struct pg_group *g, void *buf, size_t cap, int src, int tag, struct pg_req *req);
 /* A blocking receive's fast path, tried before pg_irecv: true when the message from src
  * (not a wildcard) was taken into buf and req completed with its status; false when the
  * caller must post the receive with pg_irecv (req as before for it: nothing was queued).
  * Looks at the sender's ring a bounded number of times (4096, once with threads or more
  * ranks than cores). */
-bool pg_recv_direct(struct pg_group *g, void *buf, size_t cap, int src, int tag,
-                    struct pg_req *req);
+bool pg_recv_direct_impl(struct pg_group *g, void *buf, size_t cap, int src, int tag,
+                         struct pg_req *req);
 /* Probe: *found set when a matching message is queued; its source, tag and length go
  * into *probe_req (source, tag, len). With take, the message is removed and returned in
  * *msg for pg_mrecv (matched probe). */
@@ -202,28 +206,28 @@ int pg_wait_any(struct pg_req **reqs, int n, int *index, double timeout);
 
 /* Collectives: each starts a schedule completing *req (kind PG_REQ_COLL). Counts are in
  * elements of op->elem_size (reductions) or bytes. in == out is in place. */
-int pg_ibarrier(struct pg_group *g, struct pg_req *req);
-int pg_ibcast(struct pg_group *g, void *buf, size_t bytes, int root, struct pg_req *req);
-int pg_ireduce(struct pg_group *g, const void *in, void *out, size_t count,
-               const struct pg_op_spec *op, int root, struct pg_req *req);
-int pg_iallreduce(struct pg_group *g, const void *in, void *out, size_t count,
-                  const struct pg_op_spec *op, struct pg_req *req);
+int pg_ibarrier_impl(struct pg_group *g, struct pg_req *req);
+int pg_ibcast_impl(struct pg_group *g, void *buf, size_t bytes, int root, struct pg_req *req);
+int pg_ireduce_impl(struct pg_group *g, const void *in, void *out, size_t count,
+                    const struct pg_op_spec *op, int root, struct pg_req *req);
+int pg_iallreduce_impl(struct pg_group *g, const void *in, void *out, size_t count,
+                       const struct pg_op_spec *op, struct pg_req *req);
 /* Every rank contributes bytes at in; out receives size * bytes in rank order.
  * in == out + rank * bytes is in place. */
-int pg_iallgather(struct pg_group *g, const void *in, void *out, size_t bytes,
-                  struct pg_req *req);
+int pg_iallgather_impl(struct pg_group *g, const void *in, void *out, size_t bytes,
+                       struct pg_req *req);
 /* counts/displs in bytes, one per rank; copied, so the caller may free them at return. */
 int pg_iallgatherv(struct pg_group *g, const void *in, size_t inbytes, void *out,
                    const size_t *counts, const size_t *displs, struct pg_req *req);
 /* Blocking forms (pg_coll.c chooses their path from what every rank agrees on: the group,
  * the bytes, the op, the root). They never match the non-blocking forms, as in MPI. */
-int pg_allgather(struct pg_group *g, const void *in, void *out, size_t bytes);
-int pg_barrier(struct pg_group *g);
-int pg_bcast(struct pg_group *g, void *buf, size_t bytes, int root);
-int pg_reduce(struct pg_group *g, const void *in, void *out, size_t count,
-              const struct pg_op_spec *op, int root);
-int pg_allreduce(struct pg_group *g, const void *in, void *out, size_t count,
-                 const struct pg_op_spec *op);
+int pg_allgather_impl(struct pg_group *g, const void *in, void *out, size_t bytes);
+int pg_barrier_impl(struct pg_group *g);
+int pg_bcast_impl(struct pg_group *g, void *buf, size_t bytes, int root);
+int pg_reduce_impl(struct pg_group *g, const void *in, void *out, size_t count,
+                   const struct pg_op_spec *op, int root);
+int pg_allreduce_impl(struct pg_group *g, const void *in, void *out, size_t count,
+                      const struct pg_op_spec *op);
 
 /* Blocking small collectives without a schedule (pg_coll_direct.c): the same algorithms
  * and results as the schedule forms, for at most PG_DIRECT_MAX bytes. */
@@ -253,5 +257,9 @@ int pg_alltoall_direct(struct pg_group *g, const void *in, void *out, size_t blo
 
 /* in op inout -> inout for a built-in or user op. */
 int pg_op_apply(const struct pg_op_spec *op, const void *in, void *inout, size_t count);
+
+/* Each call above named _impl is called through its recording form pg_<name> (pg_isend,
+ * pg_allreduce, ...): pg_flight.h. */
+#include "pg_flight.h"
 
 #endif

@@ -46,7 +46,7 @@ static bool algo_is(enum mps_config_id id, const char *name)
     return strcmp(mps_config_str(id), name) == 0;
 }
 
-int pg_ibarrier(struct pg_group *g, struct pg_req *req)
+int pg_ibarrier_impl(struct pg_group *g, struct pg_req *req)
 {
     struct pg_sched *s = pg_sched_new(g, NULL, req);
 
@@ -58,7 +58,7 @@ int pg_ibarrier(struct pg_group *g, struct pg_req *req)
     return pg_sched_launch(s);
 }
 
-int pg_ibcast(struct pg_group *g, void *buf, size_t bytes, int root, struct pg_req *req)
+int pg_ibcast_impl(struct pg_group *g, void *buf, size_t bytes, int root, struct pg_req *req)
 {
     struct pg_sched *s;
     int rc = pg_check_root(g, root);
@@ -90,8 +90,8 @@ bool pg_bcast_binomial_chosen(const struct pg_group *g, size_t bytes)
              bytes >= (size_t)g->size);
 }
 
-int pg_ireduce(struct pg_group *g, const void *in, void *out, size_t count,
-               const struct pg_op_spec *op, int root, struct pg_req *req)
+int pg_ireduce_impl(struct pg_group *g, const void *in, void *out, size_t count,
+                    const struct pg_op_spec *op, int root, struct pg_req *req)
 {
     size_t bytes = count * op->elem_size;
     struct pg_sched *s;
@@ -148,8 +148,8 @@ static void build_allreduce(struct pg_sched *s, void *acc, size_t count)
     }
 }
 
-int pg_iallreduce(struct pg_group *g, const void *in, void *out, size_t count,
-                  const struct pg_op_spec *op, struct pg_req *req)
+int pg_iallreduce_impl(struct pg_group *g, const void *in, void *out, size_t count,
+                       const struct pg_op_spec *op, struct pg_req *req)
 {
     struct pg_sched *s;
     int rc = pg_check_op(op);
@@ -212,8 +212,8 @@ int pg_iallgatherv(struct pg_group *g, const void *in, size_t inbytes, void *out
     return pg_sched_launch(s);
 }
 
-int pg_iallgather(struct pg_group *g, const void *in, void *out, size_t bytes,
-                  struct pg_req *req)
+int pg_iallgather_impl(struct pg_group *g, const void *in, void *out, size_t bytes,
+                       struct pg_req *req)
 {
     size_t *cd = malloc(sizeof(size_t) * 2 * (size_t)g->size);
     int rc;
@@ -286,12 +286,12 @@ PG_SLOW static int alltoall_sched(struct pg_group *g, const void *in, void *out,
     PG_BLOCKING(pg_ialltoall(g, in, out, bytes, &req));
 }
 
-int pg_barrier(struct pg_group *g)
+int pg_barrier_impl(struct pg_group *g)
 {
     return pg_barrier_direct(g);
 }
 
-int pg_bcast(struct pg_group *g, void *buf, size_t bytes, int root)
+int pg_bcast_impl(struct pg_group *g, void *buf, size_t bytes, int root)
 {
     /* pg_bcast_direct_ok reads buf only to pick between the direct and the scheduled
      * binomial tree, which send the same messages. */
@@ -301,8 +301,8 @@ int pg_bcast(struct pg_group *g, void *buf, size_t bytes, int root)
     return bcast_sched(g, buf, bytes, root);
 }
 
-int pg_reduce(struct pg_group *g, const void *in, void *out, size_t count,
-              const struct pg_op_spec *op, int root)
+int pg_reduce_impl(struct pg_group *g, const void *in, void *out, size_t count,
+                   const struct pg_op_spec *op, int root)
 {
     if (count * op->elem_size <= PG_DIRECT_MAX) {
         return pg_reduce_direct(g, in, out, count, op, root);
@@ -310,8 +310,8 @@ int pg_reduce(struct pg_group *g, const void *in, void *out, size_t count,
     return reduce_sched(g, in, out, count, op, root);
 }
 
-int pg_allreduce(struct pg_group *g, const void *in, void *out, size_t count,
-                 const struct pg_op_spec *op)
+int pg_allreduce_impl(struct pg_group *g, const void *in, void *out, size_t count,
+                      const struct pg_op_spec *op)
 {
     if (count * op->elem_size <= PG_DIRECT_MAX) {
         return pg_allreduce_direct(g, in, out, count, op);
@@ -335,7 +335,7 @@ static bool all_pairs_chosen(const struct pg_group *g, size_t block)
     return g->size <= PG_DIRECT_RANKS && block * (size_t)g->size <= 8 * PG_DIRECT_MAX;
 }
 
-int pg_allgather(struct pg_group *g, const void *in, void *out, size_t bytes)
+int pg_allgather_impl(struct pg_group *g, const void *in, void *out, size_t bytes)
 {
     if (all_pairs_chosen(g, bytes)) {
         return pg_allgather_direct(g, in, out, bytes);
@@ -343,7 +343,7 @@ int pg_allgather(struct pg_group *g, const void *in, void *out, size_t bytes)
     return allgather_sched(g, in, out, bytes);
 }
 
-int pg_alltoall(struct pg_group *g, const void *in, void *out, size_t bytes)
+int pg_alltoall_impl(struct pg_group *g, const void *in, void *out, size_t bytes)
 {
     if (all_pairs_chosen(g, bytes)) {
         return pg_alltoall_direct(g, in, out, bytes);

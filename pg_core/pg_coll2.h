@@ -48,7 +48,7 @@ int pg_ireduce_scatter_block(struct pg_group *g, const void *in, void *out, size
                              const struct pg_op_spec *op, struct pg_req *req);
 /* Blocking forms (pg_coll.c's selection, like pg_allreduce): in and out of pg_alltoall
  * must not overlap; count is each rank's share, in elements of op->elem_size. */
-int pg_alltoall(struct pg_group *g, const void *in, void *out, size_t bytes);
+int pg_alltoall_impl(struct pg_group *g, const void *in, void *out, size_t bytes);
 int pg_reduce_scatter_block(struct pg_group *g, const void *in, void *out, size_t count,
                             const struct pg_op_spec *op);
 /* Scan: out on rank r = in_0 op ... op in_r. Exscan: out on rank r > 0 = in_0 op ... op

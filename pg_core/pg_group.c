@@ -47,6 +47,7 @@ int pg_group_new(uint64_t ctx, int chan, int rank, int size, const int *world_ra
     g->size = size;
     g->ranks = ranks;
     g->refs = 1;
+    g->flight = pg_flight_new(g);
     *out = g;
     PG_LOCK(); /* the channel tables are the world's */
     rc = pg_shm_attach(g, chan);
@@ -76,6 +77,7 @@ void pg_group_release(struct pg_group *g)
     pg_dev_group_free(g);
     pg_shm_detach(g);
     PG_UNLOCK();
+    pg_flight_free(g->flight);
     free(g->ranks);
     free(g->local_of);
     free(g);

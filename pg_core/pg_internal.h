@@ -5,8 +5,9 @@
 #ifndef PG_INTERNAL_H
 #define PG_INTERNAL_H
 
-#include "pg.h"
 #include "fab_heap.h"
+#include "pg.h"
+#include "pg_flight.h"
 
 #include <pthread.h>
 

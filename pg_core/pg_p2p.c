@@ -52,6 +52,7 @@ void pg_req_complete(struct pg_req *req, int status)
     pg_req_cb cb = req->on_complete;
 
     req->status = status;
+    pg_flight_req_end(req, status);
     /* Pairs with pg_req_is_done. From here a waiter outside the lock may free req (a pgc
      * work, an MPI request), so nothing below reads it; a request with a callback belongs
      * to code that runs under the lock (a schedule step, a device op), where req stays
@@ -543,6 +544,7 @@ static int send_eager_now(uint64_t ctx, struct pg_group *g, const void *buf, siz
     req->source = PG_ANY_SOURCE;
     req->tag = PG_ANY_TAG;
     req->done = 0;
+    req->fl_rec = NULL; /* not recorded (pg_flight.h), whatever the request held */
     if (rc == PGC_OK) {
         pg_req_complete(req, PGC_OK);
     }
@@ -618,8 +620,8 @@ static int check_tag(int tag, bool recv)
     return PGC_OK;
 }
 
-int pg_isend(struct pg_group *g, const void *buf, size_t len, int dst, int tag, bool sync,
-             struct pg_req *req)
+int pg_isend_impl(struct pg_group *g, const void *buf, size_t len, int dst, int tag, bool sync,
+                  struct pg_req *req)
 {
     int rc = check_tag(tag, false);
 
@@ -631,7 +633,7 @@ int pg_isend(struct pg_group *g, const void *buf, size_t len, int dst, int tag, 
     return rc;
 }
 
-int pg_irecv(struct pg_group *g, void *buf, size_t cap, int src, int tag, struct pg_req *req)
+int pg_irecv_impl(struct pg_group *g, void *buf, size_t cap, int src, int tag, struct pg_req *req)
 {
     int rc = check_tag(tag, true);
 
@@ -679,8 +681,8 @@ static enum direct direct_take(int peer, struct pg_req *req)
  * older one might match). Then the receive needs no place in the queues and no progress: it waits
  * on the sender's ring alone, and takes the message from there. req gets the fields that
  * pg_irecv_ctx would set up, but is never queued. */
-bool pg_recv_direct(struct pg_group *g, void *buf, size_t cap, int src, int tag,
-                    struct pg_req *req)
+bool pg_recv_direct_impl(struct pg_group *g, void *buf, size_t cap, int src, int tag,
+                         struct pg_req *req)
 {
     enum direct d = DIRECT_OTHER;
     int peer;

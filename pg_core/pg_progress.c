@@ -151,6 +151,7 @@ int pg_wait_until_locked(bool (*ready)(void *arg), void *arg, double timeout)
                 start = next_look = now;
             } else if (now - start > timeout && !ready(arg)) {
                 rc = PGC_ERR_TIMEOUT;
+                pg_flight_dump_all("a timeout");
             } else if (now >= next_look + WAIT_LIVENESS) {
                 next_look = now;
                 rc = peer_alive();

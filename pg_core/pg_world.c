@@ -173,6 +173,7 @@ int pg_init(const char *init_method, int rank, int size, double timeout, bool mt
     /* Each initialization reads the MPISHIM_* variables afresh: a retry after a failed one
      * may have corrected them. */
     mps_config_reset();
+    pg_flight_init();
     world_reset_lists();
     pg_shm_reset();
     pg_w.mt = mt;
@@ -300,6 +301,7 @@ struct boot_store *pg_store(void)
 
 void pg_abort(int code, const char *msg)
 {
+    pg_flight_dump_all("a fatal error");
     if (pg_w.boot) {
         boot_abort(pg_w.boot, code, msg);
     }
