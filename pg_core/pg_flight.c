@@ -30,6 +30,7 @@ static struct pg_flight *registry[FL_REGISTRY];
 static char fl_path[512];               /* MPISHIM_FLIGHT_RECORDER_FILE, read at init */
 static uint64_t fl_tick0, fl_ns0;       /* a tick and the monotonic time together (at init) */
 static uint64_t fl_dumped = UINT64_MAX; /* operations recorded at the last dump */
+static bool fl_on;                      /* MPISHIM_FLIGHT_RECORDER > 0 at init */
 
 /* ---- the rings ---- */
 
@@ -312,7 +313,9 @@ static void dump(const char *why, bool always)
 
 void pg_flight_dump_all(const char *why)
 {
-    dump(why, false);
+    if (fl_on) {
+        dump(why, false);
+    }
 }
 
 static void on_sigusr1(int sig)
@@ -331,6 +334,7 @@ void pg_flight_init(void)
     fl_tick0 = pg_flight_ticks();
     fl_ns0 = now_ns();
     snprintf(fl_path, sizeof(fl_path), "%s", mps_config_str(MPS_CFG_FLIGHT_RECORDER_FILE));
+    fl_on = mps_config_int(MPS_CFG_FLIGHT_RECORDER) > 0;
     if (installed || mps_config_int(MPS_CFG_FLIGHT_RECORDER) <= 0 ||
         sigaction(SIGUSR1, NULL, &old) != 0 || old.sa_handler != SIG_DFL) {
         return;
