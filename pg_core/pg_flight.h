@@ -7,10 +7,11 @@
  * ranks' collectives say which rank fell behind (doc/failures.md). torch's NCCL flight
  * recorder is the model.
  *
- * Recording is a few stores into the ring and a read of the CPU's cycle counter: no lock
- * (a group's operations are recorded under the caller's serialisation: collectives of one
- * group never run concurrently, and point-to-point calls on a group from several threads
- * hold the progress lock around the record of their completion).
+ * Recording is a few stores into the ring and a read of the CPU's cycle counter, with no
+ * lock: collectives of one group never run concurrently, but point-to-point calls on one
+ * group from several threads (MPI_THREAD_MULTIPLE) may then overwrite each other's entry
+ * or skip a sequence number. The ring index stays in range whatever the interleaving, so
+ * the cost of that is a less exact record, never a fault.
  *
  * The recorded calls are the pg_<name> forms at the end of this file, inline so that a
  * group without a recorder pays a load and a test: each records the call, then runs its
