@@ -158,6 +158,8 @@ long mps_config_int(enum mps_config_id id);
 double mps_config_double(enum mps_config_id id);
 /* Whether the variable is set (non-empty) in the environment, as opposed to defaulted. */
 bool mps_config_is_set(enum mps_config_id id);
+/* Whether id has its default value (a pointer comparison: cheap on fast paths). */
+bool mps_config_default(enum mps_config_id id);
 /*
  * Checks every MPISHIM_* variable set in the environment, once per process (MPI_Init and
  * pgc_init_process_group call it before anything reads a value). A value invalid for its

@@ -131,6 +131,22 @@ static int coll_start(struct pgc_work *w, int rc, int async_op, pgc_work **work)
     return pgc_work_launch(w, async_op, work);
 }
 
+/*
+ * A blocking call on host memory runs pg's blocking form, the path MPI's twin takes (one
+ * round in shared memory, or the direct algorithms): pg's non-blocking forms take the same
+ * protocol for the same arguments, so ranks may mix async_op freely, as torch allows.
+ * rc: the blocking form's result.
+ */
+static bool blocking_host(int async_op, const pgc_tensor *t)
+{
+    return !async_op && t->device != PGC_DEVICE_CUDA;
+}
+
+static int blocking_done(const char *call, struct pg_group *g, int rc)
+{
+    return rc == PGC_OK ? PGC_OK : pgc_fail(rc, call, g, "%s", mps_last_error());
+}
+
 static int check_root(const char *call, struct pg_group *g, int root)
 {
     if (root < 0 || root >= g->size) {
@@ -198,6 +214,9 @@ int pgc_broadcast(pgc_tensor *tensor, int src, pgc_group *group, int async_op, p
     if (rc != PGC_OK) {
         return rc;
     }
+    if (blocking_host(async_op, tensor)) {
+        return blocking_done(call, g, pg_bcast(g, tensor->data, nbytes(tensor), src));
+    }
     w = coll_work(call, g, async_op, &stack);
     if (!w) {
         return PGC_ERR_NOMEM;
@@ -220,6 +239,9 @@ int pgc_barrier(pgc_group *group, int async_op, pgc_work **work)
     }
     if (rc != PGC_OK) {
         return rc;
+    }
+    if (!async_op) {
+        return blocking_done(call, g, pg_barrier(g));
     }
     w = coll_work(call, g, async_op, &stack);
     if (!w) {
@@ -276,6 +298,11 @@ static int reduction(const char *call, pgc_tensor *t, int root, pgc_reduce_op op
     }
     if (rc != PGC_OK) {
         return rc;
+    }
+    if (blocking_host(async_op, t) && op != PGC_AVG && !needs_widening(t->dtype, op)) {
+        rc = root < 0 ? pg_allreduce(g, t->data, t->data, t->numel, &spec)
+                      : pg_reduce(g, t->data, t->data, t->numel, &spec, root);
+        return blocking_done(call, g, rc);
     }
     w = coll_work(call, g, async_op, &stack);
     if (!w) {
@@ -472,6 +499,9 @@ int pgc_all_gather_into_tensor(pgc_tensor *output, const pgc_tensor *input, pgc_
     }
     if (rc != PGC_OK) {
         return rc;
+    }
+    if (blocking_host(async_op, input)) {
+        return blocking_done(call, g, pg_allgather(g, input->data, output->data, nbytes(input)));
     }
     w = coll_work(call, g, async_op, &stack);
     if (!w) {
