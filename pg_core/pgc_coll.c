@@ -19,6 +19,7 @@
 #include "config.h"
 
 #include "mps_log.h"
+#include "pg_coll2.h"
 #include "pg_internal.h"
 #include "pg_sched.h"
 #include "pgc_internal.h"
@@ -595,6 +596,45 @@ fail:
     return coll_start(w, rc, async_op, work);
 }
 
+/* w->tmp holds the whole reduced vector: my block of w->count bytes goes out. */
+static int finish_my_block(struct pgc_work *w)
+{
+    memcpy(w->out, (char *)w->tmp + (size_t)w->g->rank * w->count, w->count);
+    return PGC_OK;
+}
+
+/* The tensor form on host memory: MPI_Reduce_scatter_block's path. Blocking, pg's blocking
+ * form; async, its non-blocking twin, which for the sizes whose blocking form runs an
+ * allreduce and keeps its block (pg_reduce_scatter_block) is that allreduce here too. */
+static int reduce_scatter_block(const char *call, struct pg_group *g, pgc_tensor *output,
+                                const pgc_tensor *input, const struct pg_op_spec *spec,
+                                int async_op, pgc_work **work)
+{
+    size_t block = nbytes(output), total = block * (size_t)g->size;
+    struct pgc_work *w;
+    int rc;
+
+    if (!async_op) {
+        return blocking_done(call, g, pg_reduce_scatter_block(g, input->data, output->data,
+                                                              output->numel, spec));
+    }
+    w = coll_work(call, g, async_op, NULL);
+    if (!w) {
+        return PGC_ERR_NOMEM;
+    }
+    if (total > PG_DIRECT_MAX) {
+        rc = pg_ireduce_scatter_block(g, input->data, output->data, output->numel, spec, &w->req);
+        return coll_start(w, rc, async_op, work);
+    }
+    w->tmp = malloc(total + 1);
+    w->out = output->data;
+    w->count = block;
+    w->finish = finish_my_block;
+    rc = w->tmp ? pg_iallreduce(g, input->data, w->tmp, input->numel, spec, &w->req)
+                : mps_error(PGC_ERR_NOMEM, "no memory for %zu bytes", total);
+    return coll_start(w, rc, async_op, work);
+}
+
 int pgc_reduce_scatter(pgc_tensor *output, const pgc_tensor *input_list, pgc_reduce_op op,
                        pgc_group *group, int async_op, pgc_work **work)
 {
@@ -640,6 +680,9 @@ int pgc_reduce_scatter_tensor(pgc_tensor *output, const pgc_tensor *input, pgc_r
     }
     if (rc != PGC_OK) {
         return rc;
+    }
+    if (output->device != PGC_DEVICE_CUDA && op != PGC_AVG && !needs_widening(output->dtype, op)) {
+        return reduce_scatter_block(call, g, output, input, &spec, async_op, work);
     }
     return reduce_scatter(call, g, output, NULL, input, op, &spec, async_op, work);
 }
@@ -762,6 +805,12 @@ int pgc_all_to_all_single(pgc_tensor *output, const pgc_tensor *input, const siz
     }
     if (rc == PGC_OK) {
         rc = pgc_check_args(call, g, input->dtype, -1, -1, equal ? input->numel : 0);
+    }
+    if (rc == PGC_OK && equal && blocking_host(async_op, input) &&
+        input->numel % (size_t)g->size == 0 && output->numel == input->numel) {
+        /* MPI_Alltoall's path: one message per pair, as the schedule below sends. */
+        return blocking_done(call, g, pg_alltoall(g, input->data, output->data,
+                                                  nbytes(input) / (size_t)g->size));
     }
     if (rc == PGC_OK) {
         rc = a2a_alloc(call, g->size, &b);

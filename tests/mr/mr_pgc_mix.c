@@ -4,7 +4,7 @@
  * calls run pg's blocking forms (one round in shared memory, the direct algorithms) and
  * the async ones run pg's non-blocking forms, which take the same protocol for the same
  * arguments. For each of all_reduce, broadcast, reduce, all_gather_into_tensor,
- * all_to_all_single and barrier, at sizes across the shared-memory, direct and scheduled
+ * all_to_all_single, reduce_scatter_tensor and barrier, at sizes across the shared-memory, direct and scheduled
  * ranges, every pattern of choices runs (rank r is async in round k when bit r of k is
  * set), several async calls in flight before the waits, and blocking calls between them.
  * Then MPI: non-blocking collectives left in flight while blocking ones run on the same
@@ -47,9 +47,9 @@ static int32_t val(int r, size_t i, int k)
     return (int32_t)((r + 1) * 3 + (int)(i % 97) + k);
 }
 
-enum kind { ALL_REDUCE, BROADCAST, REDUCE, ALL_GATHER, ALL_TO_ALL, BARRIER, NKINDS };
-static const char *const kname[] = {"all_reduce", "broadcast", "reduce", "all_gather",
-                                    "all_to_all", "barrier"};
+enum kind { ALL_REDUCE, BROADCAST, REDUCE, ALL_GATHER, ALL_TO_ALL, RED_SCAT, BARRIER, NKINDS };
+static const char *const kname[] = {"all_reduce", "broadcast",      "reduce", "all_gather",
+                                    "all_to_all", "reduce_scatter", "barrier"};
 
 /* One collective of kind on n int32 per rank (per block for all_gather and all_to_all). */
 struct call {
@@ -62,7 +62,7 @@ struct call {
 
 static void fill(struct call *c)
 {
-    size_t total = c->kind == ALL_TO_ALL ? c->n * (size_t)nw : c->n;
+    size_t total = c->kind == ALL_TO_ALL || c->kind == RED_SCAT ? c->n * (size_t)nw : c->n;
 
     for (size_t i = 0; i < total; i++) {
         /* all_to_all: block j goes to rank j, so mark it with the destination too */
@@ -89,6 +89,10 @@ static int start(struct call *c, int async_op)
     case ALL_TO_ALL:
         in.numel = c->n * (size_t)nw;
         return pgc_all_to_all_single(&out, &in, NULL, NULL, NULL, async_op, w);
+    case RED_SCAT:
+        in.numel = c->n * (size_t)nw;
+        out.numel = c->n;
+        return pgc_reduce_scatter_tensor(&out, &in, PGC_SUM, NULL, async_op, w);
     default:
         return pgc_barrier(NULL, async_op, w);
     }
@@ -110,6 +114,14 @@ static void check(const struct call *c)
             int32_t want = val(c->kind == BROADCAST ? c->root : me, i, c->k);
             CHECK(c->in[i] == want, "%s n=%zu round %d: [%zu] = %d, want %d", what, c->n, c->k, i,
                   c->in[i], want);
+        }
+        if (c->kind == RED_SCAT) {
+            int64_t mine = 0;
+            for (int r = 0; r < nw; r++) {
+                mine += val(r, (size_t)me * c->n + i, c->k);
+            }
+            CHECK(c->out[i] == mine, "%s n=%zu round %d: [%zu] = %d, want %lld", what, c->n,
+                  c->k, i, c->out[i], (long long)mine);
         }
         for (int r = 0; r < nw && (c->kind == ALL_GATHER || c->kind == ALL_TO_ALL); r++) {
             int32_t want = val(r, i + (c->kind == ALL_TO_ALL ? (size_t)me * c->n : 0), c->k) +
@@ -153,8 +165,9 @@ static void pgc_part(void)
     CHECK(bufs, "no memory");
     for (int kind = 0; kind < NKINDS; kind++) {
         for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
-            size_t n = kind == ALL_TO_ALL || kind == ALL_GATHER ? sizes[s] / (size_t)nw + 1
-                                                                : sizes[s];
+            size_t n = kind == ALL_TO_ALL || kind == ALL_GATHER || kind == RED_SCAT
+                           ? sizes[s] / (size_t)nw + 1
+                           : sizes[s];
             for (int k = 0; k < 16; k++) {
                 round_of((enum kind)kind, n, k, bufs);
             }
