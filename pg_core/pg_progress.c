@@ -167,9 +167,6 @@ static bool req_done(void *req)
 
 int pg_wait_locked(struct pg_req *req, double timeout)
 {
-    if (timeout < 0) {
-        timeout = pg_w.timeout;
-    }
     int rc;
 
     if (timeout < 0) {
