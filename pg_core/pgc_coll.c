@@ -26,7 +26,6 @@
 #include "pg_device.h"
 #include "pgc_status.h"
 
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -881,23 +880,35 @@ struct mb_ack {
     int32_t missing[MB_MISSING_MAX];
 };
 
-/* Polls until every request is done or the deadline passes; true if all are done. */
-static bool wait_all_until(struct pg_req *reqs, int n, double deadline)
+struct req_set {
+    struct pg_req *reqs;
+    int n;
+};
+
+static bool all_done(void *arg)
 {
-    for (unsigned iter = 0;; iter++) {
-        int done = 0;
-        for (int i = 0; i < n; i++) {
-            done += reqs[i].kind == PG_REQ_NULL || pg_req_is_done(&reqs[i]);
-        }
-        if (done == n) {
-            return true;
-        }
-        if ((iter & 15) == 15 && mps_now() > deadline) {
+    const struct req_set *rs = arg;
+
+    for (int i = 0; i < rs->n; i++) {
+        if (rs->reqs[i].kind != PG_REQ_NULL && !pg_req_is_done(&rs->reqs[i])) {
             return false;
         }
-        pg_progress();
-        sched_yield();
     }
+    return true;
+}
+
+/* Waits (the one wait primitive) until every request is done or the deadline passes; true
+ * if all are done. */
+static bool wait_all_until(struct pg_req *reqs, int n, double deadline)
+{
+    struct req_set rs = {reqs, n};
+    double left = deadline - mps_now();
+    int rc;
+
+    PG_LOCK();
+    rc = pg_wait_until_locked(all_done, &rs, left > 0 ? left : 0);
+    PG_UNLOCK();
+    return rc == PGC_OK;
 }
 
 static int mb_post(struct pg_group *g, bool send, void *buf, size_t len, int peer, int tag,
