@@ -144,7 +144,7 @@ struct pg_hier *pg_hier_layout(struct pg_group *g)
             free(h);
             h = NULL;
         }
-        g->hier = h;
+        __atomic_store_n(&g->hier, h, __ATOMIC_RELEASE);
     }
     PG_UNLOCK();
     return h;

@@ -36,7 +36,13 @@ struct pg_hier *pg_hier_layout(struct pg_group *g);
  * with several ranks on a node, and MPISHIM_COLL_HIER is 1. The same on every member. */
 static inline bool pg_hier_on(struct pg_group *g)
 {
-    const struct pg_hier *h = g->hier ? g->hier : pg_hier_layout(g);
+    /* Acquire: the world's layout may be published by another thread's group (its layout
+     * is computed from the world's), while this one runs a collective on the world. */
+    const struct pg_hier *h = __atomic_load_n(&g->hier, __ATOMIC_ACQUIRE);
+
+    if (!h) {
+        h = pg_hier_layout(g);
+    }
 
     return h && h->on;
 }
