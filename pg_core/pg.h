@@ -104,6 +104,7 @@ struct pg_group {
     struct pg_group_dev *dev; /* device (NCCL) state, created lazily */
     int *local_of;       /* world rank -> group rank, or NULL (computed lazily) */
     struct pg_shm *shm;  /* flat shared-memory collectives (pg_coll_shm.c), or NULL */
+    struct pg_hier *hier; /* node layout and sub-groups (pg_coll_hier.c), computed lazily */
 };
 
 /* What a reduction does: a built-in op on an element type, or a user function. */

@@ -6,6 +6,7 @@
 
 #include "pg_coll2.h"
 #include "pg_coll_algos.h"
+#include "pg_coll_hier.h"
 #include "pg_internal.h"
 #include "mps_config.h"
 #include "mps_log.h"
@@ -334,7 +335,14 @@ int pg_iallgather(struct pg_group *g, const void *in, void *out, size_t bytes,
  * shared-memory ones as a schedule's poll step (pg_shm_sched), the direct ones as the
  * schedule of the same messages. MPI does not need that (its blocking collectives never
  * match non-blocking ones), but pgc does: torch's async_op is each rank's own choice, and
- * pgc's blocking calls run these forms.
+ * pgc's blocking calls run these forms (not where the node-aware forms below apply, which
+ * have no non-blocking twin: pg_coll_sync_ok).
+ *
+ * Before all of these: a group that spans nodes with several ranks on a node runs
+ * node-aware (pg_coll_hier_<kind>.c): within each node, among one leader per node, within
+ * each node again. The layout comes from the node names every rank has alike (never from
+ * buffers), and reductions go that way only with a commutative op, since each node
+ * reduces its own ranks first.
  */
 #define PG_BLOCKING(call)                                                                          \
     do {                                                                                           \
@@ -382,11 +390,17 @@ PG_SLOW static int alltoall_sched(struct pg_group *g, const void *in, void *out,
 
 int pg_barrier(struct pg_group *g)
 {
+    if (pg_hier_on(g)) {
+        return pg_barrier_hier(g);
+    }
     return pg_barrier_direct(g);
 }
 
 int pg_bcast(struct pg_group *g, void *buf, size_t bytes, int root)
 {
+    if (pg_hier_on(g) && pg_check_root(g, root) == PGC_OK) {
+        return pg_bcast_hier(g, buf, bytes, root);
+    }
     /* pg_bcast_direct_ok reads buf only to pick between the direct and the scheduled
      * binomial tree, which send the same messages. */
     if (pg_check_root(g, root) == PGC_OK && pg_bcast_direct_ok(g, buf, bytes)) {
@@ -398,6 +412,10 @@ int pg_bcast(struct pg_group *g, void *buf, size_t bytes, int root)
 int pg_reduce(struct pg_group *g, const void *in, void *out, size_t count,
               const struct pg_op_spec *op, int root)
 {
+    if (op->commutative && pg_hier_on(g) && pg_check_root(g, root) == PGC_OK &&
+        pg_check_op(op) == PGC_OK) {
+        return pg_reduce_hier(g, in, out, count, op, root);
+    }
     if (count * op->elem_size <= PG_DIRECT_MAX) {
         return pg_reduce_direct(g, in, out, count, op, root);
     }
@@ -407,6 +425,9 @@ int pg_reduce(struct pg_group *g, const void *in, void *out, size_t count,
 int pg_allreduce(struct pg_group *g, const void *in, void *out, size_t count,
                  const struct pg_op_spec *op)
 {
+    if (op->commutative && pg_hier_on(g) && pg_check_op(op) == PGC_OK) {
+        return pg_allreduce_hier(g, in, out, count, op);
+    }
     if (count * op->elem_size <= PG_DIRECT_MAX) {
         return pg_allreduce_direct(g, in, out, count, op);
     }
@@ -424,6 +445,9 @@ int pg_reduce_scatter_block(struct pg_group *g, const void *in, void *out, size_
 
 int pg_allgather(struct pg_group *g, const void *in, void *out, size_t bytes)
 {
+    if (pg_hier_on(g)) {
+        return pg_allgather_hier(g, in, out, bytes);
+    }
     if (all_pairs_chosen(g, bytes)) {
         return pg_allgather_direct(g, in, out, bytes);
     }

@@ -20,6 +20,7 @@
 
 #include "mps_log.h"
 #include "pg_coll2.h"
+#include "pg_coll_hier.h"
 #include "pg_internal.h"
 #include "pg_sched.h"
 #include "pgc_internal.h"
@@ -139,7 +140,15 @@ static int coll_start(struct pgc_work *w, int rc, int async_op, pgc_work **work)
  */
 static bool blocking_host(int async_op, const pgc_tensor *t)
 {
-    return !async_op && t->device != PGC_DEVICE_CUDA;
+    return !async_op && (!t || t->device != PGC_DEVICE_CUDA);
+}
+
+/* The same for the kinds that run node-aware across nodes (pg_coll_hier.h): their
+ * node-aware forms have no non-blocking twin, so on such a group both pgc forms run the
+ * non-blocking one. */
+static bool blocking_flat(int async_op, const pgc_tensor *t, struct pg_group *g)
+{
+    return blocking_host(async_op, t) && !pg_hier_on(g);
 }
 
 static int blocking_done(const char *call, struct pg_group *g, int rc)
@@ -214,7 +223,7 @@ int pgc_broadcast(pgc_tensor *tensor, int src, pgc_group *group, int async_op, p
     if (rc != PGC_OK) {
         return rc;
     }
-    if (blocking_host(async_op, tensor)) {
+    if (blocking_flat(async_op, tensor, g)) {
         return blocking_done(call, g, pg_bcast(g, tensor->data, nbytes(tensor), src));
     }
     w = coll_work(call, g, async_op, &stack);
@@ -240,7 +249,7 @@ int pgc_barrier(pgc_group *group, int async_op, pgc_work **work)
     if (rc != PGC_OK) {
         return rc;
     }
-    if (!async_op) {
+    if (blocking_flat(async_op, NULL, g)) {
         return blocking_done(call, g, pg_barrier(g));
     }
     w = coll_work(call, g, async_op, &stack);
@@ -299,7 +308,7 @@ static int reduction(const char *call, pgc_tensor *t, int root, pgc_reduce_op op
     if (rc != PGC_OK) {
         return rc;
     }
-    if (blocking_host(async_op, t) && op != PGC_AVG && !needs_widening(t->dtype, op)) {
+    if (blocking_flat(async_op, t, g) && op != PGC_AVG && !needs_widening(t->dtype, op)) {
         rc = root < 0 ? pg_allreduce(g, t->data, t->data, t->numel, &spec)
                       : pg_reduce(g, t->data, t->data, t->numel, &spec, root);
         return blocking_done(call, g, rc);
@@ -500,7 +509,7 @@ int pgc_all_gather_into_tensor(pgc_tensor *output, const pgc_tensor *input, pgc_
     if (rc != PGC_OK) {
         return rc;
     }
-    if (blocking_host(async_op, input)) {
+    if (blocking_flat(async_op, input, g)) {
         return blocking_done(call, g, pg_allgather(g, input->data, output->data, nbytes(input)));
     }
     w = coll_work(call, g, async_op, &stack);
