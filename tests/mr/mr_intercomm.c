@@ -342,6 +342,12 @@ static void errors(void)
     EXPECT_CLASS(MPI_Iscan(x, y, 1, MPI_INT, MPI_SUM, ic, &rq), MPI_ERR_COMM);
     EXPECT_CLASS(MPI_Allreduce(MPI_IN_PLACE, y, 1, MPI_INT, MPI_SUM, ic), MPI_ERR_BUFFER);
     EXPECT_CLASS(MPI_Intercomm_create(ic, 0, MPI_COMM_WORLD, 0, 1, &bad), MPI_ERR_COMM);
+    EXPECT_CLASS(MPI_Cart_create(ic, 1, (int[]){lsize}, (int[]){0}, 0, &bad), MPI_ERR_COMM);
+    EXPECT_CLASS(MPI_Comm_split_type(ic, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &bad),
+                 MPI_ERR_COMM);
+    EXPECT_CLASS(MPI_Comm_create_group(ic, MPI_GROUP_EMPTY, 0, &bad), MPI_ERR_COMM);
+    CHECK_MPI(MPI_Topo_test(ic, &y[0]));
+    CHECK(y[0] == MPI_UNDEFINED, "topo_test %d", y[0]);
     CHECK_MPI(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
     EXPECT_CLASS(MPI_Intercomm_merge(MPI_COMM_WORLD, 0, &bad), MPI_ERR_COMM);
     EXPECT_CLASS(MPI_Comm_remote_size(MPI_COMM_WORLD, x), MPI_ERR_COMM);
