@@ -656,6 +656,7 @@ MPISHIM_PROTO(int, Intercomm_merge, (MPI_Comm intercomm, int high, MPI_Comm *new
  * MPI_ERR_PORT for ports, MPI_ERR_SERVICE / MPI_ERR_NAME for names), and its output
  * communicator is MPI_COMM_NULL. MPI_Comm_get_parent gives MPI_COMM_NULL (no process has a
  * parent); MPI_Comm_disconnect waits for the communicator's ranks (a barrier) and frees it. */
+/* Dynamic processes (each fails at once, but MPI_Comm_get_parent and MPI_Comm_disconnect). */
 MPISHIM_PROTO(int, Close_port, (const char *port_name))
 MPISHIM_PROTO(int, Comm_accept, (const char *port_name, MPI_Info info, int root, MPI_Comm comm,
                                  MPI_Comm *newcomm))
