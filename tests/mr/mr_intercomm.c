@@ -328,6 +328,7 @@ static void collectives(void)
 
 static void errors(void)
 {
+    static int big[128];
     int x[4] = {0}, y[4];
     MPI_Request rq;
     MPI_Comm bad;
@@ -346,6 +347,9 @@ static void errors(void)
     EXPECT_CLASS(MPI_Comm_split_type(ic, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &bad),
                  MPI_ERR_COMM);
     EXPECT_CLASS(MPI_Comm_create_group(ic, MPI_GROUP_EMPTY, 0, &bad), MPI_ERR_COMM);
+    /* The groups' vectors differ in length: every rank of both learns it. */
+    EXPECT_CLASS(MPI_Reduce_scatter_block(big, big + 64, rsize + side, MPI_INT, MPI_SUM, ic),
+                 MPI_ERR_COUNT);
     CHECK_MPI(MPI_Topo_test(ic, &y[0]));
     CHECK(y[0] == MPI_UNDEFINED, "topo_test %d", y[0]);
     CHECK_MPI(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
@@ -578,6 +582,11 @@ int main(int argc, char **argv)
     check_dup();
     check_split();
     check_create();
+    CHECK_MPI(MPI_Comm_free(&ic));
+    /* Again with the same arguments: the second creation must not meet the first's steps. */
+    CHECK_MPI(MPI_Intercomm_create(local, 0, MPI_COMM_WORLD, sidew[1 - side][0], 7, &ic));
+    check_shape(ic, sidew[side], lsize, sidew[1 - side], rsize, lr);
+    check_p2p(ic, sidew[1 - side], rsize);
     CHECK_MPI(MPI_Comm_free(&ic));
     CHECK_MPI(MPI_Comm_free(&local));
     return mrt_finish("mr_intercomm");
