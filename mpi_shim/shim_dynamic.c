@@ -19,15 +19,15 @@
 
 #include "shim_comm.h"
 
-#define NO_SPAWN "mpishim starts no processes after MPI_Init (dynamic processes are not " \
-                 "supported)"
+#define NO_SPAWN                                                                                   \
+    "mpishim starts no processes after MPI_Init (dynamic processes are not "                       \
+    "supported)"
 #define NO_PORT "mpishim connects to no other job (ports are not supported)"
 #define NO_NAME "mpishim has no name service (dynamic processes are not supported)"
 
 /* Fails a collective call over comm: the communicator is checked first, so that an invalid
  * one is reported as such. */
-static int refuse_on(const char *fn, MPI_Comm comm, MPI_Comm *out, int errclass,
-                     const char *cause)
+static int refuse_on(const char *fn, MPI_Comm comm, MPI_Comm *out, int errclass, const char *cause)
 {
     struct shim_comm *c;
     int rc;
@@ -74,8 +74,7 @@ int PMPI_Comm_spawn(const char *command, char *argv[], int maxprocs, MPI_Info in
 #pragma weak MPI_Comm_spawn_multiple = PMPI_Comm_spawn_multiple
 int PMPI_Comm_spawn_multiple(int count, char *array_of_commands[], char **array_of_argv[],
                              const int array_of_maxprocs[], const MPI_Info array_of_info[],
-                             int root, MPI_Comm comm, MPI_Comm *intercomm,
-                             int array_of_errcodes[])
+                             int root, MPI_Comm comm, MPI_Comm *intercomm, int array_of_errcodes[])
 {
     int rc = refuse_on(SHIM_FN, comm, intercomm, MPI_ERR_SPAWN, NO_SPAWN);
     int total = 0;

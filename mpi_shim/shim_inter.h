@@ -44,8 +44,8 @@ const int *shim_inter_local_ranks(const struct shim_comm *c);
  * on intracommunicators only.
  */
 int shim_inter_barrier(const char *fn, MPI_Comm comm, MPI_Request *request);
-int shim_inter_bcast(const char *fn, void *buf, int count, MPI_Datatype dt, int root,
-                     MPI_Comm comm, MPI_Request *request);
+int shim_inter_bcast(const char *fn, void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm,
+                     MPI_Request *request);
 int shim_inter_reduce(const char *fn, const void *sendbuf, void *recvbuf, int count,
                       MPI_Datatype dt, MPI_Op op, int root, MPI_Comm comm, MPI_Request *request);
 int shim_inter_allreduce(const char *fn, const void *sendbuf, void *recvbuf, int count,
@@ -57,10 +57,9 @@ int shim_inter_scatterv(const char *fn, const void *sendbuf, const int *sendcoun
                         const int *displs, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                         int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm,
                         MPI_Request *request);
-int shim_inter_allgatherv(const char *fn, const void *sendbuf, int sendcount,
-                          MPI_Datatype sendtype, void *recvbuf, const int *recvcounts,
-                          const int *displs, int recvcount, MPI_Datatype recvtype, MPI_Comm comm,
-                          MPI_Request *request);
+int shim_inter_allgatherv(const char *fn, const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                          void *recvbuf, const int *recvcounts, const int *displs, int recvcount,
+                          MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request);
 /* Alltoall (counts NULL: sendcount/recvcount for every peer), alltoallv (types NULL) and
  * alltoallw (displacements in bytes). */
 int shim_inter_alltoallw(const char *fn, const void *sendbuf, const int *sendcounts,

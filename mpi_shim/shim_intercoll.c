@@ -16,8 +16,8 @@
  */
 #include "config.h"
 
-#include "shim_inter.h"
 #include "pgc_status.h"
+#include "shim_inter.h"
 #include "shim_req.h"
 
 #include <stdint.h>
@@ -25,14 +25,22 @@
 
 /* Tags on the hidden union, one per kind, so that the steps of different collectives
  * between two ranks never pair up (each collective's own messages keep their order). */
-enum { TAG_BCAST = 10, TAG_REDUCE, TAG_ALLREDUCE, TAG_GATHER, TAG_SCATTER, TAG_ALLGATHER,
-       TAG_ALLTOALL, TAG_RSCATTER };
+enum {
+    TAG_BCAST = 10,
+    TAG_REDUCE,
+    TAG_ALLREDUCE,
+    TAG_GATHER,
+    TAG_SCATTER,
+    TAG_ALLGATHER,
+    TAG_ALLTOALL,
+    TAG_RSCATTER
+};
 
 /* What a rank does in a rooted collective. */
 enum role {
-    ROLE_ROOT,   /* MPI_ROOT: I am the root */
-    ROLE_IDLE,   /* MPI_PROC_NULL: the root is on my side, and not me */
-    ROLE_REMOTE  /* a rank: the root is that rank of the other side */
+    ROLE_ROOT,  /* MPI_ROOT: I am the root */
+    ROLE_IDLE,  /* MPI_PROC_NULL: the root is on my side, and not me */
+    ROLE_REMOTE /* a rank: the root is that rank of the other side */
 };
 
 static int enter(const char *fn, MPI_Comm comm, struct shim_comm **c)
@@ -45,8 +53,7 @@ static int enter(const char *fn, MPI_Comm comm, struct shim_comm **c)
     return rc;
 }
 
-static int role_of(const char *fn, MPI_Comm comm, struct shim_comm *c, int root,
-                   enum role *role)
+static int role_of(const char *fn, MPI_Comm comm, struct shim_comm *c, int root, enum role *role)
 {
     if (root == MPI_ROOT) {
         *role = ROLE_ROOT;
@@ -57,7 +64,8 @@ static int role_of(const char *fn, MPI_Comm comm, struct shim_comm *c, int root,
     } else {
         return shim_error(comm, fn, MPI_ERR_ROOT,
                           "root %d is neither MPI_ROOT, MPI_PROC_NULL nor a rank of the remote "
-                          "group (size %d)", root, c->inter->rsize);
+                          "group (size %d)",
+                          root, c->inter->rsize);
     }
     return MPI_SUCCESS;
 }
@@ -73,8 +81,7 @@ static int no_in_place(const char *fn, MPI_Comm comm, const void *buf)
 
 /* The end of every call: a failed step raised on comm; a complete request for the
  * non-blocking forms. */
-static int finish(const char *fn, MPI_Comm comm, int rc, const char *step,
-                  MPI_Request *request)
+static int finish(const char *fn, MPI_Comm comm, int rc, const char *step, MPI_Request *request)
 {
     struct shim_req *r;
     char what[MPI_MAX_ERROR_STRING];
@@ -134,12 +141,11 @@ int shim_inter_barrier(const char *fn, MPI_Comm comm, MPI_Request *request)
     if (rc != MPI_SUCCESS) {
         return rc;
     }
-    return finish(fn, comm, PMPI_Barrier(c->inter->uni), "the barrier over both groups",
-                  request);
+    return finish(fn, comm, PMPI_Barrier(c->inter->uni), "the barrier over both groups", request);
 }
 
-int shim_inter_bcast(const char *fn, void *buf, int count, MPI_Datatype dt, int root,
-                     MPI_Comm comm, MPI_Request *request)
+int shim_inter_bcast(const char *fn, void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm,
+                     MPI_Request *request)
 {
     struct shim_comm *c;
     enum role role = ROLE_IDLE;
@@ -289,8 +295,8 @@ int shim_inter_gatherv(const char *fn, const void *sendbuf, int sendcount, MPI_D
                        c->inter->uni);
     } else if (role == ROLE_ROOT) {
         reqs = malloc(sizeof(*reqs) * (size_t)c->inter->rsize);
-        rc = reqs ? post_each(c, true, recvbuf, recvcounts, displs, recvcount, recvtype,
-                              TAG_GATHER, reqs, &n)
+        rc = reqs ? post_each(c, true, recvbuf, recvcounts, displs, recvcount, recvtype, TAG_GATHER,
+                              reqs, &n)
                   : MPI_ERR_NO_MEM;
         rc = wait_all(reqs, n, rc);
     }
@@ -329,10 +335,9 @@ int shim_inter_scatterv(const char *fn, const void *sendbuf, const int *sendcoun
     return finish(fn, comm, rc, "a transfer of the scatter", request);
 }
 
-int shim_inter_allgatherv(const char *fn, const void *sendbuf, int sendcount,
-                          MPI_Datatype sendtype, void *recvbuf, const int *recvcounts,
-                          const int *displs, int recvcount, MPI_Datatype recvtype, MPI_Comm comm,
-                          MPI_Request *request)
+int shim_inter_allgatherv(const char *fn, const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                          void *recvbuf, const int *recvcounts, const int *displs, int recvcount,
+                          MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
 {
     struct shim_comm *c;
     MPI_Request *reqs;
@@ -346,8 +351,8 @@ int shim_inter_allgatherv(const char *fn, const void *sendbuf, int sendcount,
     }
     /* My block goes to every remote rank: the same buffer for each send. */
     reqs = malloc(sizeof(*reqs) * 2 * (size_t)c->inter->rsize);
-    rc = reqs ? post_each(c, true, recvbuf, recvcounts, displs, recvcount, recvtype,
-                          TAG_ALLGATHER, reqs, &n)
+    rc = reqs ? post_each(c, true, recvbuf, recvcounts, displs, recvcount, recvtype, TAG_ALLGATHER,
+                          reqs, &n)
               : MPI_ERR_NO_MEM;
     for (int i = 0; rc == MPI_SUCCESS && i < c->inter->rsize; i++) {
         rc = PMPI_Isend(sendbuf, sendcount, sendtype, c->inter->roff + i, TAG_ALLGATHER,
@@ -366,8 +371,7 @@ struct a2a_side {
     MPI_Datatype type;
 };
 
-static void a2a_peer(const struct a2a_side *s, int i, int *count, MPI_Aint *off,
-                     MPI_Datatype *type)
+static void a2a_peer(const struct a2a_side *s, int i, int *count, MPI_Aint *off, MPI_Datatype *type)
 {
     *type = s->types ? s->types[i] : s->type;
     *count = s->counts ? s->counts[i] : s->count;
@@ -438,8 +442,8 @@ static int swap_reduced(struct shim_comm *c, int n, MPI_Datatype dt, void *mine,
         *agree = rn == n;
     }
     if (rc == MPI_SUCCESS && c->g->rank == 0 && *agree) {
-        rc = PMPI_Sendrecv(mine, n, dt, c->inter->roff, TAG_RSCATTER, theirs, n, dt,
-                           c->inter->roff, TAG_RSCATTER, c->inter->uni, MPI_STATUS_IGNORE);
+        rc = PMPI_Sendrecv(mine, n, dt, c->inter->roff, TAG_RSCATTER, theirs, n, dt, c->inter->roff,
+                           TAG_RSCATTER, c->inter->uni, MPI_STATUS_IGNORE);
     }
     if (rc == MPI_SUCCESS) {
         rc = PMPI_Bcast(agree, 1, MPI_INT, 0, c->inter->local);
@@ -448,8 +452,8 @@ static int swap_reduced(struct shim_comm *c, int n, MPI_Datatype dt, void *mine,
 }
 
 /* The counts and displacements of the local scatter (recvcounts NULL: recvcount each). */
-static int scatter_layout(struct shim_comm *c, const int *recvcounts, int recvcount,
-                          int **counts, int **displs, int *total)
+static int scatter_layout(struct shim_comm *c, const int *recvcounts, int recvcount, int **counts,
+                          int **displs, int *total)
 {
     int64_t sum = 0;
 
@@ -505,8 +509,10 @@ int shim_inter_reduce_scatter(const char *fn, const void *sendbuf, void *recvbuf
     free(counts);
     free(displs);
     if (rc == MPI_SUCCESS && !agree) {
-        return shim_error(comm, fn, MPI_ERR_COUNT, "the two groups' vectors differ in length "
-                          "(this group's receive counts add up to %d)", n);
+        return shim_error(comm, fn, MPI_ERR_COUNT,
+                          "the two groups' vectors differ in length "
+                          "(this group's receive counts add up to %d)",
+                          n);
     }
     return finish(fn, comm, rc, "a step of the reduce-scatter", request);
 }

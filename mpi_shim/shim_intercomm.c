@@ -84,8 +84,11 @@ static int inter_build(const char *fn, MPI_Comm comm, MPI_Errhandler errh, struc
     if (rc != PGC_OK) {
         goto fail;
     }
-    *in = (struct shim_inter){.lsize = l->size, .rsize = rsize, .low = low,
-                              .loff = low ? 0 : rsize, .roff = low ? l->size : 0};
+    *in = (struct shim_inter){.lsize = l->size,
+                              .rsize = rsize,
+                              .low = low,
+                              .loff = low ? 0 : rsize,
+                              .roff = low ? l->size : 0};
     in->uni = hidden(u);
     u = NULL;
     in->local = hidden(l);
@@ -145,8 +148,10 @@ static int leader_swap(MPI_Comm peer_comm, int remote_leader, int tag, const int
     }
     p->errh = keep;
     if (rc != MPI_SUCCESS) {
-        snprintf(cause, len, "the exchange with the remote leader (rank %d of the peer "
-                 "communicator) failed", remote_leader);
+        snprintf(cause, len,
+                 "the exchange with the remote leader (rank %d of the peer "
+                 "communicator) failed",
+                 remote_leader);
     }
     return rc;
 }
@@ -190,8 +195,8 @@ static int min_of(const int *a, int n)
 }
 
 /* The union of both sides, low side first (the side holding the lowest world rank). */
-static int make_union(const char *fn, MPI_Comm comm, struct pg_group *lg, const int *remote,
-                      int rn, int tag, bool *low, struct pg_group **u)
+static int make_union(const char *fn, MPI_Comm comm, struct pg_group *lg, const int *remote, int rn,
+                      int tag, bool *low, struct pg_group **u)
 {
     int n = lg->size + rn;
     int *all = malloc(sizeof(int) * (size_t)n);
@@ -226,8 +231,7 @@ int PMPI_Intercomm_create(MPI_Comm local_comm, int local_leader, MPI_Comm peer_c
                         "local_comm is an intercommunicator (an intracommunicator is needed)");
     } else if (rc == MPI_SUCCESS && (local_leader < 0 || local_leader >= c->g->size)) {
         rc = shim_error(local_comm, SHIM_FN, MPI_ERR_RANK,
-                        "local_leader %d is not in local_comm (size %d)", local_leader,
-                        c->g->size);
+                        "local_leader %d is not in local_comm (size %d)", local_leader, c->g->size);
     }
     if (rc != MPI_SUCCESS) {
         return rc;
@@ -242,8 +246,9 @@ int PMPI_Intercomm_create(MPI_Comm local_comm, int local_leader, MPI_Comm peer_c
         rc = shim_error_pg(local_comm, SHIM_FN, rc);
     } else if (head[0] != MPI_SUCCESS) {
         rc = shim_error(local_comm, SHIM_FN, head[0], "%s",
-                        *cause ? cause : "the local leader's exchange with the remote leader "
-                                         "failed");
+                        *cause ? cause
+                               : "the local leader's exchange with the remote leader "
+                                 "failed");
     } else if (head[1] < 1 || overlap(c->g->ranks, c->g->size, remote, head[1], &both)) {
         rc = shim_error(local_comm, SHIM_FN, MPI_ERR_ARG,
                         "the local and remote groups overlap (world rank %d is in both)", both);
@@ -285,8 +290,8 @@ int shim_inter_dup(const char *fn, MPI_Comm comm, struct shim_comm *c, MPI_Comm 
     if (rc != PGC_OK) {
         return shim_error_pg(comm, fn, rc);
     }
-    return inter_build(fn, comm, c->errh, u, c->inter->low, c->g->rank, c->g->ranks,
-                       c->g->size, newcomm);
+    return inter_build(fn, comm, c->errh, u, c->inter->low, c->g->rank, c->g->ranks, c->g->size,
+                       newcomm);
 }
 
 struct member {
@@ -412,8 +417,10 @@ int PMPI_Intercomm_merge(MPI_Comm intercomm, int high, MPI_Comm *newintracomm)
     if (rc == MPI_SUCCESS) {
         high = high != 0;
         rc = swap_high(c, high, &rhigh);
-        rc = rc == MPI_SUCCESS ? rc : shim_error(intercomm, SHIM_FN, rc, "the leaders' exchange "
-                                                 "of the high flags failed");
+        rc = rc == MPI_SUCCESS ? rc
+                               : shim_error(intercomm, SHIM_FN, rc,
+                                            "the leaders' exchange "
+                                            "of the high flags failed");
     }
     if (rc != MPI_SUCCESS) {
         return rc;
@@ -470,8 +477,7 @@ int PMPI_Comm_remote_group(MPI_Comm comm, MPI_Group *group)
     int rc = inter_enter(SHIM_FN, comm, &c);
 
     if (rc == MPI_SUCCESS && shim_group_make(c->g->ranks, c->g->size, group) != MPI_SUCCESS) {
-        rc = shim_error(comm, SHIM_FN, MPI_ERR_NO_MEM, "no memory for a group of %d",
-                        c->g->size);
+        rc = shim_error(comm, SHIM_FN, MPI_ERR_NO_MEM, "no memory for a group of %d", c->g->size);
     }
     return rc;
 }

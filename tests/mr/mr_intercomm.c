@@ -510,23 +510,20 @@ static void check_dynamic(void)
     CHECK(parent == MPI_COMM_NULL, "get_parent gave a communicator");
     if (wrank == 0) {
         CHECK_MPI(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
-        EXPECT_CLASS(MPI_Comm_spawn("./none", args, 2, MPI_INFO_NULL, 0, MPI_COMM_WORLD, &c,
-                                    codes),
+        EXPECT_CLASS(MPI_Comm_spawn("./none", args, 2, MPI_INFO_NULL, 0, MPI_COMM_WORLD, &c, codes),
                      MPI_ERR_SPAWN);
         CHECK(c == MPI_COMM_NULL && codes[0] == MPI_ERR_SPAWN && codes[1] == MPI_ERR_SPAWN,
               "spawn outputs");
         c = MPI_COMM_WORLD;
-        EXPECT_CLASS(MPI_Comm_spawn_multiple(1, (char *[]){"./none"}, MPI_ARGVS_NULL,
-                                             (int[]){1}, (MPI_Info[]){MPI_INFO_NULL}, 0,
-                                             MPI_COMM_WORLD, &c, MPI_ERRCODES_IGNORE),
+        EXPECT_CLASS(MPI_Comm_spawn_multiple(1, (char *[]){"./none"}, MPI_ARGVS_NULL, (int[]){1},
+                                             (MPI_Info[]){MPI_INFO_NULL}, 0, MPI_COMM_WORLD, &c,
+                                             MPI_ERRCODES_IGNORE),
                      MPI_ERR_SPAWN);
         CHECK(c == MPI_COMM_NULL, "spawn_multiple output");
         EXPECT_CLASS(MPI_Open_port(MPI_INFO_NULL, port), MPI_ERR_PORT);
         EXPECT_CLASS(MPI_Close_port("port"), MPI_ERR_PORT);
-        EXPECT_CLASS(MPI_Comm_accept("port", MPI_INFO_NULL, 0, MPI_COMM_WORLD, &c),
-                     MPI_ERR_PORT);
-        EXPECT_CLASS(MPI_Comm_connect("port", MPI_INFO_NULL, 0, MPI_COMM_WORLD, &c),
-                     MPI_ERR_PORT);
+        EXPECT_CLASS(MPI_Comm_accept("port", MPI_INFO_NULL, 0, MPI_COMM_WORLD, &c), MPI_ERR_PORT);
+        EXPECT_CLASS(MPI_Comm_connect("port", MPI_INFO_NULL, 0, MPI_COMM_WORLD, &c), MPI_ERR_PORT);
         EXPECT_CLASS(MPI_Comm_join(0, &c), MPI_ERR_SPAWN);
         EXPECT_CLASS(MPI_Publish_name("svc", MPI_INFO_NULL, "port"), MPI_ERR_SERVICE);
         EXPECT_CLASS(MPI_Unpublish_name("svc", MPI_INFO_NULL, "port"), MPI_ERR_SERVICE);
@@ -545,8 +542,7 @@ static void check_bad_leader(MPI_Comm local)
     MPI_Comm bad = MPI_COMM_WORLD;
 
     CHECK_MPI(MPI_Comm_set_errhandler(local, MPI_ERRORS_RETURN));
-    EXPECT_CLASS(MPI_Intercomm_create(local, 0, MPI_COMM_WORLD, wsize + 5, 3, &bad),
-                 MPI_ERR_RANK);
+    EXPECT_CLASS(MPI_Intercomm_create(local, 0, MPI_COMM_WORLD, wsize + 5, 3, &bad), MPI_ERR_RANK);
     CHECK(bad == MPI_COMM_NULL, "failed create left a handle");
     EXPECT_CLASS(MPI_Intercomm_create(local, lsize, MPI_COMM_WORLD, 0, 3, &bad), MPI_ERR_RANK);
     CHECK_MPI(MPI_Comm_set_errhandler(local, MPI_ERRORS_ARE_FATAL));
@@ -563,7 +559,8 @@ int main(int argc, char **argv)
     if (wsize < 2 || wsize > MAXR) {
         if (wrank == 0) {
             printf("mr_intercomm: intercommunicators need 2 to %d ranks; only the dynamic "
-                   "checks ran\n", MAXR);
+                   "checks ran\n",
+                   MAXR);
         }
         return mrt_finish("mr_intercomm");
     }
