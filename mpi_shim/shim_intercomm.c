@@ -249,7 +249,10 @@ int PMPI_Intercomm_create(MPI_Comm local_comm, int local_leader, MPI_Comm peer_c
                         *cause ? cause
                                : "the local leader's exchange with the remote leader "
                                  "failed");
-    } else if (head[1] < 1 || overlap(c->g->ranks, c->g->size, remote, head[1], &both)) {
+    } else if (head[1] < 1) {
+        rc = shim_error(local_comm, SHIM_FN, MPI_ERR_INTERN,
+                        "the remote leader sent a group of %d processes", head[1]);
+    } else if (overlap(c->g->ranks, c->g->size, remote, head[1], &both)) {
         rc = shim_error(local_comm, SHIM_FN, MPI_ERR_ARG,
                         "the local and remote groups overlap (world rank %d is in both)", both);
     } else {
