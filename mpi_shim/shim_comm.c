@@ -69,7 +69,7 @@ void shim_comm_remove(MPI_Comm h)
     }
 }
 
-bool shim_comm_is_inter(MPI_Comm comm)
+bool shim_comm_is_inter_lookup(MPI_Comm comm)
 {
     struct shim_comm *c;
 

@@ -20,6 +20,7 @@ struct shim_inter {
     int lsize, rsize;
     int loff, roff; /* where my side and the remote side start in uni */
     bool low;       /* my side comes first in uni */
+    bool counted;   /* counted in shim_inter_live (once its handle holds it) */
 };
 
 /* Frees the hidden communicators and the state (shim_comm_remove calls it). */

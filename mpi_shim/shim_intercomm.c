@@ -23,8 +23,13 @@
 /* The tag of the leaders' exchange in MPI_Intercomm_merge, on the hidden union. */
 #define MERGE_TAG 1
 
+int shim_inter_live;
+
 void shim_inter_free(struct shim_inter *in)
 {
+    if (in && in->counted) {
+        __atomic_sub_fetch(&shim_inter_live, 1, __ATOMIC_RELAXED);
+    }
     if (in) {
         shim_comm_remove(in->local);
         shim_comm_remove(in->uni);
@@ -101,6 +106,8 @@ static int inter_build(const char *fn, MPI_Comm comm, MPI_Errhandler errh, struc
     v = NULL;
     shim_comm_get(*out, &c);
     c->inter = in;
+    in->counted = true;
+    __atomic_add_fetch(&shim_inter_live, 1, __ATOMIC_RELAXED);
     return MPI_SUCCESS;
 fail:
     if (*out != MPI_COMM_NULL) {
