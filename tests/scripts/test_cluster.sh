@@ -281,6 +281,7 @@ else
     # different collectives, across the nodes (no shared-memory path spans them).
     job "mr_coll_agree" 4 tests/mr/mr_coll_agree
     job "mr_coll_mismatch" 2 tests/mr/mr_coll_mismatch
+    job "mr_intercomm (intercommunicators, 5 ranks)" 5 tests/mr/mr_intercomm
     job "mr_pgc (pgc_ API and the default store)" 4 tests/mr/mr_pgc
     # 3 ranks per node.
     job "mr_p2p" 6 tests/mr/mr_p2p
