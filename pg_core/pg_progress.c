@@ -165,11 +165,27 @@ static bool req_done(void *req)
     return pg_req_is_done((struct pg_req *)req);
 }
 
+/* A request that the fabric ended with an error carries only the code (the fabric's
+ * message, if any, was recorded on whichever thread ran its completion). A process of this
+ * node that died is the likeliest cause: name it; else name the sender of a rendezvous. */
+static int failed_cause(const struct pg_req *req)
+{
+    int rc = peer_alive();
+
+    if (rc != PGC_OK || req->status == PGC_ERR_TRUNCATE || req->status == PGC_ERR_CANCELLED) {
+        return rc != PGC_OK ? rc : req->status;
+    }
+    /* Only a rendezvous receive knows its peer (peer_world) at this level. */
+    if (req->kind != PG_REQ_RECV || req->rndv_tag == 0) {
+        return req->status;
+    }
+    return mps_error(req->status, "the transfer from rank %d failed: %s%s", req->peer_world,
+                     pgc_strerror(req->status),
+                     req->status == PGC_ERR_PEER_DEAD ? "" : " (did it die?)");
+}
+
 int pg_wait_locked(struct pg_req *req, double timeout)
 {
-    if (timeout < 0) {
-        timeout = pg_w.timeout;
-    }
     int rc;
 
     if (timeout < 0) {
@@ -183,6 +199,11 @@ int pg_wait_locked(struct pg_req *req, double timeout)
         /* A dead peer (peer_alive recorded which): given up like a timed-out request. */
         give_up(req);
         return rc;
+    }
+    if (req->status != PGC_OK) {
+        /* Done, and its waiter's: the status may still be corrected (a fabric error whose
+         * real cause is a dead peer). */
+        req->status = failed_cause(req);
     }
     return req->status;
 }
