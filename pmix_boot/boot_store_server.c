@@ -725,6 +725,9 @@ static void rank_left(struct boot_store_server *s, struct conn *c)
         return;
     }
     MPS_DEBUG("boot_store server: %s", msg);
+    /* For ranks that are not waiting in the store but in a transfer with the dead one
+     * (boot_peers_alive reads it); past the caps, which must not hide a death. */
+    boot_map_set(&s->map, "boot/dead", msg, strlen(msg));
     if (n >= 2 && same_host(host)) {
         remove_segments(pid);
     }
