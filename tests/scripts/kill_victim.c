@@ -7,6 +7,7 @@
  *   PHASE  before    the victim dies before MPI_Init; the survivor waits in MPI_Init
  *          init      the victim dies inside MPI_Init, once its shared-memory segment exists
  *          after     the victim dies right after MPI_Init; the survivor is in a barrier
+ *          loop      nobody dies: allreduces for up to 60 s (a link is cut meanwhile)
  *          recv, rndv, allreduce_small, allreduce_large, barrier, finalize
  *                    the victim dies inside that call (a receive nobody serves, a 2 MiB
  *                    rendezvous send, an 8-byte and a 4 MiB MPI_Allreduce, MPI_Barrier,
@@ -15,7 +16,7 @@
  *                    (a receive from the victim for recv and rndv) 500 ms after the victim.
  *
  * Every rank prints "pid RANK PID" before MPI_Init (RANK from the environment, which both
- * mpiexec and an env:// start set), so the test can check that no process and no
+ * mpiexec and an env:// start set, or srun's SLURM_PROCID), so the test can check that no process and no
  * /dev/shm/mpishim-PID-* segment is left. The survivor never reaches its last line
  * ("survivor finished") unless the library failed to see the death.
  */
@@ -133,10 +134,27 @@ static void in_phase(const char *phase, int rank)
     }
 }
 
+/* Phase "loop" (nobody dies; test_cluster_faults.sh cuts a node's link meanwhile):
+ * allreduces of 8 B and 4 MiB for up to 60 s, "looping" printed once they run. */
+static void loop(int rank)
+{
+    static double big[BIG_BYTES / 8], out[BIG_BYTES / 8];
+    time_t end = time(NULL) + 60;
+
+    for (int i = 0; time(NULL) < end; i++) {
+        MPI_Allreduce(big, out, i % 2 ? BIG_BYTES / 8 : 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+        if (i == 10 && rank == 0) {
+            printf("looping\n");
+            fflush(stdout);
+        }
+    }
+}
+
 int main(int argc, char **argv)
 {
     const char *phase = argc > 2 ? argv[1] : "";
-    const char *env = getenv("RANK");
+    /* env:// and mpiexec set RANK; srun sets SLURM_PROCID (and PMIx's PMIX_RANK). */
+    const char *env = getenv("RANK") ? getenv("RANK") : getenv("SLURM_PROCID");
     int rank = env ? atoi(env) : -1;
     int victim = rank == 1;
 
@@ -158,7 +176,9 @@ int main(int argc, char **argv)
     if (victim && (!strcmp(phase, "init") || !strcmp(phase, "after"))) {
         die();
     }
-    if (strcmp(phase, "before") && strcmp(phase, "init") && strcmp(phase, "after")) {
+    if (!strcmp(phase, "loop")) {
+        loop(rank);
+    } else if (strcmp(phase, "before") && strcmp(phase, "init") && strcmp(phase, "after")) {
         MPI_Barrier(MPI_COMM_WORLD);
         if (victim) {
             start(die_later);
