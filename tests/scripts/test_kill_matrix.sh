@@ -33,7 +33,7 @@ LIMIT=${KILL_MATRIX_LIMIT:-10}
 PHASES=${KILL_MATRIX_PHASES:-before init after recv rndv allreduce_small allreduce_large barrier finalize}
 WAYS=${KILL_MATRIX_WAYS:-kill term exit}
 LAUNCHERS=${KILL_MATRIX_LAUNCHERS:-mpiexec env envnet}
-JOBS=${KILL_MATRIX_JOBS:-3}
+JOBS=${KILL_MATRIX_JOBS:-4}
 
 free_port() {
     python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
