@@ -11,10 +11,13 @@
  * burns a core), and every WAIT_LIVENESS it asks the fabric whether a process of this node
  * is gone: then it fails at once with the dead rank's number, whatever MPISHIM_TIMEOUT
  * says, instead of waiting the timeout out. No launcher needs to be there to kill the
- * survivors (torch-style env:// starts have none).
+ * survivors (torch-style env:// starts have none). Every WAIT_REMOTE_LIVENESS it also asks
+ * the bootstrap about ranks of other nodes, which have no pid to look at (boot_peers_alive:
+ * PMIx termination events, the TCP store's record of a rank whose connection closed).
  */
 #include "config.h"
 
+#include "boot.h"
 #include "pg_internal.h"
 #include "pg_device.h"
 #include "mps_log.h"
@@ -24,6 +27,7 @@
 #include <time.h>
 
 #define WAIT_SLEEP_AFTER 0.01 /* s of waiting before polls sleep instead of yielding */
+#define WAIT_REMOTE_LIVENESS 1.0 /* s between asking the bootstrap about other nodes' ranks */
 #define WAIT_SLEEP_NS 50000   /* how long such a poll sleeps */
 #define WAIT_LIVENESS 0.1     /* s between two looks at the local peers' processes */
 
@@ -119,11 +123,19 @@ static int wait_timed_out(struct pg_req *req, double timeout)
                      timeout);
 }
 
-/* PGC_ERR_PEER_DEAD, with the rank named, when a process of this node is gone. */
+/* PGC_ERR_PEER_DEAD, with the rank named, when a process of this node is gone, or when the
+ * bootstrap learned that a rank elsewhere is (PMIx events, the TCP store's record): that
+ * costs a round trip to the store, so it is asked once per WAIT_REMOTE_LIVENESS only. The
+ * caller holds the progress lock, which serializes next_remote. */
 static int peer_alive(void)
 {
+    static double next_remote;
     int pid, dead = pg_w.fab ? fab_dead_peer(pg_w.fab, &pid) : -1;
 
+    if (dead < 0 && pg_w.boot && pg_w.initialized && mps_now() >= next_remote) {
+        next_remote = mps_now() + WAIT_REMOTE_LIVENESS;
+        return boot_peers_alive(pg_w.boot);
+    }
     if (dead < 0) {
         return PGC_OK;
     }
@@ -165,6 +177,25 @@ static bool req_done(void *req)
     return pg_req_is_done((struct pg_req *)req);
 }
 
+/* A request that the fabric ended with an error carries only the code (the fabric's
+ * message, if any, was recorded on whichever thread ran its completion). A process of this
+ * node that died is the likeliest cause: name it; else name the sender of a rendezvous. */
+static int failed_cause(const struct pg_req *req)
+{
+    int rc = peer_alive();
+
+    if (rc != PGC_OK || req->status == PGC_ERR_TRUNCATE || req->status == PGC_ERR_CANCELLED) {
+        return rc != PGC_OK ? rc : req->status;
+    }
+    /* Only a rendezvous receive knows its peer (peer_world) at this level. */
+    if (req->kind != PG_REQ_RECV || req->rndv_tag == 0) {
+        return req->status;
+    }
+    return mps_error(req->status, "the transfer from rank %d failed: %s%s", req->peer_world,
+                     pgc_strerror(req->status),
+                     req->status == PGC_ERR_PEER_DEAD ? "" : " (did it die?)");
+}
+
 int pg_wait_locked(struct pg_req *req, double timeout)
 {
     int rc;
@@ -180,6 +211,11 @@ int pg_wait_locked(struct pg_req *req, double timeout)
         /* A dead peer (peer_alive recorded which): given up like a timed-out request. */
         give_up(req);
         return rc;
+    }
+    if (req->status != PGC_OK) {
+        /* Done, and its waiter's: the status may still be corrected (a fabric error whose
+         * real cause is a dead peer). */
+        req->status = failed_cause(req);
     }
     return req->status;
 }
