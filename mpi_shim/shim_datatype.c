@@ -1310,9 +1310,11 @@ int PMPI_Type_free(MPI_Datatype *datatype)
     if (rc != MPI_SUCCESS) {
         return rc;
     }
-    if (t->builtin) {
+    if (t->builtin || t->combiner == MPI_COMBINER_F90_INTEGER ||
+        t->combiner == MPI_COMBINER_F90_REAL || t->combiner == MPI_COMBINER_F90_COMPLEX) {
         return shim_error(MPI_COMM_WORLD, SHIM_FN, MPI_ERR_TYPE,
-                          "%s is predefined and cannot be freed", t->name);
+                          "%s is predefined and cannot be freed",
+                          t->builtin ? t->name : "an MPI_Type_create_f90_* type");
     }
     /* The attributes go with the last handle, while it is still valid for the callbacks.
      * A failing delete callback is reported, and the type is freed all the same. */
@@ -1584,16 +1586,89 @@ int PMPI_Type_match_size(int typeclass, int size, MPI_Datatype *datatype)
                       "no predefined type of typeclass %d has size %d", typeclass, size);
 }
 
-/* The Fortran 90 parameterized types are predefined ones (MPI-3.1 17.2.5 allows returning
- * them): the smallest of the list that has at least the precision p (decimal digits) and
- * the exponent range r; MPI_UNDEFINED leaves p or r free. */
+/* The Fortran 90 parameterized types: the smallest predefined type of the list that has at
+ * least the precision p (decimal digits) and the exponent range r; MPI_UNDEFINED leaves p or
+ * r free. The handle returned is not that predefined one: MPI-3.1 4.1.13 gives these types
+ * their own combiner (MPI_COMBINER_F90_*) whose contents are p and r, and clients decode
+ * them so (mpi4py's Datatype.decode). Each is made once per (combiner, p, r), as a copy of
+ * the chosen type, kept until the process ends and never freed (it is predefined), so
+ * repeated calls return the same handle. */
 struct f90_choice {
     int p, r;
     MPI_Datatype type;
 };
 
-static int f90_pick(const char *fn, const struct f90_choice *list, size_t n, int p, int r,
-                    MPI_Datatype *newtype)
+#define F90_CACHE 32
+static struct {
+    int combiner, p, r;
+    MPI_Datatype handle;
+} f90_cache[F90_CACHE];
+static int f90_cached;
+static pthread_mutex_t f90_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* A copy of base with combiner and contents (r alone for integers, else p and r). */
+static int f90_make(int combiner, int p, int r, MPI_Datatype base, MPI_Datatype *out)
+{
+    struct shim_dtype *t;
+    int ints[2] = {p, r};
+    int ni = combiner == MPI_COMBINER_F90_INTEGER ? 1 : 2;
+    int rc = PMPI_Type_dup(base, out);
+
+    if (rc != MPI_SUCCESS || (rc = shim_dtype_lookup(*out, &t)) != MPI_SUCCESS) {
+        return rc;
+    }
+    free(t->types); /* the dup's old type: a builtin, so holding no reference */
+    t->types = NULL;
+    t->ntypes = 0;
+    t->combiner = combiner;
+    t->ints = malloc(sizeof(ints));
+    if (!t->ints) {
+        return MPI_ERR_NO_MEM;
+    }
+    memcpy(t->ints, ni == 1 ? &ints[1] : ints, (size_t)ni * sizeof(int));
+    t->nints = ni;
+    return MPI_SUCCESS;
+}
+
+/* The handle of the F90 type (combiner, p, r) copied from base, made on first use. */
+static int f90_handle(const char *fn, int combiner, int p, int r, MPI_Datatype base,
+                      MPI_Datatype *newtype)
+{
+    int rc = MPI_SUCCESS;
+    int i;
+
+    pthread_mutex_lock(&f90_lock);
+    for (i = 0; i < f90_cached; i++) {
+        if (f90_cache[i].combiner == combiner && f90_cache[i].p == p && f90_cache[i].r == r) {
+            break;
+        }
+    }
+    if (i == f90_cached && i == F90_CACHE) {
+        rc = MPI_ERR_INTERN;
+    } else if (i == f90_cached) {
+        rc = f90_make(combiner, p, r, base, &f90_cache[i].handle);
+        if (rc == MPI_SUCCESS) {
+            f90_cache[i].combiner = combiner;
+            f90_cache[i].p = p;
+            f90_cache[i].r = r;
+            f90_cached++;
+        }
+    }
+    if (rc == MPI_SUCCESS) {
+        *newtype = f90_cache[i].handle;
+    }
+    pthread_mutex_unlock(&f90_lock);
+    if (rc != MPI_SUCCESS) {
+        return shim_error(MPI_COMM_WORLD, fn, rc,
+                          "cannot make the type (precision %d, range %d): %s", p, r,
+                          rc == MPI_ERR_INTERN ? "more than 32 distinct F90 types requested"
+                                               : "out of memory");
+    }
+    return MPI_SUCCESS;
+}
+
+static int f90_pick(const char *fn, int combiner, const struct f90_choice *list, size_t n, int p,
+                    int r, MPI_Datatype *newtype)
 {
     int rc = shim_check_init(fn);
 
@@ -1605,8 +1680,7 @@ static int f90_pick(const char *fn, const struct f90_choice *list, size_t n, int
     }
     for (size_t i = 0; i < n; i++) {
         if ((p == MPI_UNDEFINED || p <= list[i].p) && (r == MPI_UNDEFINED || r <= list[i].r)) {
-            *newtype = list[i].type;
-            return MPI_SUCCESS;
+            return f90_handle(fn, combiner, p, r, list[i].type, newtype);
         }
     }
     return shim_error(MPI_COMM_WORLD, fn, MPI_ERR_ARG,
@@ -1621,7 +1695,7 @@ int PMPI_Type_create_f90_integer(int r, MPI_Datatype *newtype)
                                              {0, 4, MPI_INTEGER2},
                                              {0, 9, MPI_INTEGER4},
                                              {0, 18, MPI_INTEGER8}};
-    return f90_pick(SHIM_FN, ints, 4, MPI_UNDEFINED, r, newtype);
+    return f90_pick(SHIM_FN, MPI_COMBINER_F90_INTEGER, ints, 4, MPI_UNDEFINED, r, newtype);
 }
 
 /* IEEE binary32, binary64 and x87 extended (long double): precision and range as Fortran's
@@ -1631,7 +1705,7 @@ int PMPI_Type_create_f90_real(int p, int r, MPI_Datatype *newtype)
 {
     static const struct f90_choice reals[] = {
         {6, 37, MPI_REAL4}, {15, 307, MPI_REAL8}, {18, 4931, MPI_REAL16}};
-    return f90_pick(SHIM_FN, reals, 3, p, r, newtype);
+    return f90_pick(SHIM_FN, MPI_COMBINER_F90_REAL, reals, 3, p, r, newtype);
 }
 
 #pragma weak MPI_Type_create_f90_complex = PMPI_Type_create_f90_complex
@@ -1639,7 +1713,7 @@ int PMPI_Type_create_f90_complex(int p, int r, MPI_Datatype *newtype)
 {
     static const struct f90_choice cplx[] = {
         {6, 37, MPI_COMPLEX8}, {15, 307, MPI_COMPLEX16}, {18, 4931, MPI_COMPLEX32}};
-    return f90_pick(SHIM_FN, cplx, 3, p, r, newtype);
+    return f90_pick(SHIM_FN, MPI_COMBINER_F90_COMPLEX, cplx, 3, p, r, newtype);
 }
 
 /* ------------------------------------------------------------------------------------- */

@@ -559,6 +559,37 @@ static void mpi1_handler(MPI_Comm *comm, int *code, ...)
     MPI_Error_class(*code, &mpi1_handler_class);
 }
 
+/* An MPI_Type_create_f90_* result (mpi4py decodes them so): the layout of the predefined
+ * type chosen, its own combiner with p and r as contents (r alone for integers), the same
+ * handle on a second call, and it cannot be freed. */
+static void f90_type_is(MPI_Datatype t, MPI_Datatype want, int combiner, int p, int r)
+{
+    int ni, na, nd, comb, ints[2] = {-1, -1}, tsize, wsize;
+    MPI_Datatype again;
+
+    CHECK_MPI(MPI_Type_size(t, &tsize));
+    CHECK_MPI(MPI_Type_size(want, &wsize));
+    CHECK(tsize == wsize, "F90 type of size %d, not %d", tsize, wsize);
+    CHECK_MPI(MPI_Type_get_envelope(t, &ni, &na, &nd, &comb));
+    CHECK(comb == combiner && ni == (combiner == MPI_COMBINER_F90_INTEGER ? 1 : 2) && na == 0 &&
+              nd == 0,
+          "envelope: combiner %d (not %d), %d integers", comb, combiner, ni);
+    CHECK_MPI(MPI_Type_get_contents(t, 2, 0, 0, ints, NULL, NULL));
+    CHECK(ni == 1 ? ints[0] == r : ints[0] == p && ints[1] == r, "contents %d %d, not %d %d",
+          ints[0], ints[1], p, r);
+    if (combiner == MPI_COMBINER_F90_INTEGER) {
+        CHECK_MPI(MPI_Type_create_f90_integer(r, &again));
+    } else if (combiner == MPI_COMBINER_F90_REAL) {
+        CHECK_MPI(MPI_Type_create_f90_real(p, r, &again));
+    } else {
+        CHECK_MPI(MPI_Type_create_f90_complex(p, r, &again));
+    }
+    CHECK(again == t, "a second call gave 0x%x, not 0x%x", (unsigned)again, (unsigned)t);
+    CHECK_MPI(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+    EXPECT_CLASS(MPI_Type_free(&again), MPI_ERR_TYPE);
+    CHECK_MPI(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL));
+}
+
 static void mpi1_names_and_f90_types(void)
 {
     MPI_Errhandler h, got;
@@ -597,17 +628,17 @@ static void mpi1_names_and_f90_types(void)
     CHECK_MPI(MPI_Keyval_free(&key));
     /* Fortran 90 types: the smallest predefined type with the asked precision/range. */
     CHECK_MPI(MPI_Type_create_f90_integer(2, &t));
-    CHECK(t == MPI_INTEGER1, "f90_integer(2) = 0x%x", (unsigned)t);
+    f90_type_is(t, MPI_INTEGER1, MPI_COMBINER_F90_INTEGER, 0, 2);
     CHECK_MPI(MPI_Type_create_f90_integer(5, &t));
-    CHECK(t == MPI_INTEGER4, "f90_integer(5) = 0x%x", (unsigned)t);
+    f90_type_is(t, MPI_INTEGER4, MPI_COMBINER_F90_INTEGER, 0, 5);
     CHECK_MPI(MPI_Type_create_f90_integer(10, &t));
-    CHECK(t == MPI_INTEGER8, "f90_integer(10) = 0x%x", (unsigned)t);
+    f90_type_is(t, MPI_INTEGER8, MPI_COMBINER_F90_INTEGER, 0, 10);
     CHECK_MPI(MPI_Type_create_f90_real(10, MPI_UNDEFINED, &t));
-    CHECK(t == MPI_REAL8, "f90_real(10, any) = 0x%x", (unsigned)t);
+    f90_type_is(t, MPI_REAL8, MPI_COMBINER_F90_REAL, 10, MPI_UNDEFINED);
     CHECK_MPI(MPI_Type_create_f90_real(MPI_UNDEFINED, 30, &t));
-    CHECK(t == MPI_REAL4, "f90_real(any, 30) = 0x%x", (unsigned)t);
+    f90_type_is(t, MPI_REAL4, MPI_COMBINER_F90_REAL, MPI_UNDEFINED, 30);
     CHECK_MPI(MPI_Type_create_f90_complex(6, 300, &t));
-    CHECK(t == MPI_COMPLEX16, "f90_complex(6, 300) = 0x%x", (unsigned)t);
+    f90_type_is(t, MPI_COMPLEX16, MPI_COMBINER_F90_COMPLEX, 6, 300);
     CHECK_MPI(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
     EXPECT_CLASS(MPI_Type_create_f90_integer(19, &t), MPI_ERR_ARG);
     EXPECT_CLASS(MPI_Type_create_f90_real(40, MPI_UNDEFINED, &t), MPI_ERR_ARG);
