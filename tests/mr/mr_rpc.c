@@ -9,7 +9,8 @@
  *     rpc_async of 16 calls, collect_all and then callbacks; a nested call (the callee
  *     calls the next worker); async execution on the callee (it answers with the future of
  *     a call it makes); a callee's error text, an unknown function, a timeout, each naming
- *     the worker and the function;
+ *     the worker and the function (the call that times out blocks until its caller
+ *     releases it: no timing decides the outcome);
  *  3. RRefs: pgc_remote on the next worker, to_here, owner, owner_name, is_owner, calls on
  *     the object at its owner (a counter incremented in place), local_value on the owner;
  *     forks user to user (to the worker after), user to owner and owner to user, the
@@ -96,12 +97,29 @@ static int fn_fail(pgc_rpc_call *c)
     return pgc_rpc_call_fail(c, "bad input %d", 42);
 }
 
-static int fn_sleep(pgc_rpc_call *c)
-{
-    int ms = 0;
+/* block waits until the same caller has called release (a counter per caller): a call that
+ * can only end when the caller says so, to test timeouts without any timing. */
+static pthread_mutex_t block_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t block_cv = PTHREAD_COND_INITIALIZER;
+static int releases[8];
 
-    memcpy(&ms, c->args->bytes, sizeof(ms));
-    usleep((useconds_t)ms * 1000);
+static int fn_block(pgc_rpc_call *c)
+{
+    pthread_mutex_lock(&block_mu);
+    while (releases[c->caller] == 0) {
+        pthread_cond_wait(&block_cv, &block_mu);
+    }
+    releases[c->caller]--;
+    pthread_mutex_unlock(&block_mu);
+    return PGC_OK;
+}
+
+static int fn_release(pgc_rpc_call *c)
+{
+    pthread_mutex_lock(&block_mu);
+    releases[c->caller]++;
+    pthread_cond_broadcast(&block_cv);
+    pthread_mutex_unlock(&block_mu);
     return PGC_OK;
 }
 
@@ -356,8 +374,7 @@ static void check_calls(int dst)
 static void check_errors(int dst)
 {
     char want[64];
-    int ms = 1500;
-    pgc_rpc_value args = {&ms, sizeof(ms), NULL, 0, NULL, 0}, r;
+    pgc_rpc_value r;
     pgc_future *f;
     int rc;
 
@@ -372,15 +389,17 @@ static void check_errors(int dst)
           "unknown function: %s", pgc_status_name(rc));
     CHECK(pgc_rpc_sync("nobody", "echo", NULL, 0, &r) == PGC_ERR_INVALID_RANK, "unknown worker");
     /* A call that outlives its timeout fails with the worker and the function named. */
-    CHECK_OK(pgc_rpc_async(wname(dst), "sleep", &args, 0.2, &f));
+    CHECK_OK(pgc_rpc_async(wname(dst), "block", NULL, 0.1, &f));
     rc = pgc_future_wait(f, -1);
     CHECK(rc == PGC_ERR_TIMEOUT && strstr(pgc_future_error(f), want) &&
-              strstr(pgc_future_error(f), "'sleep'"),
+              strstr(pgc_future_error(f), "'block'"),
           "timeout: %s: %s", pgc_status_name(rc), pgc_future_error(f));
     pgc_future_free(f);
+    CHECK_OK(pgc_rpc_sync(wname(dst), "release", NULL, 0, NULL));
     /* Waiting shorter than the call takes leaves it pending. */
-    CHECK_OK(pgc_rpc_async(wname(dst), "sleep", &args, 0, &f));
-    CHECK(pgc_future_wait(f, 0.05) == PGC_ERR_TIMEOUT && !pgc_future_done(f), "still pending");
+    CHECK_OK(pgc_rpc_async(wname(dst), "block", NULL, 0, &f));
+    CHECK(pgc_future_wait(f, 0.01) == PGC_ERR_TIMEOUT && !pgc_future_done(f), "still pending");
+    CHECK_OK(pgc_rpc_sync(wname(dst), "release", NULL, 0, NULL));
     CHECK_OK(pgc_future_wait(f, -1));
     pgc_future_free(f);
 }
@@ -473,7 +492,8 @@ int main(int argc, char **argv)
     pgc_rpc_register("echo", fn_echo, NULL);
     pgc_rpc_register("add", fn_add, NULL);
     pgc_rpc_register("fail", fn_fail, NULL);
-    pgc_rpc_register("sleep", fn_sleep, NULL);
+    pgc_rpc_register("block", fn_block, NULL);
+    pgc_rpc_register("release", fn_release, NULL);
     pgc_rpc_register("nested", fn_nested, NULL);
     pgc_rpc_register("async_add", fn_async_add, NULL);
     pgc_rpc_register("deferred", fn_deferred, NULL);
