@@ -105,12 +105,15 @@ struct pgc_rref {
     pgc_future *created;  /* the creating pgc_remote's answer (NULL: not the creator) */
 };
 
+enum rpc_early { EARLY_NONE, EARLY_BY_FORK, EARLY_BY_SELF };
+
 struct rpc_owned {
     struct mps_list link;
     uint64_t rref_id;
     uint64_t *forks;
     int nforks, cap;
     int busy;              /* queued calls that use it */
+    int early;             /* enum rpc_early: made before its REMOTE request arrived */
     pgc_future *created;   /* completes with the object (value kept in owned.value) */
     pgc_rpc_value value;
 };

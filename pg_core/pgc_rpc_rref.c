@@ -14,7 +14,11 @@
  *    the owner confirms; B sends a fork request to the owner, which adds the fork and
  *    tells A (child accept). A's fork, and thus the object, outlives the unconfirmed child.
  * pgc_remote creates the object and its creator's fork with one message: the owner
- * registers both when it arrives, before it runs the function.
+ * registers both when it arrives, before it runs the function. A fork request or a call
+ * from another worker may arrive before that message (different senders are not ordered):
+ * the owner then makes the object early, empty and pending, and the creating request fills
+ * it (torch's getOrCreateOwnerRRef). A pgc_remote to itself makes the object before it
+ * sends, since its own later local uses of the handle do not queue behind the request.
  */
 #include "config.h"
 
@@ -79,19 +83,40 @@ static int owned_add_fork_locked(struct rpc_owned *o, uint64_t fork_id)
     return PGC_OK;
 }
 
+/* Under rpc.mu: the object of rref_id, made (empty, pending, busy for the REMOTE request
+ * still to come) if none exists: a fork or a call may reach the owner before the creating
+ * request does, when they come from another worker than the creator (torch's
+ * getOrCreateOwnerRRef). EARLY_BY_FORK: the creator's fork is added when that request
+ * arrives. */
+static struct rpc_owned *owned_get_or_make_locked(uint64_t rref_id)
+{
+    struct rpc_owned *o = owned_find_locked(rref_id);
+
+    if (o) {
+        return o;
+    }
+    o = calloc(1, sizeof(*o));
+    if (!o || !(o->created = pgc_future_new())) {
+        free(o);
+        return NULL;
+    }
+    o->rref_id = rref_id;
+    o->busy = 1;
+    o->early = EARLY_BY_FORK;
+    mps_list_push_back(&rpc.owned, &o->link);
+    return o;
+}
+
 static void owned_add_fork(uint64_t rref_id, uint64_t fork_id)
 {
     struct rpc_owned *o;
 
     pthread_mutex_lock(&rpc.mu);
-    o = owned_find_locked(rref_id);
+    o = owned_get_or_make_locked(rref_id);
     if (o) {
         owned_add_fork_locked(o, fork_id);
     }
     pthread_mutex_unlock(&rpc.mu);
-    if (!o) {
-        mps_log(MPS_LOG_WARN, "pgc_rpc: a fork of an object this worker does not own");
-    }
 }
 
 static void owned_remove_fork(uint64_t rref_id, uint64_t fork_id)
@@ -113,17 +138,32 @@ static void owned_remove_fork(uint64_t rref_id, uint64_t fork_id)
 
 struct rpc_owned *rpc_owned_create(const struct rpc_hdr *h)
 {
-    struct rpc_owned *o = calloc(1, sizeof(*o));
+    struct rpc_owned *o;
 
-    if (!o || !(o->created = pgc_future_new())) {
-        free(o);
-        return NULL;
-    }
-    o->rref_id = h->rref_id;
-    o->busy = 1;
     pthread_mutex_lock(&rpc.mu);
-    owned_add_fork_locked(o, h->fork_id);
-    mps_list_push_back(&rpc.owned, &o->link);
+    o = owned_get_or_make_locked(h->rref_id);
+    if (o && o->early == EARLY_BY_FORK) {
+        owned_add_fork_locked(o, h->fork_id);
+    }
+    if (o) {
+        /* The busy count the early object holds passes to this request. */
+        o->early = EARLY_NONE;
+    }
+    pthread_mutex_unlock(&rpc.mu);
+    return o;
+}
+
+/* pgc_remote to itself: the object with its creator's fork, before the request leaves. */
+static struct rpc_owned *owned_make_for_self(uint64_t rref_id, uint64_t fork_id)
+{
+    struct rpc_owned *o;
+
+    pthread_mutex_lock(&rpc.mu);
+    o = owned_get_or_make_locked(rref_id);
+    if (o) {
+        owned_add_fork_locked(o, fork_id);
+        o->early = EARLY_BY_SELF;
+    }
     pthread_mutex_unlock(&rpc.mu);
     return o;
 }
@@ -133,7 +173,7 @@ struct rpc_owned *rpc_owned_get(uint64_t rref_id)
     struct rpc_owned *o;
 
     pthread_mutex_lock(&rpc.mu);
-    o = owned_find_locked(rref_id);
+    o = owned_get_or_make_locked(rref_id);
     if (o) {
         o->busy++;
     }
@@ -430,6 +470,7 @@ int pgc_remote(const char *to, const char *fn, const pgc_rpc_value *args, double
                pgc_rref **out)
 {
     struct rpc_hdr h = {.kind = RPC_REMOTE};
+    struct rpc_owned *early = NULL;
     pgc_rref *r;
     int dst, rc;
 
@@ -447,7 +488,19 @@ int pgc_remote(const char *to, const char *fn, const pgc_rpc_value *args, double
     }
     h.rref_id = r->rref_id;
     h.fork_id = r->fork_id;
-    rc = rpc_call("pgc_remote", dst, &h, fn, args, timeout, &r->created);
+    /* To itself, the owner makes the object before the request leaves: this thread's next
+     * local use of the handle (a fork, its free) would otherwise find no object, since it
+     * does not travel behind the request as a message to another owner would. */
+    if (dst == rpc.rank && !(early = owned_make_for_self(h.rref_id, h.fork_id))) {
+        rc = mps_error(PGC_ERR_NOMEM, "pgc_remote");
+    }
+    if (rc == PGC_OK) {
+        rc = rpc_call("pgc_remote", dst, &h, fn, args, timeout, &r->created);
+    }
+    if (rc != PGC_OK && early) {
+        owned_remove_fork(h.rref_id, h.fork_id);
+        rpc_owned_put(early);
+    }
     if (rc != PGC_OK) {
         /* The owner never heard of it: drop the handle without a delete. */
         pthread_mutex_lock(&rpc.mu);

@@ -97,27 +97,41 @@ static int fn_fail(pgc_rpc_call *c)
     return pgc_rpc_call_fail(c, "bad input %d", 42);
 }
 
-/* block waits until the same caller has called release (a counter per caller): a call that
- * can only end when the caller says so, to test timeouts without any timing. */
+/* block(t) waits until the same caller has called release(t') with t' >= t: a call that can
+ * only end when its caller says so, to test timeouts without any timing. The tokens make
+ * it indifferent to the order in which the server threads pick the two up. */
 static pthread_mutex_t block_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t block_cv = PTHREAD_COND_INITIALIZER;
-static int releases[8];
+static int released[8];
+
+static int token_of(pgc_rpc_call *c)
+{
+    int t = 0;
+
+    if (c->args->nbytes == sizeof(t)) {
+        memcpy(&t, c->args->bytes, sizeof(t));
+    }
+    return t;
+}
 
 static int fn_block(pgc_rpc_call *c)
 {
+    int t = token_of(c);
+
     pthread_mutex_lock(&block_mu);
-    while (releases[c->caller] == 0) {
+    while (released[c->caller] < t) {
         pthread_cond_wait(&block_cv, &block_mu);
     }
-    releases[c->caller]--;
     pthread_mutex_unlock(&block_mu);
     return PGC_OK;
 }
 
 static int fn_release(pgc_rpc_call *c)
 {
+    int t = token_of(c);
+
     pthread_mutex_lock(&block_mu);
-    releases[c->caller]++;
+    released[c->caller] = t > released[c->caller] ? t : released[c->caller];
     pthread_cond_broadcast(&block_cv);
     pthread_mutex_unlock(&block_mu);
     return PGC_OK;
@@ -373,6 +387,8 @@ static void check_calls(int dst)
 
 static void check_errors(int dst)
 {
+    static int token; /* grows across callees, so each sees its tokens grow */
+    pgc_rpc_value tok = {&token, sizeof(token), NULL, 0, NULL, 0};
     char want[64];
     pgc_rpc_value r;
     pgc_future *f;
@@ -389,17 +405,19 @@ static void check_errors(int dst)
           "unknown function: %s", pgc_status_name(rc));
     CHECK(pgc_rpc_sync("nobody", "echo", NULL, 0, &r) == PGC_ERR_INVALID_RANK, "unknown worker");
     /* A call that outlives its timeout fails with the worker and the function named. */
-    CHECK_OK(pgc_rpc_async(wname(dst), "block", NULL, 0.1, &f));
+    token++;
+    CHECK_OK(pgc_rpc_async(wname(dst), "block", &tok, 0.1, &f));
     rc = pgc_future_wait(f, -1);
     CHECK(rc == PGC_ERR_TIMEOUT && strstr(pgc_future_error(f), want) &&
               strstr(pgc_future_error(f), "'block'"),
           "timeout: %s: %s", pgc_status_name(rc), pgc_future_error(f));
     pgc_future_free(f);
-    CHECK_OK(pgc_rpc_sync(wname(dst), "release", NULL, 0, NULL));
+    CHECK_OK(pgc_rpc_sync(wname(dst), "release", &tok, 0, NULL));
     /* Waiting shorter than the call takes leaves it pending. */
-    CHECK_OK(pgc_rpc_async(wname(dst), "block", NULL, 0, &f));
+    token++;
+    CHECK_OK(pgc_rpc_async(wname(dst), "block", &tok, 0, &f));
     CHECK(pgc_future_wait(f, 0.01) == PGC_ERR_TIMEOUT && !pgc_future_done(f), "still pending");
-    CHECK_OK(pgc_rpc_sync(wname(dst), "release", NULL, 0, NULL));
+    CHECK_OK(pgc_rpc_sync(wname(dst), "release", &tok, 0, NULL));
     CHECK_OK(pgc_future_wait(f, -1));
     pgc_future_free(f);
 }
@@ -410,6 +428,7 @@ static void check_rrefs(void)
     int64_t start = 1000 * rank, d = 5, v;
     pgc_rpc_value args = {&start, 8, NULL, 0, NULL, 0}, r;
     pgc_rref *rr, *mine;
+    pgc_future *f;
 
     /* On the next worker, a counter; incremented there through the RRef. */
     CHECK_OK(pgc_remote(wname(next), "make_counter", &args, 0, &rr));
@@ -439,6 +458,20 @@ static void check_rrefs(void)
           (long long)bytes_i64(&r));
     pgc_rpc_value_free(&r);
     CHECK_OK(pgc_rpc_sync(wname(after), "drop", NULL, 0, NULL));
+
+    /* Handed over and dropped at once: our handle is gone before the receiver's fork has
+     * reached the owner, whose object must wait for that fork (the pending child). */
+    start += 1;
+    args = (pgc_rpc_value){&start, 8, NULL, 0, NULL, 0};
+    CHECK_OK(pgc_remote(wname(next), "make_counter", &args, 0, &rr));
+    args = (pgc_rpc_value){NULL, 0, NULL, 0, &rr, 1};
+    CHECK_OK(pgc_rpc_async(wname(after), "read_rref", &args, 0, &f));
+    pgc_rref_free(rr);
+    CHECK_OK(pgc_future_wait(f, -1));
+    CHECK(bytes_i64(pgc_future_value(f)) == start, "read after the creator dropped it: %lld",
+          (long long)bytes_i64(pgc_future_value(f)));
+    pgc_future_free(f);
+    start -= 1;
 
     /* Owner to user: an object here, its RRef passed to the next worker, local_value here. */
     args = (pgc_rpc_value){&start, 8, NULL, 0, NULL, 0};
