@@ -56,6 +56,18 @@ static void run_batch(int n, double (*x)[EX_DIM], pgc_future **f)
     }
 }
 
+/* Every worker but worker0 is a client (worker0 alone is its own). */
+static int num_clients(void)
+{
+    pgc_rpc_worker_info w;
+    int n = 0;
+
+    while (pgc_rpc_get_worker_info_by_rank(n, &w) == PGC_OK) {
+        n++;
+    }
+    return n > 1 ? n - 1 : 1;
+}
+
 static int infer(pgc_rpc_call *c)
 {
     double x[64][EX_DIM];
@@ -68,6 +80,10 @@ static int infer(pgc_rpc_call *c)
     }
     c->async_result = pgc_future_retain(mine);
     pthread_mutex_lock(&srv.mu);
+    /* Set here, not by main after pgc_rpc_init: a client's request may come first. */
+    if (srv.batch_size == 0) {
+        srv.batch_size = num_clients() * PER_ROUND;
+    }
     memcpy(srv.x[srv.n], c->args->tensors[0].data, sizeof(srv.x[0]));
     srv.f[srv.n++] = mine;
     if (srv.n == srv.batch_size) {
@@ -137,8 +153,7 @@ int main(int argc, char **argv)
     pgc_rpc_register("stats", stats, NULL);
     rank = rx_init(&size);
     clients = size > 1 ? size - 1 : 1;
-    srv.batch_size = clients * PER_ROUND;
-    if (srv.batch_size > 64) {
+    if (clients * PER_ROUND > 64) {
         fprintf(stderr, "at most %d clients\n", 64 / PER_ROUND);
         return 1;
     }
@@ -154,7 +169,9 @@ int main(int argc, char **argv)
     }
     rx_check(pgc_rpc_shutdown(1), "pgc_rpc_shutdown");
     if (rank == 0) {
+        pthread_mutex_lock(&srv.mu);
         printf("server: %d batches of %d requests\n", srv.batches, srv.largest);
+        pthread_mutex_unlock(&srv.mu);
     }
     return 0;
 }

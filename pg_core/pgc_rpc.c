@@ -69,7 +69,7 @@ double rpc_timeout_of(double timeout)
 
 int rpc_check_up(const char *call)
 {
-    if (!rpc.up) {
+    if (!__atomic_load_n(&rpc.up, __ATOMIC_ACQUIRE)) {
         return mps_error(PGC_ERR_NOT_INITIALIZED, "%s: RPC is not initialized (call pgc_rpc_init)",
                          call);
     }
@@ -971,13 +971,17 @@ int pgc_rpc_init(const char *name, int rank, int world_size, const pgc_rpc_opts 
         rc = exchange_names(name);
     }
     if (rc == PGC_OK) {
+        /* Up before the threads start: a peer that finished its init first may already have
+         * sent a request, whose function may call back into RPC. */
         threads = true;
+        __atomic_store_n(&rpc.up, true, __ATOMIC_RELEASE);
         rc = start_threads(opts->num_server_threads > 0 ? opts->num_server_threads
                                                         : DEFAULT_SERVERS);
     }
     if (rc != PGC_OK) {
         if (threads) {
             stop_threads(rpc.servers != NULL);
+            __atomic_store_n(&rpc.up, false, __ATOMIC_RELEASE);
         }
         teardown();
         if (rpc.owns_world) {
@@ -986,7 +990,6 @@ int pgc_rpc_init(const char *name, int rank, int world_size, const pgc_rpc_opts 
         }
         return rc;
     }
-    rpc.up = true;
     mps_clear_error();
     return PGC_OK;
 }
@@ -1084,8 +1087,8 @@ int pgc_rpc_shutdown(int graceful)
         rpc_rref_release_all();
     }
     stop_threads(true);
+    __atomic_store_n(&rpc.up, false, __ATOMIC_RELEASE);
     teardown();
-    rpc.up = false;
     /* Closing the world is collective (a barrier), and a worker that shuts down at once may
      * do so because a peer is gone, which a transport without a view of dead peers (tcp)
      * would wait for without end: then the world stays up for a later pgc_rpc_init, and

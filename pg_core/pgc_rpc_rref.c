@@ -225,7 +225,7 @@ static void give_back(pgc_rref *r)
 
     if (r->owner == rpc.rank) {
         owned_remove_fork(r->rref_id, r->fork_id);
-    } else if (rpc.up && !rpc.dead[r->owner]) {
+    } else if (__atomic_load_n(&rpc.up, __ATOMIC_ACQUIRE) && !rpc.dead[r->owner]) {
         rpc_send(r->owner, &h, "", 0, NULL);
     }
 }
@@ -285,7 +285,7 @@ const char *pgc_rref_owner_name(pgc_rref *r)
 
 int pgc_rref_is_owner(pgc_rref *r)
 {
-    return r && rpc.up && r->owner == rpc.rank;
+    return r && __atomic_load_n(&rpc.up, __ATOMIC_ACQUIRE) && r->owner == rpc.rank;
 }
 
 /* ---- the protocol ---- */
