@@ -20,6 +20,7 @@
 #ifndef SHIM_WIN_H
 #define SHIM_WIN_H
 
+#include "mps_util.h"
 #include "pg.h"
 #include "shim.h"
 #include "shim_datatype.h"
@@ -61,7 +62,9 @@ struct shim_win {
     /* Target side (progress callbacks only). */
     struct pg_req am_req; /* the posted receive of requests */
     unsigned char *am_buf;
-    int am_depth;    /* inside am_arrived (a re-post that completes at once) */
+    bool am_queued;  /* on the list of windows with a request to serve */
+    bool am_closing; /* MPI_Win_free: serve and re-post no more */
+    struct mps_list ready_link;
     int excl_holder; /* origin holding the exclusive lock, or -1 */
     int shared_holders;
     struct shim_win_waiter *waiters;

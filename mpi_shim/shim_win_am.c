@@ -273,27 +273,50 @@ static void serve(struct shim_win *w, int origin, const struct am_hdr *h)
     }
 }
 
-/* The posted receive completed: serve the request and re-post. A re-post that matches a
- * queued request at once completes inside pg_irecv and calls this again; that nested call
- * only notes it (again), and the outer loop serves it, so the stack does not grow with the
- * queue. */
+/* Windows whose posted receive holds a request to serve (through ready_link). Touched
+ * only in progress, under the world lock when threads are on. */
+static struct mps_list ready_wins = {&ready_wins, &ready_wins};
+
+/* The posted receive completed. It runs inside a fabric drain, where a send that waits for
+ * ring space would re-enter the drain: so it only queues the window, and serve_ready (the
+ * progress hook) serves the request and re-posts the receive. */
 static void am_arrived(struct pg_req *req)
 {
     struct shim_win *w = req->cb_arg;
 
-    if (req->cancelled || w->am_depth > 0) {
-        return;
+    if (!req->cancelled && !w->am_queued) {
+        w->am_queued = true;
+        mps_list_push_back(&ready_wins, &w->ready_link);
     }
-    w->am_depth++;
-    do {
+}
+
+/* Serves every queued request; a re-post that matches a queued message at once queues
+ * the window again, and the loop takes it. Not re-entered (a send's own waits progress
+ * the fabric only, but a nested call would find the list in use). */
+static int serve_ready(void)
+{
+    static int depth;
+
+    if (depth > 0 || mps_list_empty(&ready_wins)) {
+        return PGC_OK;
+    }
+    depth++;
+    while (!mps_list_empty(&ready_wins)) {
+        struct shim_win *w = container_of(ready_wins.next, struct shim_win, ready_link);
+        struct pg_req *req = &w->am_req;
+
+        mps_list_remove(&w->ready_link);
+        w->am_queued = false;
+        if (__atomic_load_n(&w->am_closing, __ATOMIC_ACQUIRE)) {
+            continue; /* a request after all were answered: a program's error, dropped */
+        }
         if (req->status == PGC_OK && req->len >= sizeof(struct am_hdr)) {
             serve(w, req->source, (const struct am_hdr *)w->am_buf);
         }
-        if (pg_irecv(w->g, w->am_buf, AM_MAX, PG_ANY_SOURCE, TAG_AM, req) != PGC_OK) {
-            break;
-        }
-    } while (pg_req_is_done(req) && !req->cancelled);
-    w->am_depth--;
+        pg_irecv(w->g, w->am_buf, AM_MAX, PG_ANY_SOURCE, TAG_AM, req);
+    }
+    depth--;
+    return PGC_OK;
 }
 
 int shim_win_am_start(struct shim_win *w)
@@ -302,6 +325,8 @@ int shim_win_am_start(struct shim_win *w)
     if (!w->am_buf) {
         return PGC_ERR_NOMEM;
     }
+    pg_progress_hook(serve_ready);
+    mps_list_init(&w->ready_link);
     pg_req_init(&w->am_req, PG_REQ_RECV);
     w->am_req.on_complete = am_arrived;
     w->am_req.cb_arg = w;
@@ -310,9 +335,17 @@ int shim_win_am_start(struct shim_win *w)
 
 void shim_win_am_stop(struct shim_win *w)
 {
-    if (w->am_buf && !pg_req_is_done(&w->am_req)) {
+    if (!w->am_buf) {
+        return;
+    }
+    /* Once closing, the hook no longer serves nor re-posts; a round of progress (under the
+     * world lock, after any other thread's) takes the window off the list if a request
+     * completed the receive meanwhile. */
+    __atomic_store_n(&w->am_closing, true, __ATOMIC_RELEASE);
+    if (!pg_req_is_done(&w->am_req)) {
         pg_cancel_recv(&w->am_req);
     }
+    pg_progress();
     free(w->am_buf);
     w->am_buf = NULL;
 }

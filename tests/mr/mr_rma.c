@@ -6,9 +6,16 @@
  * request-based operations, post-start-complete-wait, window attributes, names and the
  * errors of bad ranks, displacements and epochs. Every expected value is computed here from
  * the ranks and counts, never read from the library.
+ *
+ * With --threads: MPI_THREAD_MULTIPLE, and a second thread that polls MPI_Iprobe on another
+ * communicator all along, so requests are also applied by that thread's progress while the
+ * main thread issues its own.
  */
 #include "mrtest.h"
 
+#include <pthread.h>
+#include <sched.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #define N_ACC 200       /* accumulates per rank to one element */
@@ -386,9 +393,61 @@ static void test_errors(void)
     CHECK_MPI(MPI_Win_free(&win));
 }
 
+static int poller_stop;
+
+/* Progress from a second thread: probes a communicator nobody sends on. */
+static void *poller(void *arg)
+{
+    MPI_Comm comm = *(MPI_Comm *)arg;
+
+    while (!__atomic_load_n(&poller_stop, __ATOMIC_ACQUIRE)) {
+        int flag = 0;
+
+        /* Not CHECK: its counter belongs to the main thread. */
+        if (MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, comm, &flag, MPI_STATUS_IGNORE) !=
+                MPI_SUCCESS ||
+            flag) {
+            fprintf(stderr, "FAIL rank %d: the poller's MPI_Iprobe failed or found %d\n", mrt_rank,
+                    flag);
+            exit(1);
+        }
+        sched_yield();
+    }
+    return NULL;
+}
+
+static bool has_arg(int argc, char **argv, const char *a)
+{
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], a) == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
 int main(int argc, char **argv)
 {
-    mrt_init(&argc, &argv);
+    bool threads = has_arg(argc, argv, "--threads");
+    MPI_Comm quiet = MPI_COMM_NULL;
+    pthread_t tid;
+
+    if (threads) {
+        int provided = 0;
+
+        for (int i = 1; i < argc; i++) {
+            if (strchr(argv[i], '=')) {
+                putenv(argv[i]); /* NAME=VALUE, as mrt_init does */
+            }
+        }
+        CHECK_MPI(MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided));
+        CHECK(provided == MPI_THREAD_MULTIPLE, "provided %d", provided);
+        MPI_Comm_rank(MPI_COMM_WORLD, &mrt_rank);
+        CHECK_MPI(MPI_Comm_dup(MPI_COMM_WORLD, &quiet));
+        CHECK(pthread_create(&tid, NULL, poller, &quiet) == 0, "pthread_create");
+    } else {
+        mrt_init(&argc, &argv);
+    }
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     rank = mrt_rank;
     CHECK_MPI(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
@@ -400,5 +459,10 @@ int main(int argc, char **argv)
     test_pscw();
     test_create_and_attributes();
     test_errors();
+    if (threads) {
+        __atomic_store_n(&poller_stop, 1, __ATOMIC_RELEASE);
+        pthread_join(tid, NULL);
+        CHECK_MPI(MPI_Comm_free(&quiet));
+    }
     return mrt_finish("mr_rma");
 }
