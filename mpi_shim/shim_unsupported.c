@@ -1,7 +1,7 @@
 /*
  * shim_unsupported.c - the MPI functions that mpi.h declares but mpishim does not provide:
- * the one-sided calls not built yet (shared-memory and dynamic windows, user window keyvals
- * and error handlers; the rest is in shim_win*.c). At the end, four small calls that no other file
+ * the one-sided calls not built yet (dynamic windows, user window keyvals and error
+ * handlers; the rest is in shim_win*.c). At the end, four small calls that no other file
  * defines and that are simple enough to do properly here rather than refuse: MPI_Pcontrol
  * and the status setters.
  *
@@ -46,16 +46,10 @@
 
 #define RMA_CAUSE "this one-sided (RMA) call is not supported by mpishim yet"
 
-SHIM_UNSUPPORTED_OUT(Win_allocate_shared,
-                     (MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm, void *baseptr,
-                      MPI_Win *win),
-                     RMA_CAUSE, win, MPI_WIN_NULL)
 SHIM_UNSUPPORTED_OUT(Win_create_dynamic, (MPI_Info info, MPI_Comm comm, MPI_Win *win), RMA_CAUSE,
                      win, MPI_WIN_NULL)
 SHIM_UNSUPPORTED(Win_attach, (MPI_Win win, void *base, MPI_Aint size), RMA_CAUSE)
 SHIM_UNSUPPORTED(Win_detach, (MPI_Win win, const void *base), RMA_CAUSE)
-SHIM_UNSUPPORTED(Win_shared_query,
-                 (MPI_Win win, int rank, MPI_Aint *size, int *disp_unit, void *baseptr), RMA_CAUSE)
 SHIM_UNSUPPORTED_OUT(Win_create_keyval,
                      (MPI_Win_copy_attr_function * win_copy_attr_fn,
                       MPI_Win_delete_attr_function *win_delete_attr_fn, int *win_keyval,

@@ -49,6 +49,7 @@ static void win_destroy(struct shim_win *w)
     if (w->owns_base) {
         free(w->base);
     }
+    shim_win_shm_unmap(w);
     free(w->sizes);
     free(w->disp_units);
     free(w->locked);
@@ -119,6 +120,10 @@ static int win_setup(const char *fn, struct shim_comm *c, MPI_Comm comm, struct 
     }
     if (rc != PGC_OK) {
         rc = shim_error_pg(comm, fn, rc);
+        goto fail;
+    }
+    if (w->flavor == MPI_WIN_FLAVOR_SHARED &&
+        (rc = shim_win_shm_setup(w, fn, comm)) != MPI_SUCCESS) {
         goto fail;
     }
     w->handle = shim_table_add(&wins, w);
@@ -192,39 +197,49 @@ int PMPI_Win_create(void *base, MPI_Aint size, int disp_unit, MPI_Info info, MPI
     return win_setup(SHIM_FN, c, comm, w, win);
 }
 
-#pragma weak MPI_Win_allocate = PMPI_Win_allocate
-int PMPI_Win_allocate(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm, void *baseptr,
-                      MPI_Win *win)
+/* MPI_Win_allocate (memory of this process) and MPI_Win_allocate_shared (one mapping of
+ * the node's, shim_win_shm.c). */
+int shim_win_create_flavor(const char *fn, int flavor, MPI_Aint size, int disp_unit, MPI_Info info,
+                           MPI_Comm comm, void *baseptr, MPI_Win *win)
 {
     struct shim_comm *c;
     struct shim_win *w;
     void *mem = NULL;
-    int rc = create_check(SHIM_FN, comm, size, disp_unit, win, &c);
+    int rc = create_check(fn, comm, size, disp_unit, win, &c);
 
     (void)info;
     if (rc != MPI_SUCCESS) {
         return rc;
     }
     if (!baseptr) {
-        return shim_error(comm, SHIM_FN, MPI_ERR_ARG, "baseptr is NULL");
+        return shim_error(comm, fn, MPI_ERR_ARG, "baseptr is NULL");
     }
     /* 64-byte alignment: any element type, and no false sharing with other data. */
-    if (size > 0 && posix_memalign(&mem, 64, (size_t)size) != 0) {
+    if (flavor == MPI_WIN_FLAVOR_ALLOCATE && size > 0 &&
+        posix_memalign(&mem, 64, (size_t)size) != 0) {
         mem = NULL;
     }
-    w = win_new(MPI_WIN_FLAVOR_ALLOCATE, mem, size, disp_unit);
-    if (!w || (size > 0 && !mem)) {
+    w = win_new(flavor, mem, size, disp_unit);
+    if (!w || (flavor == MPI_WIN_FLAVOR_ALLOCATE && size > 0 && !mem)) {
         free(w);
         free(mem);
-        return shim_error(comm, SHIM_FN, MPI_ERR_NO_MEM, "no memory for a window of %ld bytes",
+        return shim_error(comm, fn, MPI_ERR_NO_MEM, "no memory for a window of %ld bytes",
                           (long)size);
     }
-    w->owns_base = true;
-    rc = win_setup(SHIM_FN, c, comm, w, win);
+    w->owns_base = flavor == MPI_WIN_FLAVOR_ALLOCATE;
+    rc = win_setup(fn, c, comm, w, win);
     if (rc == MPI_SUCCESS) {
-        *(void **)baseptr = mem;
+        *(void **)baseptr = w->base;
     }
     return rc;
+}
+
+#pragma weak MPI_Win_allocate = PMPI_Win_allocate
+int PMPI_Win_allocate(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm, void *baseptr,
+                      MPI_Win *win)
+{
+    return shim_win_create_flavor(SHIM_FN, MPI_WIN_FLAVOR_ALLOCATE, size, disp_unit, info, comm,
+                                  baseptr, win);
 }
 
 #pragma weak MPI_Win_free = PMPI_Win_free

@@ -47,6 +47,11 @@ struct shim_win {
     MPI_Aint *sizes; /* [size] every member's window size in bytes */
     int *disp_units; /* [size] */
     char name[MPI_MAX_OBJECT_NAME];
+    /* MPI_Win_allocate_shared: every member's memory, one mapping of one memfd, rank r's
+     * part at offsets[r] (contiguous in rank order, as MPI's default asks). */
+    unsigned char *shm;
+    size_t shm_len;
+    MPI_Aint *offsets;
 
     /* Origin side. */
     int pending;       /* requests whose reply has not arrived (atomic) */
@@ -146,5 +151,21 @@ int shim_win_drain_counter(struct shim_win *w, const char *fn, int *counter);
 /* Progresses until *counter >= want (PSCW notices). */
 int shim_win_wait_count(struct shim_win *w, const char *fn, int *counter, int want,
                         const char *what);
+
+/* Creates a window of memory the library allocates (MPI_WIN_FLAVOR_ALLOCATE or _SHARED);
+ * *baseptr gets this rank's part. */
+int shim_win_create_flavor(const char *fn, int flavor, MPI_Aint size, int disp_unit, MPI_Info info,
+                           MPI_Comm comm, void *baseptr, MPI_Win *win);
+
+/* Shared-memory windows (shim_win_shm.c): maps the node's memory of w, collectively; an
+ * error is raised on comm on every rank. shim_win_shm_unmap undoes it. */
+int shim_win_shm_setup(struct shim_win *w, const char *fn, MPI_Comm comm);
+void shim_win_shm_unmap(struct shim_win *w);
+/* Put and get on a shared window: a copy through the mapping, done at return. */
+void shim_win_shm_copy(struct shim_win *w, const struct shim_rma *op);
+/* The target ranges of op as shim_win_issue cuts them: calls fn(arg, off, len, skip) for
+ * each piece (skip: its offset in the packed stream). */
+void shim_win_walk(const struct shim_rma *op,
+                   void (*fn)(void *arg, uint64_t off, uint64_t len, size_t skip), void *arg);
 
 #endif

@@ -679,3 +679,16 @@ int shim_win_drain_counter(struct shim_win *w, const char *fn, int *counter)
     }
     return MPI_SUCCESS;
 }
+
+void shim_win_walk(const struct shim_rma *op,
+                   void (*fn)(void *arg, uint64_t off, uint64_t len, size_t skip), void *arg)
+{
+    struct seg_walk s = {.disp = op->disp, .t = op->ttype, .count = op->tcount};
+    struct am_seg piece;
+    size_t skip = 0;
+
+    while (walk_next(&s, SIZE_MAX, &piece)) {
+        fn(arg, piece.off, piece.len, skip);
+        skip += piece.len;
+    }
+}

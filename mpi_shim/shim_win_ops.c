@@ -118,7 +118,14 @@ static int check_signature(struct shim_win *w, const char *fn, size_t bytes, int
 
 static int issue(struct shim_win *w, const char *fn, struct shim_rma *op)
 {
-    int rc = shim_win_issue(w, op);
+    int rc;
+
+    if (w->flavor == MPI_WIN_FLAVOR_SHARED &&
+        (op->kind == SHIM_AM_PUT || op->kind == SHIM_AM_GET)) {
+        shim_win_shm_copy(w, op);
+        return MPI_SUCCESS;
+    }
+    rc = shim_win_issue(w, op);
 
     return rc == PGC_OK ? MPI_SUCCESS : shim_error_pg(w->comm, fn, rc);
 }

@@ -88,7 +88,7 @@ nunsup=$(comm -12 "$tmp/names" "$tmp/unsupported" | wc -l)
     echo "mpishim declares $total MPI functions: $((total - nunsup)) are supported, and"
     echo "$nunsup exist as symbols (so that programs referring to them link) but return"
     echo "MPI_ERR_UNSUPPORTED_OPERATION with a message: the one-sided calls not built yet"
-    echo "(shared-memory and dynamic windows, user window keyvals and error handlers)."
+    echo "(dynamic windows, user window keyvals and error handlers)."
     echo "Each is also defined as its profiling twin \`PMPI_<name>\`."
     awk -F'\t' -v unsup="$tmp/unsupported" '
         BEGIN { while ((getline n < unsup) > 0) { u[n] = 1 } }

@@ -307,6 +307,68 @@ static void test_pscw(void)
     CHECK_MPI(MPI_Group_free(&world));
 }
 
+/* MPI_Win_allocate_shared on the node's ranks: rank r owns r + 1 ints, contiguous after
+ * the lower ranks' parts; each writes its part with stores, and reads every other part
+ * through MPI_Win_shared_query's pointers and through rank 0's base; then MPI_Put and
+ * MPI_Get (the mapped copy) and MPI_Accumulate (active messages) on the same memory. */
+static void test_shared(void)
+{
+    MPI_Comm node;
+    MPI_Win win;
+    int nrank, nsize, *mine, *first, disp_unit, *flavor, flag = 0;
+    MPI_Aint qsize, before = 0;
+
+    CHECK_MPI(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
+    MPI_Comm_rank(node, &nrank);
+    MPI_Comm_size(node, &nsize);
+    CHECK_MPI(MPI_Win_allocate_shared((nrank + 2) * (MPI_Aint)sizeof(int), sizeof(int),
+                                      MPI_INFO_NULL, node, &mine, &win));
+    CHECK_MPI(MPI_Win_get_attr(win, MPI_WIN_CREATE_FLAVOR, &flavor, &flag));
+    CHECK(flag && *flavor == MPI_WIN_FLAVOR_SHARED, "flavor %d", *flavor);
+    for (int i = 0; i < nrank + 2; i++) {
+        mine[i] = 1000 * nrank + i;
+    }
+    CHECK_MPI(MPI_Win_fence(0, win));
+    CHECK_MPI(MPI_Win_shared_query(win, 0, &qsize, &disp_unit, &first));
+    CHECK(qsize == 2 * sizeof(int) && disp_unit == (int)sizeof(int), "rank 0: %ld bytes, unit %d",
+          (long)qsize, disp_unit);
+    for (int r = 0; r < nsize; r++) {
+        int *part;
+
+        CHECK_MPI(MPI_Win_shared_query(win, r, &qsize, &disp_unit, &part));
+        CHECK(qsize == (MPI_Aint)((r + 2) * sizeof(int)), "rank %d: %ld bytes", r, (long)qsize);
+        CHECK(part == first + before / (MPI_Aint)sizeof(int),
+              "rank %d's part at %p, not contiguous after rank 0's %p + %ld", r, (void *)part,
+              (void *)first, (long)before);
+        for (int i = 0; i < r + 2; i++) {
+            CHECK(part[i] == 1000 * r + i, "rank %d's int %d reads %d", r, i, part[i]);
+        }
+        before += qsize;
+    }
+    /* Everyone has read before anyone writes: a put through the mapping lands at once. */
+    CHECK_MPI(MPI_Win_fence(0, win));
+    /* Everyone puts its rank into int 0 of its right neighbour and adds 1 to rank 0's int 1
+     * (no location gets both: that would be a conflict); then reads int 0 of its own part
+     * back with MPI_Get. */
+    {
+        int right = (nrank + 1) % nsize, left = (nrank + nsize - 1) % nsize, one = 1, got = -1;
+
+        CHECK_MPI(MPI_Put(&nrank, 1, MPI_INT, right, 0, 1, MPI_INT, win));
+        CHECK_MPI(MPI_Accumulate(&one, 1, MPI_INT, 0, 1, 1, MPI_INT, MPI_SUM, win));
+        CHECK_MPI(MPI_Win_fence(0, win));
+        CHECK_MPI(MPI_Get(&got, 1, MPI_INT, nrank, 0, 1, MPI_INT, win));
+        CHECK_MPI(MPI_Win_fence(0, win));
+        CHECK(mine[0] == left && got == left, "int 0 holds %d, got %d, expected %d", mine[0], got,
+              left);
+        if (nrank == 0) {
+            CHECK(mine[1] == 1 + nsize, "rank 0's int 1 holds %d after %d additions", mine[1],
+                  nsize);
+        }
+    }
+    CHECK_MPI(MPI_Win_free(&win));
+    CHECK_MPI(MPI_Comm_free(&node));
+}
+
 /* MPI_Win_create on the caller's memory; attributes, group, name, info. */
 static void test_create_and_attributes(void)
 {
@@ -386,6 +448,13 @@ static void test_errors(void)
     EXPECT_CLASS(MPI_Put(&v, 1, MPI_INT, 0, 0, 2, MPI_INT, win), MPI_ERR_TYPE);
     EXPECT_CLASS(MPI_Accumulate(&v, 1, MPI_INT, 0, 0, 1, MPI_INT, MPI_OP_NULL, win), MPI_ERR_OP);
     EXPECT_CLASS(MPI_Win_lock(7, 0, 0, win), MPI_ERR_LOCKTYPE);
+    {
+        MPI_Aint qs;
+        int du;
+        void *qb;
+
+        EXPECT_CLASS(MPI_Win_shared_query(win, 0, &qs, &du, &qb), MPI_ERR_RMA_FLAVOR);
+    }
     CHECK_MPI(MPI_Put(&v, 0, MPI_INT, MPI_PROC_NULL, 0, 0, MPI_INT, win));
     CHECK_MPI(MPI_Win_fence(MPI_MODE_NOSUCCEED, win));
     EXPECT_CLASS(MPI_Win_flush(0, win), MPI_ERR_RMA_SYNC);
@@ -457,6 +526,7 @@ int main(int argc, char **argv)
     test_lock_contention();
     test_atomics_and_requests();
     test_pscw();
+    test_shared();
     test_create_and_attributes();
     test_errors();
     if (threads) {
