@@ -406,6 +406,8 @@ static void test_create_and_attributes(void)
     CHECK_MPI(MPI_Info_free(&info));
     CHECK_MPI(MPI_Win_set_info(win, MPI_INFO_NULL));
 
+    /* A fence without MPI_MODE_NOSUCCEED, then locks (legal: no operation followed it). */
+    CHECK_MPI(MPI_Win_fence(0, win));
     /* Passive target while the target waits in a barrier: rank 0 writes every window. */
     if (rank == 0) {
         for (int t = 0; t < size; t++) {
