@@ -931,7 +931,7 @@ MPISHIM_PROTO(int, Waitany, (int count, MPI_Request array_of_requests[], int *in
 MPISHIM_PROTO(int, Waitsome, (int incount, MPI_Request array_of_requests[], int *outcount,
                               int array_of_indices[], MPI_Status *array_of_statuses))
 
-/* One-sided (prototyped only: these return MPI_ERR_UNSUPPORTED_OPERATION). */
+/* One-sided communication (RMA windows). */
 MPISHIM_PROTO(int, Accumulate, (const void *origin_addr, int origin_count,
                                 MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp,
                                 int target_count, MPI_Datatype target_datatype, MPI_Op op,

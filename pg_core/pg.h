@@ -193,6 +193,12 @@ void pg_req_complete(struct pg_req *req, int status);
 
 /* Progress and completion. */
 int pg_progress(void);
+/* fn runs at the end of every round of progress (after the fabric and the collective
+ * schedules, under the world lock), where it may send: unlike a receive's completion
+ * callback, which may run inside a fabric drain that a send waiting for ring space would
+ * re-enter. One per process (mpi_shim's RMA windows apply their requests there); it returns
+ * PGC_OK or an error that progress returns. NULL removes it. */
+void pg_progress_hook(int (*fn)(void));
 bool pg_test(struct pg_req *req);
 /* Waits until req completes or timeout seconds (< 0: MPISHIM_TIMEOUT) pass. */
 int pg_wait(struct pg_req *req, double timeout);

@@ -2,9 +2,9 @@
  * pg_progress.c - the one progress function and the waits built on it.
  *
  * Progress polls the fabric's completion queues, does the work the active-message handler
- * deferred, and advances collective schedules. A wait spins on progress for
- * MPISHIM_SPIN_COUNT polls and then yields the CPU between polls: when ranks outnumber
- * cores, a spinning rank would otherwise starve the peer it waits for.
+ * deferred, advances collective schedules and runs the progress hook (RMA windows). A wait
+ * spins on progress for MPISHIM_SPIN_COUNT polls and then yields the CPU between polls:
+ * when ranks outnumber cores, a spinning rank would otherwise starve the peer it waits for.
  *
  * A wait that lasts longer turns into one a dead peer may explain. From WAIT_SLEEP_AFTER on
  * it sleeps between polls instead of yielding (a rank waiting for a slow peer no longer
@@ -31,9 +31,17 @@
 #define WAIT_SLEEP_NS 50000   /* how long such a poll sleeps */
 #define WAIT_LIVENESS 0.1     /* s between two looks at the local peers' processes */
 
+static int (*progress_hook)(void);
+
+void pg_progress_hook(int (*fn)(void))
+{
+    __atomic_store_n(&progress_hook, fn, __ATOMIC_RELEASE);
+}
+
 /* One round of progress; returns the number of fabric events handled, or an error. */
 static int progress_events(void)
 {
+    int (*hook)(void) = __atomic_load_n(&progress_hook, __ATOMIC_ACQUIRE);
     int rc = PGC_OK, events = 0;
 
     if (pg_w.fab) {
@@ -47,6 +55,9 @@ static int progress_events(void)
     }
     if (rc >= 0) {
         rc = pg_dev_progress();
+    }
+    if (rc >= 0 && hook) {
+        rc = hook();
     }
     return rc < 0 ? rc : events;
 }
