@@ -16,8 +16,18 @@
  *   barrier                    one row, size 0
  * Reductions use MPI_FLOAT, so their sizes start at 4 B. Roots are rank 0.
  * Options are bench_util.h's. Output: "size value" per size.
+ *
+ * BENCH_FACE=pgc (mpishim only) runs the same operation through the process-group face on
+ * the world's group instead, blocking (async_op 0) as torch's default: pgc_all_reduce,
+ * pgc_broadcast, pgc_reduce, pgc_all_gather_into_tensor, pgc_all_to_all_single,
+ * pgc_reduce_scatter_tensor, pgc_barrier. The reductions are in place there (the MPI rows
+ * reduce sbuf into rbuf), which is how torch calls them. bench/compare's pgc column.
  */
 #include "bench_util.h"
+
+#ifdef MPISHIM
+#include <pgc.h>
+#endif
 
 /* Where the compiler allows it, the newer collectives are weak references: a library that lacks
  * one still links, and the program reports the missing function instead of failing to
@@ -42,6 +52,7 @@ static const struct {
 
 struct coll {
     enum op op;
+    void *pgc_world; /* the world's pgc group with BENCH_FACE=pgc, else NULL */
     int rank;
     int nranks;
     size_t size;
@@ -61,8 +72,58 @@ static void *op_function(enum op op)
     return f[op];
 }
 
+#ifdef MPISHIM
+/* The pgc twin of call(): the same bytes, through pgc's blocking collectives. */
+static void call_pgc(struct coll *c)
+{
+    size_t nf = c->size / sizeof(float), per = nf / (size_t)c->nranks;
+    pgc_group *g = c->pgc_world;
+    pgc_tensor f = pgc_host_tensor(c->sbuf, nf, PGC_FLOAT32);
+    pgc_tensor b = pgc_host_tensor(c->sbuf, c->size, PGC_UINT8);
+    pgc_tensor all = pgc_host_tensor(c->rbuf, c->size * (size_t)c->nranks, PGC_UINT8);
+    pgc_tensor part = pgc_host_tensor(c->rbuf, per, PGC_FLOAT32);
+    int rc = PGC_OK;
+
+    switch (c->op) {
+    case OP_ALLREDUCE:
+        rc = pgc_all_reduce(&f, PGC_SUM, g, 0, NULL);
+        break;
+    case OP_BCAST:
+        rc = pgc_broadcast(&b, 0, g, 0, NULL);
+        break;
+    case OP_REDUCE:
+        rc = pgc_reduce(&f, 0, PGC_SUM, g, 0, NULL);
+        break;
+    case OP_ALLGATHER:
+        rc = pgc_all_gather_into_tensor(&all, &b, g, 0, NULL);
+        break;
+    case OP_ALLTOALL:
+        b.numel = c->size * (size_t)c->nranks;
+        rc = pgc_all_to_all_single(&all, &b, NULL, NULL, g, 0, NULL);
+        break;
+    case OP_REDSCAT:
+        f.numel = per * (size_t)c->nranks;
+        rc = pgc_reduce_scatter_tensor(&part, &f, PGC_SUM, g, 0, NULL);
+        break;
+    case OP_BARRIER:
+        rc = pgc_barrier(g, 0, NULL);
+        break;
+    }
+    if (rc != PGC_OK) {
+        fprintf(stderr, "bench_coll: %s\n", pgc_last_error());
+        bench_die("a pgc collective failed");
+    }
+}
+#endif
+
 static void call(struct coll *c)
 {
+#ifdef MPISHIM
+    if (c->pgc_world) {
+        call_pgc(c);
+        return;
+    }
+#endif
     int n = (int)c->size;
     int nf = (int)(c->size / sizeof(float));
     MPI_Comm w = MPI_COMM_WORLD;
@@ -157,6 +218,17 @@ int main(int argc, char **argv)
         MPI_Finalize();
         return 3;
     }
+    if (getenv("BENCH_FACE") && strcmp(getenv("BENCH_FACE"), "pgc") == 0) {
+#ifdef MPISHIM
+        /* After MPI_Init, pgc's world is MPI's. */
+        if (pgc_init_process_group(NULL) != PGC_OK) {
+            bench_die("BENCH_FACE=pgc: pgc_init_process_group failed");
+        }
+        c.pgc_world = pgc_group_world();
+#else
+        bench_die("BENCH_FACE=pgc needs mpishim's process-group face");
+#endif
+    }
     min = op_info[c.op].min;
     if (c.op == OP_REDSCAT && min < 4 * (size_t)c.nranks) {
         min = 4 * (size_t)c.nranks;
@@ -173,7 +245,8 @@ int main(int argc, char **argv)
     c.rbuf = bench_alloc_floats(buffer_bytes(&c, max), 0.0f);
     bench_print_library(c.rank);
     if (c.rank == 0) {
-        printf("# %s, %d ranks, unit us (slowest rank's mean)\n", argv[1], c.nranks);
+        printf("# %s%s, %d ranks, unit us (slowest rank's mean)\n", c.pgc_world ? "pgc " : "",
+               argv[1], c.nranks);
     }
     for (int i = 0; i < o.nsizes; i++) {
         if (o.sizes[i] >= min) {
@@ -183,6 +256,11 @@ int main(int argc, char **argv)
     bench_print_memory(MPI_COMM_WORLD);
     free(c.sbuf);
     free(c.rbuf);
+#ifdef MPISHIM
+    if (c.pgc_world) {
+        pgc_destroy_process_group();
+    }
+#endif
     MPI_Finalize();
     return 0;
 }

@@ -230,6 +230,11 @@ double mps_config_double(enum mps_config_id id)
     return strtod(mps_config_str(id), NULL);
 }
 
+bool mps_config_default(enum mps_config_id id)
+{
+    return mps_config_str(id) == table[id].def;
+}
+
 bool mps_config_is_set(enum mps_config_id id)
 {
     const char *v = getenv(table[id].name);

@@ -113,6 +113,13 @@
     X(COLL_SHM, "MPISHIM_COLL_SHM", BOOL, "1", MPS_ANY,                                            \
       "1: allreduce, bcast and barrier of up to 2 KiB on a group within one node go through "      \
       "shared memory in one round (pg_coll_shm.c); 0: through messages")                           \
+    X(COLL_HIER, "MPISHIM_COLL_HIER", BOOL, "1", MPS_ANY,                                          \
+      "1: blocking allreduce, bcast, reduce, allgather and barrier of a group that spans nodes "   \
+      "with several ranks on a node run within each node, then among one leader per node; 0: "     \
+      "flat")                                                                                      \
+    X(NODE_SPLIT, "MPISHIM_NODE_SPLIT", INT, "0", MPS_ANY,                                         \
+      "test knob: k > 0 makes node-aware collectives treat every k ranks of a node (by local "     \
+      "rank) as a node of their own; the transport is unchanged. 0: the real nodes")               \
     X(PGC_DEBUG, "MPISHIM_PGC_DEBUG", ENUM, "off", MPS_ONE_OF("off", "info", "detail"),            \
       "pgc_ API checks: off, info, detail (detail: ranks compare collective arguments first)")     \
     X(FLIGHT_RECORDER, "MPISHIM_FLIGHT_RECORDER", INT, "0", MPS_ANY,                               \
@@ -165,6 +172,8 @@ long mps_config_int(enum mps_config_id id);
 double mps_config_double(enum mps_config_id id);
 /* Whether the variable is set (non-empty) in the environment, as opposed to defaulted. */
 bool mps_config_is_set(enum mps_config_id id);
+/* Whether id has its default value (a pointer comparison: cheap on fast paths). */
+bool mps_config_default(enum mps_config_id id);
 /*
  * Checks every MPISHIM_* variable set in the environment, once per process (MPI_Init and
  * pgc_init_process_group call it before anything reads a value). A value invalid for its

@@ -77,6 +77,7 @@
 #include "mps_config.h"
 #include "mps_copy.h"
 #include "mps_log.h"
+#include "mps_proc.h"
 #include "pgc_status.h"
 
 #include <errno.h>
@@ -376,38 +377,13 @@ bool fab_shm_cma(const struct fab *f)
     return f->ring && f->ring->cma;
 }
 
-/* Whether process pid is gone: kill says there is none, or /proc says it is a zombie (it
- * exited, and its parent, a shell or a launcher, has not reaped it yet). */
-static bool process_gone(pid_t pid)
-{
-    char path[64], stat[256];
-    const char *close_paren;
-    ssize_t n;
-    int fd;
-
-    if (kill(pid, 0) != 0 && errno == ESRCH) {
-        return true;
-    }
-    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-    fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        return errno == ENOENT;
-    }
-    n = read(fd, stat, sizeof(stat) - 1);
-    close(fd);
-    stat[n > 0 ? n : 0] = '\0';
-    /* "pid (comm) S ...": the state follows the last parenthesis. */
-    close_paren = strrchr(stat, ')');
-    return close_paren && close_paren[1] == ' ' && (close_paren[2] == 'Z' || close_paren[2] == 'X');
-}
-
 int fab_dead_peer(const struct fab *f, int *pid)
 {
     const struct fab_shm *s = f->ring;
 
     for (int i = 0; s && i < s->nlocal; i++) {
         int r = s->rank_of[i];
-        if (r != f->rank && s->pids[r] > 0 && process_gone(s->pids[r])) {
+        if (r != f->rank && s->pids[r] > 0 && mps_process_gone(s->pids[r])) {
             *pid = (int)s->pids[r];
             return r;
         }
@@ -861,6 +837,11 @@ static int cma_copy(struct fab_shm *s, int peer, void *buf, uint64_t addr, size_
         struct iovec r = {(void *)(uintptr_t)(addr + done), len - done};
         ssize_t n = write ? process_vm_writev(s->pids[peer], &l, 1, &r, 1, 0)
                           : process_vm_readv(s->pids[peer], &l, 1, &r, 1, 0);
+        if (n < 0 && errno == ESRCH) {
+            return mps_error(PGC_ERR_PEER_DEAD, "rank %d (pid %d, on this node) has died in the "
+                             "middle of a transfer (process_vm_%s: %s)", peer, (int)s->pids[peer],
+                             write ? "writev" : "readv", strerror(errno));
+        }
         if (n <= 0) {
             return mps_error(PGC_ERR_FABRIC,
                              "process_vm_%s of %zu B %s rank %d failed: %s (set "

@@ -651,6 +651,34 @@ MPISHIM_PROTO(int, Intercomm_create, (MPI_Comm local_comm, int local_leader, MPI
                                       int remote_leader, int tag, MPI_Comm *newintercomm))
 MPISHIM_PROTO(int, Intercomm_merge, (MPI_Comm intercomm, int high, MPI_Comm *newintracomm))
 
+/* Dynamic processes (MPI-3.1 chapter 10). No process is ever started or connected: every
+ * call fails at once on each rank that makes it, without communicating (MPI_ERR_SPAWN,
+ * MPI_ERR_PORT for ports, MPI_ERR_SERVICE / MPI_ERR_NAME for names), and its output
+ * communicator is MPI_COMM_NULL. MPI_Comm_get_parent gives MPI_COMM_NULL (no process has a
+ * parent); MPI_Comm_disconnect waits for the communicator's ranks (a barrier) and frees it. */
+/* Dynamic processes (each fails at once, but MPI_Comm_get_parent and MPI_Comm_disconnect). */
+MPISHIM_PROTO(int, Close_port, (const char *port_name))
+MPISHIM_PROTO(int, Comm_accept, (const char *port_name, MPI_Info info, int root, MPI_Comm comm,
+                                 MPI_Comm *newcomm))
+MPISHIM_PROTO(int, Comm_connect, (const char *port_name, MPI_Info info, int root, MPI_Comm comm,
+                                  MPI_Comm *newcomm))
+MPISHIM_PROTO(int, Comm_disconnect, (MPI_Comm *comm))
+MPISHIM_PROTO(int, Comm_get_parent, (MPI_Comm *parent))
+MPISHIM_PROTO(int, Comm_join, (int fd, MPI_Comm *intercomm))
+MPISHIM_PROTO(int, Comm_spawn, (const char *command, char *argv[], int maxprocs, MPI_Info info,
+                                int root, MPI_Comm comm, MPI_Comm *intercomm,
+                                int array_of_errcodes[]))
+MPISHIM_PROTO(int, Comm_spawn_multiple, (int count, char *array_of_commands[],
+                                         char **array_of_argv[], const int array_of_maxprocs[],
+                                         const MPI_Info array_of_info[], int root, MPI_Comm comm,
+                                         MPI_Comm *intercomm, int array_of_errcodes[]))
+MPISHIM_PROTO(int, Lookup_name, (const char *service_name, MPI_Info info, char *port_name))
+MPISHIM_PROTO(int, Open_port, (MPI_Info info, char *port_name))
+MPISHIM_PROTO(int, Publish_name, (const char *service_name, MPI_Info info,
+                                  const char *port_name))
+MPISHIM_PROTO(int, Unpublish_name, (const char *service_name, MPI_Info info,
+                                    const char *port_name))
+
 /* Datatypes. */
 MPISHIM_PROTO(int, Get_address, (const void *location, MPI_Aint *address))
 MPISHIM_PROTO(int, Get_count, (const MPI_Status *status, MPI_Datatype datatype, int *count))
@@ -903,7 +931,7 @@ MPISHIM_PROTO(int, Waitany, (int count, MPI_Request array_of_requests[], int *in
 MPISHIM_PROTO(int, Waitsome, (int incount, MPI_Request array_of_requests[], int *outcount,
                               int array_of_indices[], MPI_Status *array_of_statuses))
 
-/* One-sided (prototyped only: these return MPI_ERR_UNSUPPORTED_OPERATION). */
+/* One-sided communication (RMA windows). */
 MPISHIM_PROTO(int, Accumulate, (const void *origin_addr, int origin_count,
                                 MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp,
                                 int target_count, MPI_Datatype target_datatype, MPI_Op op,

@@ -5,6 +5,7 @@
 #include "config.h"
 
 #include "shim_coll.h"
+#include "shim_inter.h"
 #include "shim_device.h"
 #include "pg_coll2.h"
 #include "mps_log.h"
@@ -117,6 +118,9 @@ static int ibarrier_impl(MPI_Comm comm, MPI_Request *request, const char *fn)
 #pragma weak MPI_Ibarrier = PMPI_Ibarrier
 int PMPI_Ibarrier(MPI_Comm comm, MPI_Request *request)
 {
+    if (shim_comm_is_inter(comm)) {
+        return shim_inter_barrier(SHIM_FN, comm, request);
+    }
     return ibarrier_impl(comm, request, SHIM_FN);
 }
 
@@ -246,6 +250,9 @@ blk_reduction(struct shim_blk *b, const char *fn, const void *sendbuf,
 #pragma weak MPI_Barrier = PMPI_Barrier
 int PMPI_Barrier(MPI_Comm comm)
 {
+    if (shim_comm_is_inter(comm)) {
+        return shim_inter_barrier(SHIM_FN, comm, NULL);
+    }
     struct shim_comm *c;
     int rc = shim_coll_check(SHIM_FN, comm, 0, MPI_DATATYPE_NULL, &c, NULL);
 
@@ -292,6 +299,9 @@ static int ibcast_impl(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm
 int PMPI_Ibcast(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm,
                        MPI_Request *request)
 {
+    if (shim_comm_is_inter(comm)) {
+        return shim_inter_bcast(SHIM_FN, buf, count, dt, root, comm, request);
+    }
     int rc;
     if (shim_dev_try_bcast(SHIM_FN, buf, count, dt, root, comm, request, &rc)) {
         return rc;
@@ -302,6 +312,9 @@ int PMPI_Ibcast(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm,
 #pragma weak MPI_Bcast = PMPI_Bcast
 int PMPI_Bcast(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm)
 {
+    if (shim_comm_is_inter(comm)) {
+        return shim_inter_bcast(SHIM_FN, buf, count, dt, root, comm, NULL);
+    }
     struct shim_blk b;
     int rc;
 
@@ -389,6 +402,9 @@ static int ireduce_impl(const void *sendbuf, void *recvbuf, int count, MPI_Datat
 int PMPI_Ireduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, MPI_Op op,
                         int root, MPI_Comm comm, MPI_Request *request)
 {
+    if (shim_comm_is_inter(comm)) {
+        return shim_inter_reduce(SHIM_FN, sendbuf, recvbuf, count, dt, op, root, comm, request);
+    }
     int rc;
     if (shim_dev_try_reduce(SHIM_FN, sendbuf, recvbuf, count, dt, op, root, comm, request, &rc)) {
         return rc;
@@ -400,6 +416,9 @@ int PMPI_Ireduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt,
 int PMPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, MPI_Op op,
                 int root, MPI_Comm comm)
 {
+    if (shim_comm_is_inter(comm)) {
+        return shim_inter_reduce(SHIM_FN, sendbuf, recvbuf, count, dt, op, root, comm, NULL);
+    }
     struct shim_blk b;
     int rc;
 
@@ -436,6 +455,9 @@ static int iallreduce_impl(const void *sendbuf, void *recvbuf, int count, MPI_Da
 int PMPI_Iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, MPI_Op op,
                            MPI_Comm comm, MPI_Request *request)
 {
+    if (shim_comm_is_inter(comm)) {
+        return shim_inter_allreduce(SHIM_FN, sendbuf, recvbuf, count, dt, op, comm, request);
+    }
     int rc;
     if (shim_dev_try_allreduce(SHIM_FN, sendbuf, recvbuf, count, dt, op, comm, request, &rc)) {
         return rc;
@@ -447,6 +469,9 @@ int PMPI_Iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype 
 int PMPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, MPI_Op op,
                    MPI_Comm comm)
 {
+    if (shim_comm_is_inter(comm)) {
+        return shim_inter_allreduce(SHIM_FN, sendbuf, recvbuf, count, dt, op, comm, NULL);
+    }
     struct shim_blk b;
     int rc;
 

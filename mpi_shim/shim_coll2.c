@@ -27,6 +27,7 @@
 #include "pg_device.h"
 #include "pgc_status.h"
 #include "shim_coll.h"
+#include "shim_inter.h"
 
 #include <limits.h>
 #include <stdlib.h>
@@ -453,6 +454,10 @@ int PMPI_Igather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void
                  int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm,
                  MPI_Request *request)
 {
+    if (shim_comm_is_inter(comm)) {
+        return shim_inter_gatherv(SHIM_FN, sendbuf, sendcount, sendtype, recvbuf, NULL, NULL,
+                                  recvcount, recvtype, root, comm, request);
+    }
     struct coll k;
     struct shim_dtype *st = NULL, *rt = NULL;
     int rc;
@@ -514,6 +519,10 @@ int PMPI_Igatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, voi
                   const int recvcounts[], const int displs[], MPI_Datatype recvtype, int root,
                   MPI_Comm comm, MPI_Request *request)
 {
+    if (shim_comm_is_inter(comm)) {
+        return shim_inter_gatherv(SHIM_FN, sendbuf, sendcount, sendtype, recvbuf, recvcounts,
+                                  displs, 0, recvtype, root, comm, request);
+    }
     struct coll k;
     struct shim_dtype *st = NULL, *rt = NULL;
     int rc = coll_begin(&k, SHIM_FN, comm);
@@ -598,6 +607,10 @@ int PMPI_Iscatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, voi
                   int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm,
                   MPI_Request *request)
 {
+    if (shim_comm_is_inter(comm)) {
+        return shim_inter_scatterv(SHIM_FN, sendbuf, NULL, NULL, sendcount, sendtype, recvbuf,
+                                   recvcount, recvtype, root, comm, request);
+    }
     struct coll k;
     struct shim_dtype *st = NULL, *rt = NULL;
     int rc;
@@ -658,6 +671,10 @@ int PMPI_Iscatterv(const void *sendbuf, const int sendcounts[], const int displs
                    MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype,
                    int root, MPI_Comm comm, MPI_Request *request)
 {
+    if (shim_comm_is_inter(comm)) {
+        return shim_inter_scatterv(SHIM_FN, sendbuf, sendcounts, displs, 0, sendtype, recvbuf,
+                                   recvcount, recvtype, root, comm, request);
+    }
     struct coll k;
     struct shim_dtype *st = NULL, *rt = NULL;
     int rc = coll_begin(&k, SHIM_FN, comm);
@@ -743,6 +760,10 @@ static int allgather_common(struct coll *k, const void *sendbuf, int sendcount,
 int PMPI_Iallgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                     int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
 {
+    if (shim_comm_is_inter(comm)) {
+        return shim_inter_allgatherv(SHIM_FN, sendbuf, sendcount, sendtype, recvbuf, NULL, NULL,
+                                     recvcount, recvtype, comm, request);
+    }
     struct coll k;
     struct shim_dtype *st = NULL, *rt = NULL;
     int rc;
@@ -836,6 +857,10 @@ static int pair_blocking(const char *fn, const void *sendbuf, int sendcount, MPI
 int PMPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                    int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
 {
+    if (shim_comm_is_inter(comm)) {
+        return shim_inter_allgatherv(SHIM_FN, sendbuf, sendcount, sendtype, recvbuf, NULL, NULL,
+                                     recvcount, recvtype, comm, NULL);
+    }
     int rc;
 
     if (shim_dev_try_allgather(SHIM_FN, sendbuf, sendcount, sendtype, recvbuf, recvcount,
@@ -851,6 +876,10 @@ int PMPI_Iallgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, 
                      const int recvcounts[], const int displs[], MPI_Datatype recvtype,
                      MPI_Comm comm, MPI_Request *request)
 {
+    if (shim_comm_is_inter(comm)) {
+        return shim_inter_allgatherv(SHIM_FN, sendbuf, sendcount, sendtype, recvbuf, recvcounts,
+                                     displs, 0, recvtype, comm, request);
+    }
     struct coll k;
     struct shim_dtype *st = NULL, *rt = NULL;
     int rc = coll_begin(&k, SHIM_FN, comm);
@@ -912,6 +941,10 @@ static int alltoall_common(struct coll *k, bool in_place, MPI_Request *request)
 int PMPI_Ialltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                    int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
 {
+    if (shim_comm_is_inter(comm)) {
+        return shim_inter_alltoallw(SHIM_FN, sendbuf, NULL, NULL, NULL, sendcount, sendtype,
+                                    recvbuf, NULL, NULL, NULL, recvcount, recvtype, comm, request);
+    }
     struct coll k;
     struct shim_dtype *st = NULL, *rt = NULL;
     int rc;
@@ -947,6 +980,10 @@ int PMPI_Ialltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, vo
 int PMPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                   int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
 {
+    if (shim_comm_is_inter(comm)) {
+        return shim_inter_alltoallw(SHIM_FN, sendbuf, NULL, NULL, NULL, sendcount, sendtype,
+                                    recvbuf, NULL, NULL, NULL, recvcount, recvtype, comm, NULL);
+    }
     int rc;
 
     if (shim_dev_try_alltoall(SHIM_FN, sendbuf, sendcount, sendtype, recvbuf, recvcount,
@@ -962,6 +999,11 @@ int PMPI_Ialltoallv(const void *sendbuf, const int sendcounts[], const int sdisp
                     MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
                     const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
 {
+    if (shim_comm_is_inter(comm)) {
+        return shim_inter_alltoallw(SHIM_FN, sendbuf, sendcounts, sdispls, NULL, 0, sendtype,
+                                    recvbuf, recvcounts, rdispls, NULL, 0, recvtype, comm,
+                                    request);
+    }
     struct coll k;
     struct shim_dtype *st = NULL, *rt = NULL;
     int rc = coll_begin(&k, SHIM_FN, comm);
@@ -1027,6 +1069,11 @@ int PMPI_Ialltoallw(const void *sendbuf, const int sendcounts[], const int sdisp
                     const int rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm,
                     MPI_Request *request)
 {
+    if (shim_comm_is_inter(comm)) {
+        return shim_inter_alltoallw(SHIM_FN, sendbuf, sendcounts, sdispls, sendtypes, 0,
+                                    MPI_DATATYPE_NULL, recvbuf, recvcounts, rdispls, recvtypes,
+                                    0, MPI_DATATYPE_NULL, comm, request);
+    }
     struct coll k;
     int rc = coll_begin(&k, SHIM_FN, comm);
     bool in_place = sendbuf == MPI_IN_PLACE;
@@ -1109,6 +1156,10 @@ static int red_prepare(struct coll *k, const void *sendbuf, void *recvbuf, size_
 int PMPI_Ireduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype dt,
                                MPI_Op op, MPI_Comm comm, MPI_Request *request)
 {
+    if (shim_comm_is_inter(comm)) {
+        return shim_inter_reduce_scatter(SHIM_FN, sendbuf, recvbuf, NULL, recvcount, dt, op,
+                                         comm, request);
+    }
     struct coll k;
     struct pg_op_spec spec;
     size_t scale;
@@ -1142,6 +1193,10 @@ int PMPI_Ireduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount
 int PMPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype dt,
                               MPI_Op op, MPI_Comm comm)
 {
+    if (shim_comm_is_inter(comm)) {
+        return shim_inter_reduce_scatter(SHIM_FN, sendbuf, recvbuf, NULL, recvcount, dt, op,
+                                         comm, NULL);
+    }
     int rc;
 
     if (shim_dev_try_reduce_scatter_block(SHIM_FN, sendbuf, recvbuf, recvcount, dt, op, comm,
@@ -1155,6 +1210,10 @@ int PMPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount,
 int PMPI_Ireduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[],
                          MPI_Datatype dt, MPI_Op op, MPI_Comm comm, MPI_Request *request)
 {
+    if (shim_comm_is_inter(comm)) {
+        return shim_inter_reduce_scatter(SHIM_FN, sendbuf, recvbuf, recvcounts, 0, dt, op,
+                                         comm, request);
+    }
     struct coll k;
     struct pg_op_spec spec;
     size_t scale, total = 0, *counts = NULL;
@@ -1202,6 +1261,9 @@ static int scan_common(const char *fn, const void *sendbuf, void *recvbuf, int c
                        MPI_Datatype dt, MPI_Op op, MPI_Comm comm, bool exclusive,
                        MPI_Request *request)
 {
+    if (shim_comm_is_inter(comm)) {
+        return shim_inter_scan(fn, comm);
+    }
     struct coll k;
     struct pg_op_spec spec;
     size_t scale;

@@ -5,6 +5,7 @@
 #include "config.h"
 
 #include "shim_comm.h"
+#include "shim_inter.h"
 #include "shim_topo.h"
 #include "mps_log.h"
 #include "pgc_status.h"
@@ -60,11 +61,20 @@ void shim_comm_remove(MPI_Comm h)
     struct shim_comm *c = shim_table_remove(&comms, h);
 
     if (c) {
+        shim_inter_free(c->inter);
         shim_errhandler_release(c->errh);
         pg_group_release(c->g);
         free(c->topo);
         free(c);
     }
+}
+
+bool shim_comm_is_inter_lookup(MPI_Comm comm)
+{
+    struct shim_comm *c;
+
+    return comm != MPI_COMM_WORLD && comm != MPI_COMM_SELF &&
+           shim_comm_get(comm, &c) == MPI_SUCCESS && c->inter;
 }
 
 int shim_comm_init(void)
@@ -121,7 +131,8 @@ int PMPI_Comm_size(MPI_Comm comm, int *size)
     int rc = shim_comm_enter(SHIM_FN, comm, &c);
 
     if (rc == MPI_SUCCESS) {
-        *size = c->g->size;
+        /* An intercommunicator's g is its remote view: the local size is kept beside it. */
+        *size = c->inter ? c->inter->lsize : c->g->size;
     }
     return rc;
 }
@@ -152,11 +163,13 @@ int PMPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm)
     if (rc != MPI_SUCCESS) {
         return rc;
     }
-    rc = pg_group_dup(c->g, &g);
-    if (rc != PGC_OK) {
+    if (c->inter) {
+        rc = shim_inter_dup(SHIM_FN, comm, c, newcomm);
+    } else if ((rc = pg_group_dup(c->g, &g)) != PGC_OK) {
         return shim_error_pg(comm, SHIM_FN, rc);
+    } else {
+        rc = shim_comm_wrap(SHIM_FN, c, comm, g, newcomm);
     }
-    rc = shim_comm_wrap(SHIM_FN, c, comm, g, newcomm);
     if (rc == MPI_SUCCESS) {
         rc = shim_topo_copy(comm, *newcomm);
     }
@@ -178,6 +191,9 @@ int PMPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm)
     }
     if (color < 0 && color != MPI_UNDEFINED) {
         return shim_error(comm, SHIM_FN, MPI_ERR_ARG, "color %d is negative", color);
+    }
+    if (c->inter) {
+        return shim_inter_split(SHIM_FN, comm, c, color, key, newcomm);
     }
     rc = pg_group_split(c->g, color == MPI_UNDEFINED ? -1 : color, key, &g);
     if (rc != PGC_OK) {

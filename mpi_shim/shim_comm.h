@@ -11,6 +11,7 @@
 
 struct shim_attr;
 struct shim_topo;
+struct shim_inter;
 
 struct shim_comm {
     struct pg_group *g;
@@ -18,6 +19,8 @@ struct shim_comm {
     char name[MPI_MAX_OBJECT_NAME];
     struct shim_attr *attrs;  /* attribute list (shim_attr.c) */
     struct shim_topo *topo;   /* Cartesian or graph topology, or NULL (shim_topo.c) */
+    struct shim_inter *inter; /* intercommunicator state, or NULL (shim_intercomm.c); then g
+                               * is the remote view: its size is the remote group's */
     bool in_use;
 };
 
@@ -33,6 +36,17 @@ int shim_comm_enter(const char *fn, MPI_Comm comm, struct shim_comm **c);
  * that inherits parent's error handler; raises MPI_ERR_NO_MEM on comm. */
 int shim_comm_wrap(const char *fn, struct shim_comm *parent, MPI_Comm comm, struct pg_group *g,
                    MPI_Comm *out);
+/* Whether comm is a valid intercommunicator (false for anything else: the caller's own
+ * checks report an invalid handle). Every collective asks first; while no
+ * intercommunicator exists (shim_inter_live, kept by shim_intercomm.c) that is one load,
+ * not a handle lookup. */
+extern int shim_inter_live;
+bool shim_comm_is_inter_lookup(MPI_Comm comm);
+static inline bool shim_comm_is_inter(MPI_Comm comm)
+{
+    return __atomic_load_n(&shim_inter_live, __ATOMIC_RELAXED) > 0 &&
+           shim_comm_is_inter_lookup(comm);
+}
 /* Creates world and self; frees every communicator. */
 int shim_comm_init(void);
 void shim_comm_fini(void);

@@ -1,8 +1,8 @@
 /*
  * shim_comm2.c - the communicator calls beyond dup/split/free: creation from a group
  * (collective over the parent, or over the group's members only), splitting by node,
- * comparison, the non-blocking dup, info hints, and the intercommunicator queries (this
- * library has no intercommunicators: every communicator is an intracommunicator).
+ * comparison, the non-blocking dup and info hints. Intercommunicators are made and
+ * queried in shim_intercomm.c.
  */
 #include "config.h"
 
@@ -11,6 +11,7 @@
 #include "pgc_status.h"
 #include "shim_comm.h"
 #include "shim_group.h"
+#include "shim_inter.h"
 #include "shim_req.h"
 #include "shim_topo.h"
 
@@ -64,6 +65,9 @@ int PMPI_Comm_create(MPI_Comm comm, MPI_Group group, MPI_Comm *newcomm)
     int *ranks = NULL;
     int n = 0, rc = shim_comm_enter(SHIM_FN, comm, &c);
 
+    if (rc == MPI_SUCCESS && c->inter) {
+        return shim_inter_create(SHIM_FN, comm, c, group, newcomm);
+    }
     if (rc == MPI_SUCCESS) {
         rc = parent_ranks(SHIM_FN, comm, c, group, &ranks, &n);
     }
@@ -86,6 +90,9 @@ int PMPI_Comm_create_group(MPI_Comm comm, MPI_Group group, int tag, MPI_Comm *ne
     int *ranks = NULL;
     int n = 0, rc = shim_comm_enter(SHIM_FN, comm, &c);
 
+    if (rc == MPI_SUCCESS && c->inter) {
+        rc = shim_error(comm, SHIM_FN, MPI_ERR_COMM, "not defined on an intercommunicator");
+    }
     if (rc == MPI_SUCCESS && tag < 0) {
         rc = shim_error(comm, SHIM_FN, MPI_ERR_TAG, "tag %d is negative", tag);
     }
@@ -140,6 +147,9 @@ int PMPI_Comm_split_type(MPI_Comm comm, int split_type, int key, MPI_Info info, 
     int color = -1, rc = shim_comm_enter(SHIM_FN, comm, &c);
 
     (void)info;
+    if (rc == MPI_SUCCESS && c->inter) {
+        rc = shim_error(comm, SHIM_FN, MPI_ERR_COMM, "not defined on an intercommunicator");
+    }
     if (rc == MPI_SUCCESS && split_type != MPI_COMM_TYPE_SHARED && split_type != MPI_UNDEFINED) {
         rc = shim_error(comm, SHIM_FN, MPI_ERR_ARG,
                         "split_type %d is neither MPI_COMM_TYPE_SHARED nor MPI_UNDEFINED",
@@ -159,6 +169,20 @@ int PMPI_Comm_split_type(MPI_Comm comm, int split_type, int key, MPI_Info info, 
     return shim_comm_wrap(SHIM_FN, c, comm, g, newcomm);
 }
 
+/* Two intercommunicators: congruent when both groups are identical, similar when both
+ * hold the same members (MPI-3.1 6.4.1). */
+static int compare_inter(const struct shim_comm *c1, const struct shim_comm *c2)
+{
+    int l = shim_group_compare_lists(shim_inter_local_ranks(c1), c1->inter->lsize,
+                                     shim_inter_local_ranks(c2), c2->inter->lsize);
+    int r = shim_group_compare_lists(c1->g->ranks, c1->g->size, c2->g->ranks, c2->g->size);
+
+    if (l == MPI_UNEQUAL || r == MPI_UNEQUAL) {
+        return MPI_UNEQUAL;
+    }
+    return l == MPI_IDENT && r == MPI_IDENT ? MPI_CONGRUENT : MPI_SIMILAR;
+}
+
 #pragma weak MPI_Comm_compare = PMPI_Comm_compare
 int PMPI_Comm_compare(MPI_Comm comm1, MPI_Comm comm2, int *result)
 {
@@ -173,11 +197,14 @@ int PMPI_Comm_compare(MPI_Comm comm1, MPI_Comm comm2, int *result)
     }
     if (comm1 == comm2) {
         *result = MPI_IDENT;
-        return MPI_SUCCESS;
-    }
-    *result = shim_group_compare_lists(c1->g->ranks, c1->g->size, c2->g->ranks, c2->g->size);
-    if (*result == MPI_IDENT) {
-        *result = MPI_CONGRUENT;
+    } else if (!c1->inter != !c2->inter) {
+        *result = MPI_UNEQUAL;
+    } else if (c1->inter) {
+        *result = compare_inter(c1, c2);
+    } else {
+        *result = shim_group_compare_lists(c1->g->ranks, c1->g->size, c2->g->ranks,
+                                           c2->g->size);
+        *result = *result == MPI_IDENT ? MPI_CONGRUENT : *result;
     }
     return MPI_SUCCESS;
 }
@@ -238,67 +265,4 @@ int PMPI_Comm_get_info(MPI_Comm comm, MPI_Info *info_used)
     int rc = shim_comm_enter(SHIM_FN, comm, &c);
 
     return rc == MPI_SUCCESS ? PMPI_Info_create(info_used) : rc;
-}
-
-#pragma weak MPI_Comm_test_inter = PMPI_Comm_test_inter
-int PMPI_Comm_test_inter(MPI_Comm comm, int *flag)
-{
-    struct shim_comm *c;
-    int rc = shim_comm_enter(SHIM_FN, comm, &c);
-
-    if (rc == MPI_SUCCESS) {
-        *flag = 0;
-    }
-    return rc;
-}
-
-#pragma weak MPI_Comm_remote_size = PMPI_Comm_remote_size
-int PMPI_Comm_remote_size(MPI_Comm comm, int *size)
-{
-    struct shim_comm *c;
-    int rc = shim_comm_enter(SHIM_FN, comm, &c);
-
-    (void)size;
-    return rc == MPI_SUCCESS ? shim_error(comm, SHIM_FN, MPI_ERR_COMM,
-                                          "not an intercommunicator (none are supported)")
-                             : rc;
-}
-
-#pragma weak MPI_Comm_remote_group = PMPI_Comm_remote_group
-int PMPI_Comm_remote_group(MPI_Comm comm, MPI_Group *group)
-{
-    struct shim_comm *c;
-    int rc = shim_comm_enter(SHIM_FN, comm, &c);
-
-    (void)group;
-    return rc == MPI_SUCCESS ? shim_error(comm, SHIM_FN, MPI_ERR_COMM,
-                                          "not an intercommunicator (none are supported)")
-                             : rc;
-}
-
-#pragma weak MPI_Intercomm_create = PMPI_Intercomm_create
-int PMPI_Intercomm_create(MPI_Comm local_comm, int local_leader, MPI_Comm peer_comm,
-                          int remote_leader, int tag, MPI_Comm *newintercomm)
-{
-    struct shim_comm *c;
-    int rc = shim_comm_enter(SHIM_FN, local_comm, &c);
-
-    (void)local_leader, (void)peer_comm, (void)remote_leader, (void)tag;
-    *newintercomm = MPI_COMM_NULL;
-    return rc == MPI_SUCCESS ? shim_error(local_comm, SHIM_FN, MPI_ERR_UNSUPPORTED_OPERATION,
-                                          "intercommunicators are not supported")
-                             : rc;
-}
-
-#pragma weak MPI_Intercomm_merge = PMPI_Intercomm_merge
-int PMPI_Intercomm_merge(MPI_Comm intercomm, int high, MPI_Comm *newintracomm)
-{
-    struct shim_comm *c;
-    int rc = shim_comm_enter(SHIM_FN, intercomm, &c);
-
-    (void)high;
-    *newintracomm = MPI_COMM_NULL;
-    return rc == MPI_SUCCESS ? shim_error(intercomm, SHIM_FN, MPI_ERR_COMM,
-                                          "not an intercommunicator (none are supported)")
-                             : rc;
 }

@@ -15,8 +15,10 @@
 #include "mps_log.h"
 #include "shim.h"
 
+#include <float.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -365,6 +367,36 @@ struct acc {
     bool no_external32;
 };
 
+/* How external32 (MPI-3.1 13.5.2, table 13.2) writes one number of a signature run: its bytes
+ * reversed (EXT_SWAP), or converted where its external32 size or format is not this
+ * machine's: long is 4 bytes there, long double an IEEE binary128 (x86's is the 80-bit x87
+ * format in 16 bytes), wchar_t 2 bytes. */
+enum ext_kind { EXT_SWAP = 0, EXT_LONG, EXT_ULONG, EXT_X87, EXT_WCHAR };
+
+/* This machine's long double: x87 extended (converted), binary128 (swapped) or other. */
+#define LDOUBLE_X87 (LDBL_MANT_DIG == 64 && LDBL_MAX_EXP == 16384)
+#define LDOUBLE_QUAD (LDBL_MANT_DIG == 113)
+
+/* The ext_kind of the numbers of builtin h (the value of a MINLOC/MAXLOC pair). */
+static int ext_kind_of(MPI_Datatype h)
+{
+    if ((h == MPI_LONG || h == MPI_LONG_INT) && sizeof(long) == 8) {
+        return EXT_LONG;
+    }
+    if (h == MPI_UNSIGNED_LONG && sizeof(unsigned long) == 8) {
+        return EXT_ULONG;
+    }
+    if ((h == MPI_LONG_DOUBLE || h == MPI_LONG_DOUBLE_INT || h == MPI_C_LONG_DOUBLE_COMPLEX ||
+         h == MPI_CXX_LONG_DOUBLE_COMPLEX) &&
+        LDOUBLE_X87) {
+        return EXT_X87;
+    }
+    if (h == MPI_WCHAR && sizeof(wchar_t) == 4) {
+        return EXT_WCHAR;
+    }
+    return EXT_SWAP;
+}
+
 /* One element's signature runs of t into out (at most 2 for a builtin), or t's own list. */
 static const struct shim_sig_run *sig_of(const struct shim_dtype *t, struct shim_sig_run out[2],
                                          size_t *n)
@@ -379,12 +411,14 @@ static const struct shim_sig_run *sig_of(const struct shim_dtype *t, struct shim
     }
     if (((unsigned int)t->handle >> 8) == 0x8c0000u) {
         /* A MINLOC/MAXLOC pair (builtin_8c): the value, then the int. */
-        out[0] = (struct shim_sig_run){t->size - sizeof(int), 1, t->size - sizeof(int)};
-        out[1] = (struct shim_sig_run){sizeof(int), 1, sizeof(int)};
+        out[0] = (struct shim_sig_run){t->size - sizeof(int), 1, t->size - sizeof(int),
+                                       ext_kind_of(t->handle)};
+        out[1] = (struct shim_sig_run){sizeof(int), 1, sizeof(int), EXT_SWAP};
         *n = 2;
         return out;
     }
-    out[0] = (struct shim_sig_run){t->size / t->nbasic, t->nbasic, t->size / t->nbasic};
+    out[0] = (struct shim_sig_run){t->size / t->nbasic, t->nbasic, t->size / t->nbasic,
+                                   ext_kind_of(t->handle)};
     if (t->base == PG_C_FLOAT_COMPLEX || t->base == PG_C_DOUBLE_COMPLEX ||
         t->base == PG_C_LONG_DOUBLE_COMPLEX || t->handle == MPI_COMPLEX32) {
         out[0].unit /= 2;
@@ -393,32 +427,31 @@ static const struct shim_sig_run *sig_of(const struct shim_dtype *t, struct shim
     return out;
 }
 
-/* Whether t holds a basic type whose external32 size is not its size here (MPI-3.1 table
- * 13.2: long is 4 bytes, long double a 16-byte IEEE quad, wchar 2 bytes). */
+/* Whether t holds a long double and this machine's long double is neither x87 extended nor
+ * binary128: external32 cannot be written then (MPI-3.1 table 13.2: a 16-byte IEEE quad). */
 static bool no_external32(const struct shim_dtype *t)
 {
-    static const MPI_Datatype odd[] = {
-        MPI_LONG,       MPI_UNSIGNED_LONG, MPI_LONG_DOUBLE, MPI_C_LONG_DOUBLE_COMPLEX,
-        MPI_CXX_LONG_DOUBLE_COMPLEX, MPI_REAL16, MPI_COMPLEX32, MPI_LONG_INT,
-        MPI_LONG_DOUBLE_INT, MPI_WCHAR};
+    static const MPI_Datatype ld[] = {MPI_LONG_DOUBLE, MPI_C_LONG_DOUBLE_COMPLEX,
+                                      MPI_CXX_LONG_DOUBLE_COMPLEX, MPI_LONG_DOUBLE_INT};
 
     if (!t->builtin) {
         return t->no_external32;
     }
-    for (size_t i = 0; i < sizeof(odd) / sizeof(*odd); i++) {
-        if (t->handle == odd[i]) {
-            return true;
+    for (size_t i = 0; i < sizeof(ld) / sizeof(*ld); i++) {
+        if (t->handle == ld[i]) {
+            return !LDOUBLE_X87 && !LDOUBLE_QUAD;
         }
     }
     return false;
 }
 
-static void acc_sig(struct acc *a, size_t esize, size_t n, size_t unit)
+static void acc_sig(struct acc *a, size_t esize, size_t n, size_t unit, int ext)
 {
     if (n == 0 || a->oom) {
         return;
     }
-    if (a->nsig > 0 && a->sig[a->nsig - 1].esize == esize && a->sig[a->nsig - 1].unit == unit) {
+    if (a->nsig > 0 && a->sig[a->nsig - 1].esize == esize && a->sig[a->nsig - 1].unit == unit &&
+        a->sig[a->nsig - 1].ext == ext) {
         a->sig[a->nsig - 1].n += n;
         return;
     }
@@ -432,7 +465,7 @@ static void acc_sig(struct acc *a, size_t esize, size_t n, size_t unit)
         a->sig = ns;
         a->capsig = cap;
     }
-    a->sig[a->nsig++] = (struct shim_sig_run){esize, n, unit};
+    a->sig[a->nsig++] = (struct shim_sig_run){esize, n, unit, ext};
 }
 
 /* Appends count copies of t's signature. */
@@ -443,12 +476,12 @@ static void acc_sig_entry(struct acc *a, MPI_Aint count, const struct shim_dtype
     const struct shim_sig_run *r = sig_of(t, tmp, &n);
 
     if (n == 1) {
-        acc_sig(a, r[0].esize, (size_t)count * r[0].n, r[0].unit);
+        acc_sig(a, r[0].esize, (size_t)count * r[0].n, r[0].unit, r[0].ext);
         return;
     }
     for (MPI_Aint j = 0; j < count && n > 0; j++) {
         for (size_t k = 0; k < n; k++) {
-            acc_sig(a, r[k].esize, r[k].n, r[k].unit);
+            acc_sig(a, r[k].esize, r[k].n, r[k].unit, r[k].ext);
         }
     }
 }
@@ -1310,9 +1343,11 @@ int PMPI_Type_free(MPI_Datatype *datatype)
     if (rc != MPI_SUCCESS) {
         return rc;
     }
-    if (t->builtin) {
+    if (t->builtin || t->combiner == MPI_COMBINER_F90_INTEGER ||
+        t->combiner == MPI_COMBINER_F90_REAL || t->combiner == MPI_COMBINER_F90_COMPLEX) {
         return shim_error(MPI_COMM_WORLD, SHIM_FN, MPI_ERR_TYPE,
-                          "%s is predefined and cannot be freed", t->name);
+                          "%s is predefined and cannot be freed",
+                          t->builtin ? t->name : "an MPI_Type_create_f90_* type");
     }
     /* The attributes go with the last handle, while it is still valid for the callbacks.
      * A failing delete callback is reported, and the type is freed all the same. */
@@ -1584,16 +1619,88 @@ int PMPI_Type_match_size(int typeclass, int size, MPI_Datatype *datatype)
                       "no predefined type of typeclass %d has size %d", typeclass, size);
 }
 
-/* The Fortran 90 parameterized types are predefined ones (MPI-3.1 17.2.5 allows returning
- * them): the smallest of the list that has at least the precision p (decimal digits) and
- * the exponent range r; MPI_UNDEFINED leaves p or r free. */
+/* The Fortran 90 parameterized types: the smallest predefined type of the list that has at
+ * least the precision p (decimal digits) and the exponent range r; MPI_UNDEFINED leaves p or
+ * r free. The handle returned is not that predefined one: MPI-3.1 4.1.13 gives these types
+ * their own combiner (MPI_COMBINER_F90_*) whose contents are p and r, and clients decode
+ * them so (mpi4py's Datatype.decode). Each is made once per (combiner, p, r), as a copy of
+ * the chosen type, kept until the process ends and never freed (it is predefined), so
+ * repeated calls return the same handle. */
 struct f90_choice {
     int p, r;
     MPI_Datatype type;
 };
 
-static int f90_pick(const char *fn, const struct f90_choice *list, size_t n, int p, int r,
-                    MPI_Datatype *newtype)
+#define F90_CACHE 32
+static struct {
+    int combiner, p, r;
+    MPI_Datatype handle;
+} f90_cache[F90_CACHE];
+static int f90_cached;
+static pthread_mutex_t f90_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* A copy of base with combiner and contents (r alone for integers, else p and r). */
+static int f90_make(int combiner, int p, int r, MPI_Datatype base, MPI_Datatype *out)
+{
+    struct shim_dtype *t;
+    int ints[2] = {p, r};
+    int ni = combiner == MPI_COMBINER_F90_INTEGER ? 1 : 2;
+    int rc = PMPI_Type_dup(base, out);
+
+    if (rc != MPI_SUCCESS || (rc = shim_dtype_lookup(*out, &t)) != MPI_SUCCESS) {
+        return rc;
+    }
+    free(t->types); /* the dup's old type: a builtin, so holding no reference */
+    t->types = NULL;
+    t->ntypes = 0;
+    t->combiner = combiner;
+    t->ints = malloc(sizeof(ints));
+    if (!t->ints) {
+        return MPI_ERR_NO_MEM;
+    }
+    memcpy(t->ints, ni == 1 ? &ints[1] : ints, (size_t)ni * sizeof(int));
+    t->nints = ni;
+    return MPI_SUCCESS;
+}
+
+/* The handle of the F90 type (combiner, p, r) copied from base, made on first use. */
+static int f90_handle(const char *fn, int combiner, int p, int r, MPI_Datatype base,
+                      MPI_Datatype *newtype)
+{
+    int rc = MPI_SUCCESS;
+    int i;
+
+    pthread_mutex_lock(&f90_lock);
+    for (i = 0; i < f90_cached; i++) {
+        if (f90_cache[i].combiner == combiner && f90_cache[i].p == p && f90_cache[i].r == r) {
+            break;
+        }
+    }
+    if (i == f90_cached && i == F90_CACHE) {
+        rc = MPI_ERR_INTERN;
+    } else if (i == f90_cached) {
+        rc = f90_make(combiner, p, r, base, &f90_cache[i].handle);
+        if (rc == MPI_SUCCESS) {
+            f90_cache[i].combiner = combiner;
+            f90_cache[i].p = p;
+            f90_cache[i].r = r;
+            f90_cached++;
+        }
+    }
+    if (rc == MPI_SUCCESS) {
+        *newtype = f90_cache[i].handle;
+    }
+    pthread_mutex_unlock(&f90_lock);
+    if (rc != MPI_SUCCESS) {
+        return shim_error(
+            MPI_COMM_WORLD, fn, rc, "cannot make the type (precision %d, range %d): %s", p, r,
+            rc == MPI_ERR_INTERN ? "more than 32 distinct F90 types requested" : "out of memory");
+    }
+    return MPI_SUCCESS;
+}
+
+static int f90_pick(const char *fn, int combiner, const struct f90_choice *list, size_t n, int p,
+                    int r, MPI_Datatype *newtype)
 {
     int rc = shim_check_init(fn);
 
@@ -1605,8 +1712,7 @@ static int f90_pick(const char *fn, const struct f90_choice *list, size_t n, int
     }
     for (size_t i = 0; i < n; i++) {
         if ((p == MPI_UNDEFINED || p <= list[i].p) && (r == MPI_UNDEFINED || r <= list[i].r)) {
-            *newtype = list[i].type;
-            return MPI_SUCCESS;
+            return f90_handle(fn, combiner, p, r, list[i].type, newtype);
         }
     }
     return shim_error(MPI_COMM_WORLD, fn, MPI_ERR_ARG,
@@ -1621,7 +1727,7 @@ int PMPI_Type_create_f90_integer(int r, MPI_Datatype *newtype)
                                              {0, 4, MPI_INTEGER2},
                                              {0, 9, MPI_INTEGER4},
                                              {0, 18, MPI_INTEGER8}};
-    return f90_pick(SHIM_FN, ints, 4, MPI_UNDEFINED, r, newtype);
+    return f90_pick(SHIM_FN, MPI_COMBINER_F90_INTEGER, ints, 4, MPI_UNDEFINED, r, newtype);
 }
 
 /* IEEE binary32, binary64 and x87 extended (long double): precision and range as Fortran's
@@ -1631,7 +1737,7 @@ int PMPI_Type_create_f90_real(int p, int r, MPI_Datatype *newtype)
 {
     static const struct f90_choice reals[] = {
         {6, 37, MPI_REAL4}, {15, 307, MPI_REAL8}, {18, 4931, MPI_REAL16}};
-    return f90_pick(SHIM_FN, reals, 3, p, r, newtype);
+    return f90_pick(SHIM_FN, MPI_COMBINER_F90_REAL, reals, 3, p, r, newtype);
 }
 
 #pragma weak MPI_Type_create_f90_complex = PMPI_Type_create_f90_complex
@@ -1639,7 +1745,7 @@ int PMPI_Type_create_f90_complex(int p, int r, MPI_Datatype *newtype)
 {
     static const struct f90_choice cplx[] = {
         {6, 37, MPI_COMPLEX8}, {15, 307, MPI_COMPLEX16}, {18, 4931, MPI_COMPLEX32}};
-    return f90_pick(SHIM_FN, cplx, 3, p, r, newtype);
+    return f90_pick(SHIM_FN, MPI_COMBINER_F90_COMPLEX, cplx, 3, p, r, newtype);
 }
 
 /* ------------------------------------------------------------------------------------- */
@@ -1856,26 +1962,150 @@ int PMPI_Pack_size(int incount, MPI_Datatype datatype, MPI_Comm comm, int *size)
 
 /* ---- external32 (MPI-3.1 13.5.2): the packed form, each number big-endian ---- */
 
-/* Reverses the bytes of every number in count packed elements of t, in place: the packed
- * form is the signature's basic elements back to back, so walking the runs finds them. This
- * host is little-endian (x86-64, aarch64 as Linux runs it); a big-endian one would skip it. */
-static void swap_packed(char *p, size_t count, const struct shim_dtype *t)
+/* Writes the low n bytes of v at p, most significant first, and reads them back. */
+static void put_be(unsigned char *p, uint64_t v, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        p[n - 1 - i] = (unsigned char)(v >> (8 * i));
+    }
+}
+
+static uint64_t get_be(const unsigned char *p, size_t n)
+{
+    uint64_t v = 0;
+    for (size_t i = 0; i < n; i++) {
+        v = (v << 8) | p[i];
+    }
+    return v;
+}
+
+/* Bytes one number of kind ext with native size unit takes in external32. */
+static size_t ext_unit(int ext, size_t unit)
+{
+    return ext == EXT_LONG || ext == EXT_ULONG ? 4 : ext == EXT_WCHAR ? 2 : unit;
+}
+
+/* external32 bytes of count elements of t. */
+static size_t ext_size(size_t count, const struct shim_dtype *t)
+{
+    struct shim_sig_run tmp[2];
+    size_t n, bytes = 0;
+    const struct shim_sig_run *r = sig_of(t, tmp, &n);
+
+    for (size_t k = 0; k < n; k++) {
+        bytes += r[k].n * (r[k].esize / r[k].unit) * ext_unit(r[k].ext, r[k].unit);
+    }
+    return count * bytes;
+}
+
+/* x87 extended (64-bit significand with its integer bit, then sign and 15-bit exponent, in
+ * 16 bytes) to binary128 (sign, the same 15-bit exponent and bias, 112-bit fraction without
+ * the integer bit): the fraction is the significand's low 63 bits followed by zeros. */
+static void x87_to_quad(const unsigned char *in, unsigned char *out)
+{
+    uint64_t m, frac;
+    uint16_t se;
+
+    memcpy(&m, in, 8);
+    memcpy(&se, in + 8, 2);
+    frac = m & ~(UINT64_C(1) << 63);
+    put_be(out, ((uint64_t)se << 48) | (frac >> 15), 8);
+    put_be(out + 8, frac << 49, 8);
+}
+
+/* The reverse: the fraction's low 49 bits are dropped (truncated); the integer bit is 1 but
+ * for zeros and subnormals (exponent 0). */
+static void quad_to_x87(const unsigned char *in, unsigned char *out)
+{
+    uint64_t hi = get_be(in, 8), lo = get_be(in + 8, 8);
+    uint16_t se = (uint16_t)(hi >> 48);
+    uint64_t m = ((hi & ((UINT64_C(1) << 48) - 1)) << 15) | (lo >> 49);
+
+    if (se & 0x7fff) {
+        m |= UINT64_C(1) << 63;
+    }
+    memset(out, 0, 16);
+    memcpy(out, &m, 8);
+    memcpy(out + 8, &se, 2);
+}
+
+/* One number of kind ext from native bytes nat (unit of them) to external32 at x. */
+static void ext_put(int ext, size_t unit, const unsigned char *nat, unsigned char *x)
+{
+    int64_t l;
+    uint64_t u;
+    int32_t w;
+
+    switch (ext) {
+    case EXT_LONG:
+        memcpy(&l, nat, 8);
+        put_be(x, (uint64_t)l, 4); /* MPI-3.1 13.5.2: an out-of-range value is erroneous */
+        break;
+    case EXT_ULONG:
+        memcpy(&u, nat, 8);
+        put_be(x, u, 4);
+        break;
+    case EXT_X87:
+        x87_to_quad(nat, x);
+        break;
+    case EXT_WCHAR:
+        memcpy(&w, nat, 4);
+        put_be(x, (uint64_t)(uint32_t)w, 2);
+        break;
+    default:
+        for (size_t i = 0; i < unit; i++) {
+            x[i] = __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__ ? nat[i] : nat[unit - 1 - i];
+        }
+    }
+}
+
+/* The reverse of ext_put: long is sign-extended, unsigned long and wchar_t zero-extended. */
+static void ext_get(int ext, size_t unit, const unsigned char *x, unsigned char *nat)
+{
+    int64_t l;
+    uint64_t u;
+    int32_t w;
+
+    switch (ext) {
+    case EXT_LONG:
+        l = (int64_t)(int32_t)(uint32_t)get_be(x, 4);
+        memcpy(nat, &l, 8);
+        break;
+    case EXT_ULONG:
+        u = get_be(x, 4);
+        memcpy(nat, &u, 8);
+        break;
+    case EXT_X87:
+        quad_to_x87(x, nat);
+        break;
+    case EXT_WCHAR:
+        w = (int32_t)get_be(x, 2);
+        memcpy(nat, &w, 4);
+        break;
+    default:
+        ext_put(EXT_SWAP, unit, x, nat); /* reversing is its own inverse */
+    }
+}
+
+/* Converts count packed elements of t between this machine's packed form (nat) and
+ * external32 (x), in the direction to_ext says: the packed form is the signature's basic
+ * elements back to back, so walking the runs finds each number. */
+static void ext_convert(unsigned char *nat, unsigned char *x, size_t count,
+                        const struct shim_dtype *t, bool to_ext)
 {
     struct shim_sig_run tmp[2];
     size_t n;
     const struct shim_sig_run *r = sig_of(t, tmp, &n);
 
-    if (__BYTE_ORDER__ == __ORDER_BIG_ENDIAN__) {
-        return;
-    }
     for (size_t e = 0; e < count; e++) {
         for (size_t k = 0; k < n; k++) {
             size_t numbers = r[k].n * (r[k].esize / r[k].unit);
-            for (size_t j = 0; j < numbers; j++, p += r[k].unit) {
-                for (size_t lo = 0, hi = r[k].unit - 1; lo < hi; lo++, hi--) {
-                    char c = p[lo];
-                    p[lo] = p[hi];
-                    p[hi] = c;
+            size_t xu = ext_unit(r[k].ext, r[k].unit);
+            for (size_t j = 0; j < numbers; j++, nat += r[k].unit, x += xu) {
+                if (to_ext) {
+                    ext_put(r[k].ext, r[k].unit, nat, x);
+                } else {
+                    ext_get(r[k].ext, r[k].unit, x, nat);
                 }
             }
         }
@@ -1901,8 +2131,8 @@ static int check_external(const char *fn, const char *datarep, int count, MPI_Da
     }
     if (rc == MPI_SUCCESS && no_external32(*t)) {
         rc = shim_error(MPI_COMM_WORLD, fn, MPI_ERR_UNSUPPORTED_DATAREP,
-                        "datatype %s holds long, long double or wchar_t, whose external32 "
-                        "sizes differ from this machine's: not supported",
+                        "datatype %s holds a long double, whose format here is neither x87 "
+                        "extended nor IEEE binary128: no external32 form",
                         (*t)->name[0] ? (*t)->name : "(derived)");
     }
     return rc;
@@ -1919,7 +2149,7 @@ int PMPI_Pack_external_size(const char datarep[], int incount, MPI_Datatype data
         rc = shim_error(MPI_COMM_WORLD, SHIM_FN, MPI_ERR_ARG, "size is NULL");
     }
     if (rc == MPI_SUCCESS) {
-        *size = (MPI_Aint)incount * (MPI_Aint)t->size;
+        *size = (MPI_Aint)ext_size((size_t)incount, t);
     }
     return rc;
 }
@@ -1931,6 +2161,7 @@ int PMPI_Pack_external(const char datarep[], const void *inbuf, int incount,
 {
     struct shim_dtype *t;
     size_t need;
+    unsigned char *tmp;
     int rc = check_external(SHIM_FN, datarep, incount, datatype, &t);
 
     if (rc == MPI_SUCCESS && (!position || *position < 0 || outsize < 0)) {
@@ -1939,14 +2170,21 @@ int PMPI_Pack_external(const char datarep[], const void *inbuf, int incount,
     if (rc != MPI_SUCCESS) {
         return rc;
     }
-    need = (size_t)incount * t->size;
+    need = ext_size((size_t)incount, t);
     if (*position > outsize || need > (size_t)(outsize - *position)) {
         return shim_error(MPI_COMM_WORLD, SHIM_FN, MPI_ERR_TRUNCATE,
                           "packing %zu bytes at position %ld overflows the %ld-byte buffer",
                           need, (long)*position, (long)outsize);
     }
-    shim_dtype_pack(inbuf, (size_t)incount, t, (char *)outbuf + *position);
-    swap_packed((char *)outbuf + *position, (size_t)incount, t);
+    /* Packed here first, then converted: a long or wchar_t shrinks on the way. */
+    tmp = malloc(incount ? (size_t)incount * t->size : 1);
+    if (!tmp) {
+        return shim_error(MPI_COMM_WORLD, SHIM_FN, MPI_ERR_NO_MEM, "no memory for %zu bytes",
+                          (size_t)incount * t->size);
+    }
+    shim_dtype_pack(inbuf, (size_t)incount, t, tmp);
+    ext_convert(tmp, (unsigned char *)outbuf + *position, (size_t)incount, t, true);
+    free(tmp);
     *position += (MPI_Aint)need;
     return MPI_SUCCESS;
 }
@@ -1957,7 +2195,7 @@ int PMPI_Unpack_external(const char datarep[], const void *inbuf, MPI_Aint insiz
 {
     struct shim_dtype *t;
     size_t need;
-    char *tmp;
+    unsigned char *tmp;
     int rc = check_external(SHIM_FN, datarep, outcount, datatype, &t);
 
     if (rc == MPI_SUCCESS && (!position || *position < 0 || insize < 0)) {
@@ -1966,20 +2204,19 @@ int PMPI_Unpack_external(const char datarep[], const void *inbuf, MPI_Aint insiz
     if (rc != MPI_SUCCESS) {
         return rc;
     }
-    need = (size_t)outcount * t->size;
+    need = ext_size((size_t)outcount, t);
     if (*position > insize || need > (size_t)(insize - *position)) {
         return shim_error(MPI_COMM_WORLD, SHIM_FN, MPI_ERR_TRUNCATE,
                           "unpacking %zu bytes at position %ld reads past the %ld-byte buffer",
                           need, (long)*position, (long)insize);
     }
-    /* inbuf is const: swap a copy back to this machine's byte order, then unpack it. */
-    tmp = malloc(need ? need : 1);
+    /* Converted to this machine's packed form in a copy, then unpacked from it. */
+    tmp = malloc(outcount ? (size_t)outcount * t->size : 1);
     if (!tmp) {
         return shim_error(MPI_COMM_WORLD, SHIM_FN, MPI_ERR_NO_MEM, "no memory for %zu bytes",
-                          need);
+                          (size_t)outcount * t->size);
     }
-    memcpy(tmp, (const char *)inbuf + *position, need);
-    swap_packed(tmp, (size_t)outcount, t);
+    ext_convert(tmp, (unsigned char *)inbuf + *position, (size_t)outcount, t, false);
     shim_dtype_unpack(tmp, (size_t)outcount, t, outbuf);
     free(tmp);
     *position += (MPI_Aint)need;

@@ -57,6 +57,7 @@ struct shim_sig_run {
     size_t esize;
     size_t n;
     size_t unit; /* bytes swapped as one number in external32 (a complex: half of esize) */
+    int ext;     /* how external32 writes each number (enum in shim_datatype.c): 0 swaps it */
 };
 
 struct shim_dtype {

@@ -11,6 +11,7 @@
 #include "pgc_status.h"
 #include "shim_comm.h"
 #include "shim_group.h"
+#include "shim_inter.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -115,6 +116,10 @@ int PMPI_Comm_group(MPI_Comm comm, MPI_Group *group)
     }
     if (shim_comm_get(comm, &c) != MPI_SUCCESS) {
         return shim_error(comm, SHIM_FN, MPI_ERR_COMM, "invalid communicator 0x%x", (unsigned)comm);
+    }
+    /* An intercommunicator's g is its remote view: its local group is kept beside it. */
+    if (c->inter) {
+        return group_out(SHIM_FN, shim_inter_local_ranks(c), c->inter->lsize, group);
     }
     return group_out(SHIM_FN, c->g->ranks, c->g->size, group);
 }

@@ -64,6 +64,12 @@ pgc_group *pgc_group_from_mpi_comm(int comm)
                   (unsigned)comm);
         return NULL;
     }
+    if (c->inter) {
+        /* A process group has one set of ranks; an intercommunicator has two. */
+        mps_error(PGC_ERR_INVALID_GROUP,
+                  "pgc_group_from_mpi_comm: 0x%x is an intercommunicator", (unsigned)comm);
+        return NULL;
+    }
     pg_group_retain(c->g);
     return (pgc_group *)c->g;
 }

@@ -290,6 +290,10 @@ int shim_raise_pg_req(MPI_Comm comm, const char *fn, const struct pg_req *pr)
                           "message from rank %d with tag %d is longer than the receive buffer "
                           "(%zu bytes)", pr->source, pr->tag, pr->cap);
     }
+    /* A dead peer's name was recorded by the wait that found it (pg_progress.c). */
+    if (pr->status == PGC_ERR_PEER_DEAD && *mps_last_error()) {
+        return shim_error(comm, fn, shim_errclass(pr->status), "%s", mps_last_error());
+    }
     return shim_error(comm, fn, shim_errclass(pr->status), "%s", pgc_strerror(pr->status));
 }
 

@@ -80,7 +80,11 @@ int shim_topo_copy(MPI_Comm oldcomm, MPI_Comm newcomm)
     return n->topo ? MPI_SUCCESS : MPI_ERR_NO_MEM;
 }
 
-/* Initialized and a valid comm; with kind != 0 also a topology of that kind. */
+/* topo_enter's kind for a call that builds on the communicator: an intracommunicator. */
+#define TOPO_BUILD (-1)
+
+/* Initialized and a valid comm; with kind > 0 also a topology of that kind, with TOPO_BUILD
+ * an intracommunicator (MPI-3.1 7.5 defines topologies on those only). */
 static int topo_enter(const char *fn, MPI_Comm comm, int kind, struct shim_comm **c)
 {
     int rc = shim_check_init(fn);
@@ -91,7 +95,10 @@ static int topo_enter(const char *fn, MPI_Comm comm, int kind, struct shim_comm 
     if (shim_comm_get(comm, c) != MPI_SUCCESS) {
         return shim_error(comm, fn, MPI_ERR_COMM, "invalid communicator 0x%x", (unsigned)comm);
     }
-    if (kind && (!(*c)->topo || (*c)->topo->kind != kind)) {
+    if (kind == TOPO_BUILD && (*c)->inter) {
+        return shim_error(comm, fn, MPI_ERR_COMM, "not defined on an intercommunicator");
+    }
+    if (kind > 0 && (!(*c)->topo || (*c)->topo->kind != kind)) {
         return shim_error(comm, fn, MPI_ERR_TOPOLOGY, "the communicator has no %s topology",
                           kind == MPI_CART    ? "Cartesian"
                           : kind == MPI_GRAPH ? "graph"
@@ -216,7 +223,7 @@ int PMPI_Cart_create(MPI_Comm comm_old, int ndims, const int dims[], const int p
     struct shim_comm *c;
     struct shim_topo *t;
     struct pg_group *g = NULL;
-    int nnodes = 0, rc = topo_enter(SHIM_FN, comm_old, 0, &c);
+    int nnodes = 0, rc = topo_enter(SHIM_FN, comm_old, TOPO_BUILD, &c);
 
     (void)reorder;
     if (rc == MPI_SUCCESS) {
@@ -244,7 +251,7 @@ int PMPI_Cart_create(MPI_Comm comm_old, int ndims, const int dims[], const int p
 int PMPI_Cart_map(MPI_Comm comm, int ndims, const int dims[], const int periods[], int *newrank)
 {
     struct shim_comm *c;
-    int nnodes = 0, rc = topo_enter(SHIM_FN, comm, 0, &c);
+    int nnodes = 0, rc = topo_enter(SHIM_FN, comm, TOPO_BUILD, &c);
 
     (void)periods;
     if (rc == MPI_SUCCESS) {
@@ -548,7 +555,7 @@ int PMPI_Graph_create(MPI_Comm comm_old, int nnodes, const int indx[], const int
     struct shim_comm *c;
     struct shim_topo *t;
     struct pg_group *g = NULL;
-    int nedges, rc = topo_enter(SHIM_FN, comm_old, 0, &c);
+    int nedges, rc = topo_enter(SHIM_FN, comm_old, TOPO_BUILD, &c);
 
     (void)reorder;
     if (rc == MPI_SUCCESS) {
@@ -580,7 +587,7 @@ int PMPI_Graph_create(MPI_Comm comm_old, int nnodes, const int indx[], const int
 int PMPI_Graph_map(MPI_Comm comm, int nnodes, const int indx[], const int edges[], int *newrank)
 {
     struct shim_comm *c;
-    int rc = topo_enter(SHIM_FN, comm, 0, &c);
+    int rc = topo_enter(SHIM_FN, comm, TOPO_BUILD, &c);
 
     if (rc == MPI_SUCCESS) {
         rc = graph_check(SHIM_FN, comm, c, nnodes, indx, edges);
@@ -736,7 +743,7 @@ int PMPI_Dist_graph_create_adjacent(MPI_Comm comm_old, int indegree, const int s
 {
     struct shim_comm *c;
     bool weighted = sourceweights != MPI_UNWEIGHTED;
-    int rc = topo_enter(SHIM_FN, comm_old, 0, &c);
+    int rc = topo_enter(SHIM_FN, comm_old, TOPO_BUILD, &c);
 
     (void)info;
     (void)reorder;
@@ -867,7 +874,7 @@ int PMPI_Dist_graph_create(MPI_Comm comm_old, int n, const int sources[], const 
     struct shim_comm *c;
     struct dist_edge *mine = NULL, *all = NULL;
     int m = 0, total = 0, weighted = weights != MPI_UNWEIGHTED;
-    int rc = topo_enter(SHIM_FN, comm_old, 0, &c);
+    int rc = topo_enter(SHIM_FN, comm_old, TOPO_BUILD, &c);
 
     (void)info;
     (void)reorder;

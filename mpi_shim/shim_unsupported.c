@@ -1,7 +1,7 @@
 /*
  * shim_unsupported.c - the MPI functions that mpi.h declares but mpishim does not provide:
- * one-sided communication (RMA windows, put/get/accumulate and their synchronization,
- * window attributes and error handlers). At the end, four small calls that no other file
+ * the one-sided calls not built yet (dynamic windows, user window keyvals and error
+ * handlers; the rest is in shim_win*.c). At the end, four small calls that no other file
  * defines and that are simple enough to do properly here rather than refuse: MPI_Pcontrol
  * and the status setters.
  *
@@ -44,113 +44,23 @@
         return shim_error(MPI_COMM_WORLD, SHIM_FN, MPI_ERR_UNSUPPORTED_OPERATION, "%s", cause);    \
     }
 
-#define RMA_CAUSE "one-sided communication (RMA) is not supported by mpishim"
+#define RMA_CAUSE "this one-sided (RMA) call is not supported by mpishim yet"
 
-SHIM_UNSUPPORTED_OUT(Win_create,
-                     (void *base, MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm,
-                      MPI_Win *win),
-                     RMA_CAUSE, win, MPI_WIN_NULL)
-SHIM_UNSUPPORTED_OUT(Win_allocate,
-                     (MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm, void *baseptr,
-                      MPI_Win *win),
-                     RMA_CAUSE, win, MPI_WIN_NULL)
-SHIM_UNSUPPORTED_OUT(Win_allocate_shared,
-                     (MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm, void *baseptr,
-                      MPI_Win *win),
-                     RMA_CAUSE, win, MPI_WIN_NULL)
 SHIM_UNSUPPORTED_OUT(Win_create_dynamic, (MPI_Info info, MPI_Comm comm, MPI_Win *win), RMA_CAUSE,
                      win, MPI_WIN_NULL)
 SHIM_UNSUPPORTED(Win_attach, (MPI_Win win, void *base, MPI_Aint size), RMA_CAUSE)
 SHIM_UNSUPPORTED(Win_detach, (MPI_Win win, const void *base), RMA_CAUSE)
-SHIM_UNSUPPORTED(Win_free, (MPI_Win *win), RMA_CAUSE)
-SHIM_UNSUPPORTED(Win_get_group, (MPI_Win win, MPI_Group *group), RMA_CAUSE)
-SHIM_UNSUPPORTED(Win_get_info, (MPI_Win win, MPI_Info *info_used), RMA_CAUSE)
-SHIM_UNSUPPORTED(Win_set_info, (MPI_Win win, MPI_Info info), RMA_CAUSE)
-SHIM_UNSUPPORTED(Win_get_name, (MPI_Win win, char *win_name, int *resultlen), RMA_CAUSE)
-SHIM_UNSUPPORTED(Win_set_name, (MPI_Win win, const char *win_name), RMA_CAUSE)
-SHIM_UNSUPPORTED(Win_shared_query,
-                 (MPI_Win win, int rank, MPI_Aint *size, int *disp_unit, void *baseptr), RMA_CAUSE)
-SHIM_UNSUPPORTED(Put,
-                 (const void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
-                  int target_rank, MPI_Aint target_disp, int target_count,
-                  MPI_Datatype target_datatype, MPI_Win win),
-                 RMA_CAUSE)
-SHIM_UNSUPPORTED(Get,
-                 (void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
-                  int target_rank, MPI_Aint target_disp, int target_count,
-                  MPI_Datatype target_datatype, MPI_Win win),
-                 RMA_CAUSE)
-SHIM_UNSUPPORTED(Accumulate,
-                 (const void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
-                  int target_rank, MPI_Aint target_disp, int target_count,
-                  MPI_Datatype target_datatype, MPI_Op op, MPI_Win win),
-                 RMA_CAUSE)
-SHIM_UNSUPPORTED(Get_accumulate,
-                 (const void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
-                  void *result_addr, int result_count, MPI_Datatype result_datatype,
-                  int target_rank, MPI_Aint target_disp, int target_count,
-                  MPI_Datatype target_datatype, MPI_Op op, MPI_Win win),
-                 RMA_CAUSE)
-SHIM_UNSUPPORTED(Fetch_and_op,
-                 (const void *origin_addr, void *result_addr, MPI_Datatype datatype,
-                  int target_rank, MPI_Aint target_disp, MPI_Op op, MPI_Win win),
-                 RMA_CAUSE)
-SHIM_UNSUPPORTED(Compare_and_swap,
-                 (const void *origin_addr, const void *compare_addr, void *result_addr,
-                  MPI_Datatype datatype, int target_rank, MPI_Aint target_disp, MPI_Win win),
-                 RMA_CAUSE)
-SHIM_UNSUPPORTED_OUT(Rput,
-                     (const void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
-                      int target_rank, MPI_Aint target_disp, int target_count,
-                      MPI_Datatype target_datatype, MPI_Win win, MPI_Request *request),
-                     RMA_CAUSE, request, MPI_REQUEST_NULL)
-SHIM_UNSUPPORTED_OUT(Rget,
-                     (void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
-                      int target_rank, MPI_Aint target_disp, int target_count,
-                      MPI_Datatype target_datatype, MPI_Win win, MPI_Request *request),
-                     RMA_CAUSE, request, MPI_REQUEST_NULL)
-SHIM_UNSUPPORTED_OUT(Raccumulate,
-                     (const void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
-                      int target_rank, MPI_Aint target_disp, int target_count,
-                      MPI_Datatype target_datatype, MPI_Op op, MPI_Win win, MPI_Request *request),
-                     RMA_CAUSE, request, MPI_REQUEST_NULL)
-SHIM_UNSUPPORTED_OUT(Rget_accumulate,
-                     (const void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
-                      void *result_addr, int result_count, MPI_Datatype result_datatype,
-                      int target_rank, MPI_Aint target_disp, int target_count,
-                      MPI_Datatype target_datatype, MPI_Op op, MPI_Win win, MPI_Request *request),
-                     RMA_CAUSE, request, MPI_REQUEST_NULL)
-SHIM_UNSUPPORTED(Win_fence, (int assert, MPI_Win win), RMA_CAUSE)
-SHIM_UNSUPPORTED(Win_start, (MPI_Group group, int assert, MPI_Win win), RMA_CAUSE)
-SHIM_UNSUPPORTED(Win_complete, (MPI_Win win), RMA_CAUSE)
-SHIM_UNSUPPORTED(Win_post, (MPI_Group group, int assert, MPI_Win win), RMA_CAUSE)
-SHIM_UNSUPPORTED(Win_wait, (MPI_Win win), RMA_CAUSE)
-SHIM_UNSUPPORTED(Win_test, (MPI_Win win, int *flag), RMA_CAUSE)
-SHIM_UNSUPPORTED(Win_lock, (int lock_type, int rank, int assert, MPI_Win win), RMA_CAUSE)
-SHIM_UNSUPPORTED(Win_unlock, (int rank, MPI_Win win), RMA_CAUSE)
-SHIM_UNSUPPORTED(Win_lock_all, (int assert, MPI_Win win), RMA_CAUSE)
-SHIM_UNSUPPORTED(Win_unlock_all, (MPI_Win win), RMA_CAUSE)
-SHIM_UNSUPPORTED(Win_flush, (int rank, MPI_Win win), RMA_CAUSE)
-SHIM_UNSUPPORTED(Win_flush_all, (MPI_Win win), RMA_CAUSE)
-SHIM_UNSUPPORTED(Win_flush_local, (int rank, MPI_Win win), RMA_CAUSE)
-SHIM_UNSUPPORTED(Win_flush_local_all, (MPI_Win win), RMA_CAUSE)
-SHIM_UNSUPPORTED(Win_sync, (MPI_Win win), RMA_CAUSE)
 SHIM_UNSUPPORTED_OUT(Win_create_keyval,
                      (MPI_Win_copy_attr_function * win_copy_attr_fn,
                       MPI_Win_delete_attr_function *win_delete_attr_fn, int *win_keyval,
                       void *extra_state),
                      RMA_CAUSE, win_keyval, MPI_KEYVAL_INVALID)
 SHIM_UNSUPPORTED(Win_free_keyval, (int *win_keyval), RMA_CAUSE)
-SHIM_UNSUPPORTED(Win_get_attr, (MPI_Win win, int win_keyval, void *attribute_val, int *flag),
-                 RMA_CAUSE)
 SHIM_UNSUPPORTED(Win_set_attr, (MPI_Win win, int win_keyval, void *attribute_val), RMA_CAUSE)
 SHIM_UNSUPPORTED(Win_delete_attr, (MPI_Win win, int win_keyval), RMA_CAUSE)
 SHIM_UNSUPPORTED(Win_create_errhandler,
                  (MPI_Win_errhandler_function * win_errhandler_fn, MPI_Errhandler *errhandler),
                  RMA_CAUSE)
-SHIM_UNSUPPORTED(Win_get_errhandler, (MPI_Win win, MPI_Errhandler *errhandler), RMA_CAUSE)
-SHIM_UNSUPPORTED(Win_set_errhandler, (MPI_Win win, MPI_Errhandler errhandler), RMA_CAUSE)
-SHIM_UNSUPPORTED(Win_call_errhandler, (MPI_Win win, int errorcode), RMA_CAUSE)
 
 /* ------------------------------------------------------------------------------------- */
 /* Supported: small calls with no better home                                            */

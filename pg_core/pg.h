@@ -108,6 +108,7 @@ struct pg_group {
     int *local_of;       /* world rank -> group rank, or NULL (computed lazily) */
     struct pg_shm *shm;  /* flat shared-memory collectives (pg_coll_shm.c), or NULL */
     struct pg_flight *flight; /* the last operations (pg_flight.h), or NULL when off */
+    struct pg_hier *hier; /* node layout and sub-groups (pg_coll_hier.c), computed lazily */
 };
 
 /* What a reduction does: a built-in op on an element type, or a user function. */
@@ -198,6 +199,12 @@ void pg_req_complete(struct pg_req *req, int status);
 
 /* Progress and completion. */
 int pg_progress(void);
+/* fn runs at the end of every round of progress (after the fabric and the collective
+ * schedules, under the world lock), where it may send: unlike a receive's completion
+ * callback, which may run inside a fabric drain that a send waiting for ring space would
+ * re-enter. One per process (mpi_shim's RMA windows apply their requests there); it returns
+ * PGC_OK or an error that progress returns. NULL removes it. */
+void pg_progress_hook(int (*fn)(void));
 bool pg_test(struct pg_req *req);
 /* Waits until req completes or timeout seconds (< 0: MPISHIM_TIMEOUT) pass. */
 int pg_wait(struct pg_req *req, double timeout);

@@ -6,6 +6,7 @@
 
 #include "pg_coll2.h"
 #include "pg_coll_algos.h"
+#include "pg_coll_hier.h"
 #include "pg_internal.h"
 #include "mps_config.h"
 #include "mps_log.h"
@@ -31,19 +32,22 @@ int pg_check_root(const struct pg_group *g, int root)
     return PGC_OK;
 }
 
-int pg_check_op(const struct pg_op_spec *op)
+int pg_op_invalid(const struct pg_op_spec *op)
 {
-    if (!op->user_fn && !pg_op_valid(op->op, op->dt)) {
-        return mps_error(PGC_ERR_INVALID_OP, "reduction %s is not defined on %s",
-                         pg_op_name(op->op), pg_dtype_name(op->dt));
-    }
-    return PGC_OK;
+    return mps_error(PGC_ERR_INVALID_OP, "reduction %s is not defined on %s", pg_op_name(op->op),
+                     pg_dtype_name(op->dt));
 }
 
 /* The algorithm named by a MPISHIM_COLL_* variable, or "auto". */
 static bool algo_is(enum mps_config_id id, const char *name)
 {
     return strcmp(mps_config_str(id), name) == 0;
+}
+
+/* Whether a MPISHIM_COLL_* variable leaves the choice to us (cheap when it is not set). */
+static bool algo_auto(enum mps_config_id id)
+{
+    return mps_config_default(id) || algo_is(id, "auto");
 }
 
 int pg_ibarrier_impl(struct pg_group *g, struct pg_req *req)
@@ -54,7 +58,11 @@ int pg_ibarrier_impl(struct pg_group *g, struct pg_req *req)
         return PGC_ERR_NOMEM;
     }
     pg_sched_sig(s, PG_COLL_BARRIER, NULL, -1);
-    pg_barrier_dissemination(s);
+    if (pg_shm_usable(g, PG_SHM_BARRIER, 0)) {
+        pg_shm_sched(s, PG_SHM_BARRIER, NULL, NULL, 0, -1);
+    } else {
+        pg_barrier_dissemination(s);
+    }
     return pg_sched_launch(s);
 }
 
@@ -72,7 +80,9 @@ int pg_ibcast_impl(struct pg_group *g, void *buf, size_t bytes, int root, struct
     }
     pg_sched_sig(s, PG_COLL_BCAST, NULL, root);
     pg_sched_rooted(s);
-    if (pg_bcast_binomial_chosen(g, bytes)) {
+    if (pg_shm_usable(g, PG_SHM_BCAST, bytes)) {
+        pg_shm_sched(s, PG_SHM_BCAST, NULL, buf, bytes, root);
+    } else if (pg_bcast_binomial_chosen(g, bytes)) {
         pg_bcast_binomial(s, buf, bytes, root);
     } else {
         pg_bcast_scatter_allgather(s, buf, bytes, root);
@@ -127,24 +137,41 @@ int pg_ireduce_impl(struct pg_group *g, const void *in, void *out, size_t count,
 /* Allreduce: recursive doubling for small vectors and non-commutative ops (fewest
  * rounds), Rabenseifner for large ones (half the bytes), the ring for large vectors on
  * large groups (bandwidth-optimal, but 2(n-1) rounds). Thresholds measured on 2-8 ranks of
- * one node (bench/); MPISHIM_COLL_ALLREDUCE overrides. */
+ * one node (bench/); MPISHIM_COLL_ALLREDUCE overrides. The blocking form's direct path runs
+ * recursive doubling too, so it asks the same question (allreduce_split). */
+enum allreduce_algo { AR_RD, AR_RING, AR_RABENSEIFNER };
+
+static enum allreduce_algo allreduce_split(const struct pg_group *g, size_t count,
+                                           const struct pg_op_spec *op)
+{
+    bool split_ok = op->commutative && count >= (size_t)g->size;
+
+    if (!split_ok || algo_auto(MPS_CFG_COLL_ALLREDUCE) ||
+        algo_is(MPS_CFG_COLL_ALLREDUCE, "recursive_doubling")) {
+        return AR_RD;
+    }
+    return algo_is(MPS_CFG_COLL_ALLREDUCE, "ring") ? AR_RING : AR_RABENSEIFNER;
+}
+
 static void build_allreduce(struct pg_sched *s, void *acc, size_t count)
 {
     struct pg_group *g = s->g;
     size_t bytes = count * s->op.elem_size;
     bool split_ok = s->op.commutative && count >= (size_t)g->size;
-    bool rd = !split_ok || algo_is(MPS_CFG_COLL_ALLREDUCE, "recursive_doubling");
+    bool forced = !algo_auto(MPS_CFG_COLL_ALLREDUCE);
+    enum allreduce_algo a = allreduce_split(g, count, &s->op);
 
-    if (!rd && algo_is(MPS_CFG_COLL_ALLREDUCE, "ring")) {
-        pg_allreduce_ring(s, acc, count);
-    } else if (!rd && algo_is(MPS_CFG_COLL_ALLREDUCE, "rabenseifner")) {
-        pg_allreduce_rabenseifner(s, acc, count);
-    } else if (rd || bytes < 4096 || g->size == 1) {
-        pg_allreduce_recursive_doubling(s, acc, count);
-    } else if (g->size > 8 && bytes >= (1u << 20)) {
-        pg_allreduce_ring(s, acc, count);
+    if (forced || !split_ok || bytes < 4096 || g->size == 1) {
+        a = forced ? a : AR_RD;
     } else {
+        a = g->size > 8 && bytes >= (1u << 20) ? AR_RING : AR_RABENSEIFNER;
+    }
+    if (a == AR_RING) {
+        pg_allreduce_ring(s, acc, count);
+    } else if (a == AR_RABENSEIFNER) {
         pg_allreduce_rabenseifner(s, acc, count);
+    } else {
+        pg_allreduce_recursive_doubling(s, acc, count);
     }
 }
 
@@ -162,10 +189,39 @@ int pg_iallreduce_impl(struct pg_group *g, const void *in, void *out, size_t cou
         return PGC_ERR_NOMEM;
     }
     pg_sched_sig(s, PG_COLL_ALLREDUCE, op, -1);
+    if (pg_shm_usable(g, PG_SHM_ALLREDUCE, count * op->elem_size)) {
+        pg_shm_sched(s, PG_SHM_ALLREDUCE, in, out, count, -1);
+        return pg_sched_launch(s);
+    }
     pg_sched_align_like(s, out);
     pg_sched_copy(s, out, in, count * op->elem_size);
     build_allreduce(s, out, count);
     return pg_sched_launch(s);
+}
+
+/* The direct path's question (lock held): whether MPISHIM_COLL_ALLREDUCE forces an
+ * algorithm other than recursive doubling on g, and if so, that algorithm's schedule run here
+ * (*rc its result), which the non-blocking form would run too. */
+bool pg_allreduce_forced(struct pg_group *g, const void *in, void *out, size_t count,
+                         const struct pg_op_spec *op, int *rc)
+{
+    struct pg_req req = {0};
+    struct pg_sched *s;
+
+    if (g->size == 1 || allreduce_split(g, count, op) == AR_RD) {
+        return false;
+    }
+    s = pg_sched_new(g, op, &req);
+    if (!s) {
+        *rc = PGC_ERR_NOMEM;
+        return true;
+    }
+    pg_sched_sig(s, PG_COLL_ALLREDUCE, op, -1);
+    pg_sched_align_like(s, out);
+    pg_sched_copy(s, out, in, count * op->elem_size);
+    build_allreduce(s, out, count);
+    *rc = pg_sched_run(s);
+    return true;
 }
 
 /* Bruck's log-round allgather applies to equal blocks laid out in rank order; the ring
@@ -212,12 +268,48 @@ int pg_iallgatherv(struct pg_group *g, const void *in, size_t inbytes, void *out
     return pg_sched_launch(s);
 }
 
+/* Equal blocks to and from every peer: one message each way per pair at once for a few
+ * bytes on a small group, else the scheduled algorithms. */
+static bool all_pairs_chosen(const struct pg_group *g, size_t block)
+{
+    return g->size <= PG_DIRECT_RANKS && block * (size_t)g->size <= 8 * PG_DIRECT_MAX;
+}
+
+/* The direct all-pairs allgather's messages as a schedule: what pg_allgather runs for the
+ * same arguments, so that a rank may start it while its peers call the blocking form. */
+static int iallgather_pairs(struct pg_group *g, const void *in, void *out, size_t bytes,
+                            struct pg_req *req)
+{
+    struct pg_sched *s = pg_sched_new(g, NULL, req);
+
+    if (!s) {
+        return PGC_ERR_NOMEM;
+    }
+    pg_sched_sig(s, PG_COLL_ALLGATHER, NULL, -1);
+    for (int p = 0; p < g->size; p++) {
+        if (p != g->rank) {
+            pg_sched_recv(s, (char *)out + (size_t)p * bytes, bytes, p);
+        }
+    }
+    for (int p = 0; p < g->size; p++) {
+        if (p != g->rank) {
+            pg_sched_send(s, in, bytes, p);
+        }
+    }
+    pg_sched_copy(s, (char *)out + (size_t)g->rank * bytes, in, bytes);
+    return pg_sched_launch(s);
+}
+
 int pg_iallgather_impl(struct pg_group *g, const void *in, void *out, size_t bytes,
                        struct pg_req *req)
 {
-    size_t *cd = malloc(sizeof(size_t) * 2 * (size_t)g->size);
+    size_t *cd;
     int rc;
 
+    if (all_pairs_chosen(g, bytes)) {
+        return iallgather_pairs(g, in, out, bytes, req);
+    }
+    cd = malloc(sizeof(size_t) * 2 * (size_t)g->size);
     if (!cd) {
         return mps_error(PGC_ERR_NOMEM, "no memory for an allgather over %d ranks", g->size);
     }
@@ -239,8 +331,18 @@ int pg_iallgather_impl(struct pg_group *g, const void *in, void *out, size_t byt
  * not) change how it copies, never which protocol the group runs: two ranks choosing
  * differently would never meet. The direct and scheduled forms of one algorithm send the
  * same messages with the same tags, so where both exist they may differ between ranks.
- * MPI's blocking collectives never match non-blocking ones, which is what lets these use
- * shared memory while pg_i* always run schedules.
+ * The non-blocking forms (pg_i*) take the same protocol for the same arguments: the
+ * shared-memory ones as a schedule's poll step (pg_shm_sched), the direct ones as the
+ * schedule of the same messages. MPI does not need that (its blocking collectives never
+ * match non-blocking ones), but pgc does: torch's async_op is each rank's own choice, and
+ * pgc's blocking calls run these forms (not where the node-aware forms below apply, which
+ * have no non-blocking twin: pg_coll_sync_ok).
+ *
+ * Before all of these: a group that spans nodes with several ranks on a node runs
+ * node-aware (pg_coll_hier_<kind>.c): within each node, among one leader per node, within
+ * each node again. The layout comes from the node names every rank has alike (never from
+ * buffers), and reductions go that way only with a commutative op, since each node
+ * reduces its own ranks first.
  */
 #define PG_BLOCKING(call)                                                                          \
     do {                                                                                           \
@@ -288,11 +390,17 @@ PG_SLOW static int alltoall_sched(struct pg_group *g, const void *in, void *out,
 
 int pg_barrier_impl(struct pg_group *g)
 {
+    if (pg_hier_on(g)) {
+        return pg_barrier_hier(g);
+    }
     return pg_barrier_direct(g);
 }
 
 int pg_bcast_impl(struct pg_group *g, void *buf, size_t bytes, int root)
 {
+    if (pg_hier_on(g) && pg_check_root(g, root) == PGC_OK) {
+        return pg_bcast_hier(g, buf, bytes, root);
+    }
     /* pg_bcast_direct_ok reads buf only to pick between the direct and the scheduled
      * binomial tree, which send the same messages. */
     if (pg_check_root(g, root) == PGC_OK && pg_bcast_direct_ok(g, buf, bytes)) {
@@ -304,6 +412,10 @@ int pg_bcast_impl(struct pg_group *g, void *buf, size_t bytes, int root)
 int pg_reduce_impl(struct pg_group *g, const void *in, void *out, size_t count,
                    const struct pg_op_spec *op, int root)
 {
+    if (op->commutative && pg_hier_on(g) && pg_check_root(g, root) == PGC_OK &&
+        pg_check_op(op) == PGC_OK) {
+        return pg_reduce_hier(g, in, out, count, op, root);
+    }
     if (count * op->elem_size <= PG_DIRECT_MAX) {
         return pg_reduce_direct(g, in, out, count, op, root);
     }
@@ -313,6 +425,9 @@ int pg_reduce_impl(struct pg_group *g, const void *in, void *out, size_t count,
 int pg_allreduce_impl(struct pg_group *g, const void *in, void *out, size_t count,
                       const struct pg_op_spec *op)
 {
+    if (op->commutative && pg_hier_on(g) && pg_check_op(op) == PGC_OK) {
+        return pg_allreduce_hier(g, in, out, count, op);
+    }
     if (count * op->elem_size <= PG_DIRECT_MAX) {
         return pg_allreduce_direct(g, in, out, count, op);
     }
@@ -328,15 +443,11 @@ int pg_reduce_scatter_block(struct pg_group *g, const void *in, void *out, size_
     return reduce_scatter_block_sched(g, in, out, count, op);
 }
 
-/* Equal blocks to and from every peer: one message each way per pair at once for a few
- * bytes on a small group, else the scheduled algorithms. */
-static bool all_pairs_chosen(const struct pg_group *g, size_t block)
-{
-    return g->size <= PG_DIRECT_RANKS && block * (size_t)g->size <= 8 * PG_DIRECT_MAX;
-}
-
 int pg_allgather_impl(struct pg_group *g, const void *in, void *out, size_t bytes)
 {
+    if (pg_hier_on(g)) {
+        return pg_allgather_hier(g, in, out, bytes);
+    }
     if (all_pairs_chosen(g, bytes)) {
         return pg_allgather_direct(g, in, out, bytes);
     }

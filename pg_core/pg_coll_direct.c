@@ -116,7 +116,7 @@ int pg_allreduce_direct(struct pg_group *g, const void *in, void *out, size_t co
     if (pg_shm_usable(g, PG_SHM_ALLREDUCE, count * op->elem_size)) {
         mps_stats_algo(MPS_ALGO_ALLREDUCE_SHM);
         rc = pg_allreduce_shm(g, in, out, count, op);
-    } else {
+    } else if (!pg_allreduce_forced(g, in, out, count, op, &rc)) {
         mps_stats_algo(MPS_ALGO_ALLREDUCE_DIRECT);
         if (in != out) {
             memcpy(out, in, count * op->elem_size);

@@ -23,6 +23,15 @@
  * reading each other's data. 48 bytes of data share the stamp's line, so an allreduce of
  * up to 48 bytes reads one line per peer.
  *
+ * Non-blocking forms (pg_iallreduce, pg_ibcast, pg_ibarrier) take the same path as the
+ * blocking ones, so that a rank may start a collective that its peers call blocking
+ * (torch's async_op is a rank-local choice): a schedule with one poll step (pg_shm_sched)
+ * takes its sequence number when it starts, in program order, and runs the same
+ * post/read/finish steps as the blocking form, each only once this rank finished every
+ * earlier collective of the group. A blocking collective first waits until the
+ * non-blocking ones before it finished. So every rank still writes, reads and finishes its
+ * collectives in sequence order, which is what the reuse rule below relies on.
+ *
  * Reuse: a rank writes its slot for sequence s only when every reader is done with
  * s - SHM_SLOTS, the last use of that slot: each rank stores the stamp of each collective
  * it finishes in `done`. When the previous collective had everyone write (allreduce, barrier), their
@@ -33,6 +42,7 @@
 #include "config.h"
 
 #include "pg_internal.h"
+#include "pg_sched.h"
 #include "fab.h"
 #include "mps_config.h"
 #include "mps_log.h"
@@ -78,6 +88,7 @@ _Static_assert(sizeof(struct shm_chan) * PG_SHM_CHANNELS <= FAB_COLL_BYTES,
 
 struct pg_shm {
     uint64_t seq;  /* the last collective's sequence number */
+    uint64_t fin;  /* the last one this rank finished (< seq while non-blocking ones run) */
     uint64_t safe; /* every member is done with every collective up to this one */
     uint64_t ctx;
     int chan;
@@ -353,21 +364,30 @@ static int wait_slots(struct pg_group *g, uint64_t seq, int first, int end, cons
     return shm_wait(&w, what);
 }
 
-/* Before writing my slot for seq: every reader is done with seq - SHM_SLOTS. */
+/* The wait before writing my slot for seq: every reader is done with seq - SHM_SLOTS. */
+static struct shm_wait reuse_wait(struct pg_group *g, uint64_t seq)
+{
+    return (struct shm_wait){.s = g->shm, .off = offsetof(struct shm_chan, done),
+                             .want = stamp_of(g->shm, seq - SHM_SLOTS), .end = g->size,
+                             .skip = g->rank, .done_lines = true};
+}
+
+static bool reuse_known(const struct pg_shm *s, uint64_t seq)
+{
+    return seq <= SHM_SLOTS || s->safe >= seq - SHM_SLOTS;
+}
+
 static int wait_reuse(struct pg_group *g, uint64_t seq, const char *what)
 {
-    struct pg_shm *s = g->shm;
-    struct shm_wait w = {.s = s, .off = offsetof(struct shm_chan, done),
-                         .want = stamp_of(s, seq - SHM_SLOTS), .end = g->size, .skip = g->rank,
-                         .done_lines = true};
+    struct shm_wait w = reuse_wait(g, seq);
     int rc;
 
-    if (seq <= SHM_SLOTS || s->safe >= seq - SHM_SLOTS) {
+    if (reuse_known(g->shm, seq)) {
         return PGC_OK;
     }
     rc = shm_wait(&w, what);
     if (rc == PGC_OK) {
-        s->safe = seq - SHM_SLOTS;
+        g->shm->safe = seq - SHM_SLOTS;
     }
     return rc;
 }
@@ -378,22 +398,30 @@ static uint64_t slot_sig(uint32_t sig, size_t bytes)
     return (uint64_t)sig << 48 | (uint64_t)bytes;
 }
 
+/* Writes my slot for seq (its readers are done with its last use). */
+static void write_slot(struct pg_group *g, uint64_t seq, const void *buf, size_t bytes,
+                       uint64_t sig)
+{
+    struct pg_shm *s = g->shm;
+    struct shm_slot *mine = &s->at[g->rank]->slot[seq % SHM_SLOTS];
+
+    s->at[g->rank]->cpu = sched_getcpu();
+    if (bytes) {
+        memcpy(mine->data, buf, bytes);
+    }
+    mine->sig = sig;
+    publish(&mine->stamp, stamp_of(s, seq));
+}
+
 /* Takes the next sequence number and writes my slot for it (after its readers are done). */
 static int post(struct pg_group *g, const void *buf, size_t bytes, uint64_t sig,
                 const char *what)
 {
-    struct pg_shm *s = g->shm;
-    uint64_t seq = ++s->seq;
-    struct shm_slot *mine = &s->at[g->rank]->slot[seq % SHM_SLOTS];
+    uint64_t seq = ++g->shm->seq;
     int rc = wait_reuse(g, seq, what);
 
     if (rc == PGC_OK) {
-        s->at[g->rank]->cpu = sched_getcpu();
-        if (bytes) {
-            memcpy(mine->data, buf, bytes);
-        }
-        mine->sig = sig;
-        publish(&mine->stamp, stamp_of(s, seq));
+        write_slot(g, seq, buf, bytes, sig);
     }
     return rc;
 }
@@ -415,11 +443,11 @@ static int check_sig(const struct shm_slot *slot, uint64_t sig, int rank, const 
     return PGC_OK;
 }
 
-/* Every member's slot of the current collective against mine. */
-static int check_all(struct pg_group *g, uint64_t sig, const char *what)
+/* Every member's slot of collective seq against mine. */
+static int check_all(struct pg_group *g, uint64_t seq, uint64_t sig, const char *what)
 {
     struct pg_shm *s = g->shm;
-    int slot = (int)(s->seq % SHM_SLOTS), rc = PGC_OK;
+    int slot = (int)(seq % SHM_SLOTS), rc = PGC_OK;
 
     for (int r = 0; r < g->size && rc == PGC_OK; r++) {
         rc = check_sig(&s->at[r]->slot[slot], sig, r, what);
@@ -427,27 +455,49 @@ static int check_all(struct pg_group *g, uint64_t sig, const char *what)
     return rc;
 }
 
-/* Everyone's slot is in: my next write is safe up to the collective before it. */
-static void finish(struct pg_group *g, bool saw_all)
+/* This rank is done with collective seq. With saw_all, everyone's slot was in: each
+ * member finished the collective before it, so my next write is safe up to there. */
+static void finish(struct pg_group *g, uint64_t seq, bool saw_all)
 {
     struct pg_shm *s = g->shm;
 
     if (saw_all) {
-        s->safe = s->seq - 1;
+        s->safe = seq - 1;
     }
-    publish(&s->at[g->rank]->done, stamp_of(s, s->seq));
+    s->fin = seq;
+    publish(&s->at[g->rank]->done, stamp_of(s, seq));
+}
+
+static bool caught_up(void *arg)
+{
+    const struct pg_shm *s = arg;
+
+    return s->fin == s->seq;
+}
+
+/* Before a blocking collective: the non-blocking ones started before it have finished
+ * here (their schedules run in the progress this wait makes). */
+static int catch_up(struct pg_group *g, const char *what)
+{
+    int rc = caught_up(g->shm) ? PGC_OK : pg_wait_until_locked(caught_up, g->shm, -1);
+
+    if (rc == PGC_ERR_TIMEOUT) {
+        rc = mps_error(rc, "%s: the non-blocking collectives started before it did not "
+                       "finish within %.0f s", what, pg_w.timeout);
+    }
+    return rc;
 }
 
 /* ---- the collectives (called with the lock held) ---- */
 
 /* out = slot 0 op slot 1 op ... op slot n-1, the same on every rank whatever the op. */
-static int reduce_slots(struct pg_group *g, void *out, size_t count, const struct pg_op_spec *op,
-                        uint64_t sig)
+static int reduce_slots(struct pg_group *g, uint64_t seq, void *out, size_t count,
+                        const struct pg_op_spec *op, uint64_t sig)
 {
     struct pg_shm *s = g->shm;
-    int slot = (int)(s->seq % SHM_SLOTS), n = g->size;
+    int slot = (int)(seq % SHM_SLOTS), n = g->size;
     size_t bytes = count * op->elem_size;
-    int rc = check_all(g, sig, "allreduce");
+    int rc = check_all(g, seq, sig, "allreduce");
 
     if (rc == PGC_OK && bytes) { /* count 0 may come with NULL buffers */
         memcpy(out, s->at[n - 1]->slot[slot].data, bytes);
@@ -458,18 +508,34 @@ static int reduce_slots(struct pg_group *g, void *out, size_t count, const struc
     return rc;
 }
 
+/* Reads root's slot of collective seq into buf (a bcast). */
+static int read_root(struct pg_group *g, uint64_t seq, void *buf, size_t bytes, int root,
+                     uint64_t sig)
+{
+    const struct shm_slot *slot = &g->shm->at[root]->slot[seq % SHM_SLOTS];
+    int rc = check_sig(slot, sig, root, "bcast");
+
+    if (rc == PGC_OK && bytes) {
+        memcpy(buf, slot->data, bytes);
+    }
+    return rc;
+}
+
 int pg_allreduce_shm(struct pg_group *g, const void *in, void *out, size_t count,
                      const struct pg_op_spec *op)
 {
     uint64_t sig = slot_sig(pg_coll_sig(PG_COLL_ALLREDUCE, op, -1), count * op->elem_size);
-    int rc = post(g, in, count * op->elem_size, sig, "allreduce");
+    int rc = catch_up(g, "allreduce");
 
+    if (rc == PGC_OK) {
+        rc = post(g, in, count * op->elem_size, sig, "allreduce");
+    }
     if (rc == PGC_OK) {
         rc = wait_slots(g, g->shm->seq, 0, g->size, "allreduce");
     }
     if (rc == PGC_OK) {
-        rc = reduce_slots(g, out, count, op, sig);
-        finish(g, true);
+        rc = reduce_slots(g, g->shm->seq, out, count, op, sig);
+        finish(g, g->shm->seq, true);
     }
     return rc;
 }
@@ -477,25 +543,22 @@ int pg_allreduce_shm(struct pg_group *g, const void *in, void *out, size_t count
 int pg_bcast_shm(struct pg_group *g, void *buf, size_t bytes, int root)
 {
     struct pg_shm *s = g->shm;
-    const struct shm_slot *slot;
     uint64_t sig = slot_sig(pg_coll_sig(PG_COLL_BCAST, NULL, root), bytes);
-    int rc;
+    int rc = catch_up(g, "bcast");
 
-    if (g->rank == root) {
+    if (rc == PGC_OK && g->rank == root) {
         rc = post(g, buf, bytes, sig, "bcast");
         if (rc == PGC_OK) {
-            finish(g, false);
+            finish(g, s->seq, false);
         }
         return rc;
     }
-    rc = wait_slots(g, ++s->seq, root, root + 1, "bcast");
-    slot = &s->at[root]->slot[s->seq % SHM_SLOTS];
     if (rc == PGC_OK) {
-        rc = check_sig(slot, sig, root, "bcast");
-        if (rc == PGC_OK && bytes) {
-            memcpy(buf, slot->data, bytes);
-        }
-        finish(g, false);
+        rc = wait_slots(g, ++s->seq, root, root + 1, "bcast");
+    }
+    if (rc == PGC_OK) {
+        rc = read_root(g, s->seq, buf, bytes, root, sig);
+        finish(g, s->seq, false);
     }
     return rc;
 }
@@ -503,14 +566,117 @@ int pg_bcast_shm(struct pg_group *g, void *buf, size_t bytes, int root)
 int pg_barrier_shm(struct pg_group *g)
 {
     uint64_t sig = slot_sig(pg_coll_sig(PG_COLL_BARRIER, NULL, -1), 0);
-    int rc = post(g, NULL, 0, sig, "barrier");
+    int rc = catch_up(g, "barrier");
 
+    if (rc == PGC_OK) {
+        rc = post(g, NULL, 0, sig, "barrier");
+    }
     if (rc == PGC_OK) {
         rc = wait_slots(g, g->shm->seq, 0, g->size, "barrier");
     }
     if (rc == PGC_OK) {
-        rc = check_all(g, sig, "barrier");
-        finish(g, true);
+        rc = check_all(g, g->shm->seq, sig, "barrier");
+        finish(g, g->shm->seq, true);
     }
     return rc;
+}
+
+/* ---- the non-blocking forms: one poll step of a schedule ---- */
+
+/* What a schedule's poll step runs: one collective, in the phases of the blocking form. */
+struct shm_op {
+    struct pg_group *g;
+    enum pg_shm_coll coll;
+    const void *in;
+    void *out;
+    size_t count, bytes;
+    struct pg_op_spec op;
+    int root;
+    uint64_t seq, sig;
+    bool posted;
+    struct shm_wait arrive; /* who has written the slot (kept between polls) */
+};
+
+static bool writes(const struct shm_op *o)
+{
+    return o->coll != PG_SHM_BCAST || o->g->rank == o->root;
+}
+
+/* Writes my slot once its readers are done with its last use; false while they are not. */
+static bool try_post(struct shm_op *o)
+{
+    struct pg_shm *s = o->g->shm;
+    struct shm_wait w = reuse_wait(o->g, o->seq);
+
+    if (!reuse_known(s, o->seq)) {
+        if (!all_there(&w)) {
+            return false;
+        }
+        s->safe = o->seq - SHM_SLOTS;
+    }
+    write_slot(o->g, o->seq, o->in, o->bytes, o->sig);
+    return true;
+}
+
+/* The collective's work once every slot it reads is in. */
+static int complete_op(struct shm_op *o)
+{
+    switch (o->coll) {
+    case PG_SHM_ALLREDUCE:
+        return reduce_slots(o->g, o->seq, o->out, o->count, &o->op, o->sig);
+    case PG_SHM_BCAST:
+        return o->g->rank == o->root ? PGC_OK
+                                     : read_root(o->g, o->seq, o->out, o->bytes, o->root, o->sig);
+    default:
+        return check_all(o->g, o->seq, o->sig, "barrier");
+    }
+}
+
+/* A poll of the step: *done once the collective finished here (rc its result). */
+static int shm_op_poll(void *arg, bool *done)
+{
+    struct shm_op *o = arg;
+    struct pg_shm *s = o->g->shm;
+    int rc;
+
+    *done = false;
+    if (o->seq == 0) { /* the schedule starts: its place in the group's order */
+        o->seq = ++s->seq;
+        o->arrive = (struct shm_wait){
+            .s = s, .off = offsetof(struct shm_chan, slot[o->seq % SHM_SLOTS].stamp),
+            .want = stamp_of(s, o->seq), .next = o->coll == PG_SHM_BCAST ? o->root : 0,
+            .end = o->coll == PG_SHM_BCAST ? o->root + 1 : o->g->size, .skip = o->g->rank};
+    }
+    if (s->fin != o->seq - 1 || (!o->posted && writes(o) && !(o->posted = try_post(o)))) {
+        return PGC_OK; /* an earlier collective runs, or my slot's readers are behind */
+    }
+    if (!all_there(&o->arrive)) {
+        return PGC_OK;
+    }
+    rc = complete_op(o);
+    finish(o->g, o->seq, o->coll != PG_SHM_BCAST);
+    *done = true;
+    return rc;
+}
+
+void pg_shm_sched(struct pg_sched *sc, enum pg_shm_coll coll, const void *in, void *out,
+                  size_t count, int root)
+{
+    struct shm_op *o = pg_sched_alloc(sc, sizeof(*o));
+    size_t bytes = coll == PG_SHM_ALLREDUCE ? count * sc->op.elem_size : count;
+    const struct pg_op_spec *op = coll == PG_SHM_ALLREDUCE ? &sc->op : NULL;
+    enum pg_coll_kind kind = coll == PG_SHM_ALLREDUCE ? PG_COLL_ALLREDUCE
+                             : coll == PG_SHM_BCAST   ? PG_COLL_BCAST
+                                                      : PG_COLL_BARRIER;
+
+    if (!o) {
+        return; /* the schedule holds the error */
+    }
+    *o = (struct shm_op){.g = sc->g, .coll = coll, .in = coll == PG_SHM_BCAST ? out : in,
+                         .out = out, .count = count, .bytes = bytes, .root = root,
+                         .sig = slot_sig(pg_coll_sig(kind, op, root), bytes)};
+    if (op) {
+        o->op = *op;
+    }
+    pg_sched_poll(sc, shm_op_poll, o);
 }

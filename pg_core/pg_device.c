@@ -21,7 +21,6 @@
 #include <errno.h>
 #include <link.h>
 #include <pthread.h>
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1557,40 +1556,18 @@ void pg_dev_detach(struct pg_req *req)
     }
 }
 
+/* The one wait (pg_wait: its progress runs the device's too), with the device's likely
+ * causes named on a timeout. */
 int pg_dev_wait(struct pg_req *req, double timeout)
 {
-    double deadline = 0;
-    int spins = 0;
+    int rc = pg_wait(req, timeout);
 
-    if (timeout < 0) {
-        timeout = pg_timeout();
+    if (rc == PGC_ERR_TIMEOUT) {
+        rc = mps_error(rc, "a device operation did not complete within %.0f s (a peer may have "
+                       "died, or ranks mixed host and device buffers with NCCL)",
+                       timeout < 0 ? pg_timeout() : timeout);
     }
-    for (unsigned iter = 0; !pg_req_is_done(req); iter++) {
-        PG_LOCK();
-        pg_dev_progress();
-        pg_progress_locked();
-        PG_UNLOCK();
-        if (++spins >= pg_w.spin_count) {
-            sched_yield();
-        }
-        if ((iter & 255) == 0) {
-            double now = mps_now();
-            if (deadline == 0) {
-                deadline = now + timeout;
-            } else if (now > deadline && !pg_req_is_done(req)) {
-                PG_LOCK();
-                pg_dev_detach(req);
-                pg_sched_detach(req);
-                PG_UNLOCK();
-                return mps_error(PGC_ERR_TIMEOUT,
-                                 "a device operation did not complete within "
-                                 "%.0f s (a peer may have died, or ranks "
-                                 "mixed host and device buffers with NCCL)",
-                                 timeout);
-            }
-        }
-    }
-    return req->status;
+    return rc;
 }
 
 void pg_dev_finalize(void)

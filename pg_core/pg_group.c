@@ -20,6 +20,7 @@
 #include "config.h"
 #include "pg_device.h"
 
+#include "pg_coll_hier.h"
 #include "pg_internal.h"
 #include "mps_log.h"
 #include "pgc_status.h"
@@ -76,6 +77,7 @@ void pg_group_release(struct pg_group *g)
     PG_LOCK();
     pg_dev_group_free(g);
     pg_shm_detach(g);
+    pg_hier_free(g);
     PG_UNLOCK();
     pg_flight_free(g->flight);
     free(g->ranks);
@@ -172,8 +174,14 @@ int pg_agree_ids(struct pg_group *over, uint64_t *ctx, int *chan)
     struct pg_op_spec op = {.dt = PG_BYTE, .elem_size = sizeof(struct ids),
                             .user_fn = ids_combine, .commutative = true};
     bool held = false;
-    int rc;
+    int rc = pg_hier_prepare(over);
 
+    /* A hierarchical allreduce creates over's sub-groups at its first call: done here,
+     * before the proposal is read, they cannot take the ids being agreed. */
+    if (rc != PGC_OK) {
+        *chan = -1;
+        return rc;
+    }
     /* Each failed round raises every member's next_ctx past the contested id, and a
      * creation that lost a claim to another yields before trying again. */
     while ((rc = agree_round(over, &op, ctx, chan, &held)) == PGC_OK && !held) {

@@ -101,3 +101,19 @@ int pg_group_create_sub(struct pg_group *parent, const int *parent_ranks, int n,
     free(world);
     return rc;
 }
+
+int pg_group_remote_view(struct pg_group *uni, int local_rank, const int *remote_world,
+                         int nremote, struct pg_group **out)
+{
+    uint64_t ctx = 0;
+    int chan = -1;
+    int rc = pg_agree_ids(uni, &ctx, &chan);
+
+    *out = NULL;
+    /* The channel agreed alongside the id is not used: the view runs no collective. */
+    pg_ids_release(chan);
+    if (rc == PGC_OK) {
+        rc = pg_group_new(ctx, -1, local_rank, nremote, remote_world, out);
+    }
+    return rc;
+}

@@ -23,6 +23,18 @@
 int pg_group_create_sub(struct pg_group *parent, const int *parent_ranks, int n, int tag,
                         struct pg_group **out);
 
+/*
+ * The remote view of an intercommunicator: a group whose members are the other side's
+ * processes (remote_world[0..nremote-1], world ranks in their remote-rank order) and whose
+ * own rank is my rank in my side (local_rank). Sending to group rank r reaches remote rank
+ * r, and a message from me carries local_rank as its source, which is the rank the other
+ * side knows me by: point-to-point across needs no translation. The context id is agreed by
+ * one allreduce over uni (the union of both sides), so every member of uni calls it. The
+ * view has no shared-memory channel and runs no collective.
+ */
+int pg_group_remote_view(struct pg_group *uni, int local_rank, const int *remote_world,
+                         int nremote, struct pg_group **out);
+
 /* One transfer of a neighbourhood exchange: bytes at buf to or from group rank peer.
  * A peer of PG_PROC_NULL is skipped (its buffer slot exists but is not touched). */
 struct pg_nbr_xfer {

@@ -8,6 +8,7 @@
 #include "fab_heap.h"
 #include "pg.h"
 #include "pg_flight.h"
+#include "pgc_status.h"
 
 #include <pthread.h>
 
@@ -199,9 +200,19 @@ int pg_sched_progress(void);
 /* A collective whose waiter gave up: it runs on but completes no request. */
 void pg_sched_detach(struct pg_req *req);
 
+/* pg_coll.c: whether MPISHIM_COLL_ALLREDUCE forces g's allreduce off recursive doubling;
+ * if so it runs it (lock held; *rc the result). pg_allreduce_direct asks it. */
+bool pg_allreduce_forced(struct pg_group *g, const void *in, void *out, size_t count,
+                         const struct pg_op_spec *op, int *rc);
 /* pg_coll.c: argument checks shared by every collective entry point */
 int pg_check_root(const struct pg_group *g, int root);
-int pg_check_op(const struct pg_op_spec *op);
+/* The error for an op not defined on its type (out of line: pg_check_op's cold half). */
+int pg_op_invalid(const struct pg_op_spec *op);
+/* Inline: every reduction's fast path checks its op. */
+static inline int pg_check_op(const struct pg_op_spec *op)
+{
+    return op->user_fn || pg_op_valid(op->op, op->dt) ? PGC_OK : pg_op_invalid(op);
+}
 
 /* pg_group.c */
 /* chan: the group's shared-memory channel (pg_coll_shm.c), -1 for none. */
@@ -241,5 +252,11 @@ int pg_allreduce_shm(struct pg_group *g, const void *in, void *out, size_t count
                      const struct pg_op_spec *op);
 int pg_bcast_shm(struct pg_group *g, void *buf, size_t bytes, int root);
 int pg_barrier_shm(struct pg_group *g);
+/* The non-blocking form: the schedule's only step runs coll on the flat path (in: the
+ * allreduce's input; out: its output, or the bcast's buffer; count: the allreduce's elements
+ * with the schedule's op, or the bcast's bytes). Every rank may run either form. */
+struct pg_sched;
+void pg_shm_sched(struct pg_sched *s, enum pg_shm_coll coll, const void *in, void *out,
+                  size_t count, int root);
 
 #endif

@@ -2,19 +2,22 @@
  * pg_progress.c - the one progress function and the waits built on it.
  *
  * Progress polls the fabric's completion queues, does the work the active-message handler
- * deferred, and advances collective schedules. A wait spins on progress for
- * MPISHIM_SPIN_COUNT polls and then yields the CPU between polls: when ranks outnumber
- * cores, a spinning rank would otherwise starve the peer it waits for.
+ * deferred, advances collective schedules and runs the progress hook (RMA windows). A wait
+ * spins on progress for MPISHIM_SPIN_COUNT polls and then yields the CPU between polls:
+ * when ranks outnumber cores, a spinning rank would otherwise starve the peer it waits for.
  *
  * A wait that lasts longer turns into one a dead peer may explain. From WAIT_SLEEP_AFTER on
  * it sleeps between polls instead of yielding (a rank waiting for a slow peer no longer
  * burns a core), and every WAIT_LIVENESS it asks the fabric whether a process of this node
  * is gone: then it fails at once with the dead rank's number, whatever MPISHIM_TIMEOUT
  * says, instead of waiting the timeout out. No launcher needs to be there to kill the
- * survivors (torch-style env:// starts have none).
+ * survivors (torch-style env:// starts have none). Every WAIT_REMOTE_LIVENESS it also asks
+ * the bootstrap about ranks of other nodes, which have no pid to look at (boot_peers_alive:
+ * PMIx termination events, the TCP store's record of a rank whose connection closed).
  */
 #include "config.h"
 
+#include "boot.h"
 #include "pg_internal.h"
 #include "pg_device.h"
 #include "mps_log.h"
@@ -24,12 +27,21 @@
 #include <time.h>
 
 #define WAIT_SLEEP_AFTER 0.01 /* s of waiting before polls sleep instead of yielding */
+#define WAIT_REMOTE_LIVENESS 1.0 /* s between asking the bootstrap about other nodes' ranks */
 #define WAIT_SLEEP_NS 50000   /* how long such a poll sleeps */
 #define WAIT_LIVENESS 0.1     /* s between two looks at the local peers' processes */
+
+static int (*progress_hook)(void);
+
+void pg_progress_hook(int (*fn)(void))
+{
+    __atomic_store_n(&progress_hook, fn, __ATOMIC_RELEASE);
+}
 
 /* One round of progress; returns the number of fabric events handled, or an error. */
 static int progress_events(void)
 {
+    int (*hook)(void) = __atomic_load_n(&progress_hook, __ATOMIC_ACQUIRE);
     int rc = PGC_OK, events = 0;
 
     if (pg_w.fab) {
@@ -43,6 +55,9 @@ static int progress_events(void)
     }
     if (rc >= 0) {
         rc = pg_dev_progress();
+    }
+    if (rc >= 0 && hook) {
+        rc = hook();
     }
     return rc < 0 ? rc : events;
 }
@@ -119,11 +134,19 @@ static int wait_timed_out(struct pg_req *req, double timeout)
                      timeout);
 }
 
-/* PGC_ERR_PEER_DEAD, with the rank named, when a process of this node is gone. */
+/* PGC_ERR_PEER_DEAD, with the rank named, when a process of this node is gone, or when the
+ * bootstrap learned that a rank elsewhere is (PMIx events, the TCP store's record): that
+ * costs a round trip to the store, so it is asked once per WAIT_REMOTE_LIVENESS only. The
+ * caller holds the progress lock, which serializes next_remote. */
 static int peer_alive(void)
 {
+    static double next_remote;
     int pid, dead = pg_w.fab ? fab_dead_peer(pg_w.fab, &pid) : -1;
 
+    if (dead < 0 && pg_w.boot && pg_w.initialized && mps_now() >= next_remote) {
+        next_remote = mps_now() + WAIT_REMOTE_LIVENESS;
+        return boot_peers_alive(pg_w.boot);
+    }
     if (dead < 0) {
         return PGC_OK;
     }
@@ -166,11 +189,27 @@ static bool req_done(void *req)
     return pg_req_is_done((struct pg_req *)req);
 }
 
+/* A request that the fabric ended with an error carries only the code (the fabric's
+ * message, if any, was recorded on whichever thread ran its completion). A process of this
+ * node that died is the likeliest cause: name it; else name the sender of a rendezvous. */
+static int failed_cause(const struct pg_req *req)
+{
+    int rc = peer_alive();
+
+    if (rc != PGC_OK || req->status == PGC_ERR_TRUNCATE || req->status == PGC_ERR_CANCELLED) {
+        return rc != PGC_OK ? rc : req->status;
+    }
+    /* Only a rendezvous receive knows its peer (peer_world) at this level. */
+    if (req->kind != PG_REQ_RECV || req->rndv_tag == 0) {
+        return req->status;
+    }
+    return mps_error(req->status, "the transfer from rank %d failed: %s%s", req->peer_world,
+                     pgc_strerror(req->status),
+                     req->status == PGC_ERR_PEER_DEAD ? "" : " (did it die?)");
+}
+
 int pg_wait_locked(struct pg_req *req, double timeout)
 {
-    if (timeout < 0) {
-        timeout = pg_w.timeout;
-    }
     int rc;
 
     if (timeout < 0) {
@@ -184,6 +223,11 @@ int pg_wait_locked(struct pg_req *req, double timeout)
         /* A dead peer (peer_alive recorded which): given up like a timed-out request. */
         give_up(req);
         return rc;
+    }
+    if (req->status != PGC_OK) {
+        /* Done, and its waiter's: the status may still be corrected (a fabric error whose
+         * real cause is a dead peer). */
+        req->status = failed_cause(req);
     }
     return req->status;
 }

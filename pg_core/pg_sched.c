@@ -157,6 +157,16 @@ void pg_sched_copy(struct pg_sched *s, void *dst, const void *src, size_t bytes)
     }
 }
 
+void pg_sched_poll(struct pg_sched *s, pg_step_poll_fn fn, void *arg)
+{
+    struct pg_step *st = add_step(s, PG_STEP_POLL);
+
+    if (st) {
+        st->poll = fn;
+        st->dst = arg;
+    }
+}
+
 void pg_sched_fence(struct pg_sched *s)
 {
     add(s, PG_STEP_FENCE, -1, NULL, NULL, 0);
@@ -353,6 +363,12 @@ static bool advance(struct pg_sched *s)
             rc = issue_comm(s, st);
         } else if (s->inflight > 0) {
             return false;
+        } else if (st->kind == PG_STEP_POLL) {
+            bool done;
+            rc = st->poll(st->dst, &done);
+            if (!done) {
+                return false;
+            }
         } else {
             rc = run_local(s, st);
         }
@@ -390,6 +406,17 @@ void pg_sched_detach(struct pg_req *req)
     }
 }
 
+/* A schedule of poll steps only sends no message, so it takes no tag (pg_sched_poll). */
+static bool polls_only(const struct pg_sched *s)
+{
+    for (int i = 0; i < s->n; i++) {
+        if (s->steps[i].kind != PG_STEP_POLL) {
+            return false;
+        }
+    }
+    return s->n > 0;
+}
+
 int pg_sched_start(struct pg_sched *s)
 {
     pg_req_cb cb = s->req->on_complete;
@@ -403,7 +430,7 @@ int pg_sched_start(struct pg_sched *s)
     pg_req_init(s->req, PG_REQ_COLL);
     s->req->on_complete = cb;
     s->req->cb_arg = arg;
-    s->tag = pg_coll_tag(s->g, s->sig);
+    s->tag = polls_only(s) ? 0 : pg_coll_tag(s->g, s->sig);
     mps_list_push_back(&pg_w.scheds, &s->link);
     if (advance(s)) {
         finish(s);

@@ -19,7 +19,18 @@
 
 #include "pg.h"
 
-enum pg_step_kind { PG_STEP_SEND, PG_STEP_RECV, PG_STEP_REDUCE, PG_STEP_COPY, PG_STEP_FENCE };
+enum pg_step_kind {
+    PG_STEP_SEND,
+    PG_STEP_RECV,
+    PG_STEP_REDUCE,
+    PG_STEP_COPY,
+    PG_STEP_FENCE,
+    PG_STEP_POLL
+};
+
+/* A poll step's function: sets *done when its work is finished (rc its result); until then
+ * the schedule stops at it and calls it again at each progress. */
+typedef int (*pg_step_poll_fn)(void *arg, bool *done);
 
 #define PG_SCHED_INLINE 1024 /* bytes of scratch kept inside a schedule */
 
@@ -36,6 +47,7 @@ struct pg_step {
     void *dst;         /* recv buffer, reduce inout, copy destination */
     const void *src;   /* send buffer, reduce input, copy source */
     size_t n;          /* bytes (send/recv/copy) or elements (reduce) */
+    pg_step_poll_fn poll; /* a poll step's function; dst is its argument */
     struct pg_sched *s;
     struct pg_req req;
 };
@@ -76,6 +88,10 @@ void pg_sched_recv(struct pg_sched *s, void *buf, size_t bytes, int peer);
 void pg_sched_reduce(struct pg_sched *s, const void *in, void *inout, size_t count);
 void pg_sched_copy(struct pg_sched *s, void *dst, const void *src, size_t bytes);
 void pg_sched_fence(struct pg_sched *s);
+/* A step that runs fn(arg) at each progress until it reports done, after the communication
+ * before it. A schedule of poll steps only takes no collective tag: its protocol is not
+ * messages (pg_coll_shm.c's non-blocking forms), and its blocking twin takes none either. */
+void pg_sched_poll(struct pg_sched *s, pg_step_poll_fn fn, void *arg);
 /* Large scratch allocated after this call sits at the same offset within a page as
  * user_buf (single-copy reads between buffers at different offsets are much slower). */
 void pg_sched_align_like(struct pg_sched *s, const void *user_buf);

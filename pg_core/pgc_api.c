@@ -275,13 +275,14 @@ static int compare_fingerprints(const char *call, struct pg_group *g,
 int pgc_check_args(const char *call, struct pg_group *g, int dtype, int op, int root,
                    uint64_t numel)
 {
-    struct pgc_fingerprint mine = {hash_name(call), dtype, op, root, numel};
-    struct pgc_fingerprint *all;
+    struct pgc_fingerprint mine, *all;
     int rc;
 
+    /* Before anything else: this runs at every collective, and hashing the name costs. */
     if (pgc_state.debug != PGC_DEBUG_DETAIL || g->size == 1) {
         return PGC_OK;
     }
+    mine = (struct pgc_fingerprint){hash_name(call), dtype, op, root, numel};
     all = malloc(sizeof(*all) * (size_t)g->size);
     if (!all) {
         return pgc_fail(PGC_ERR_NOMEM, call, g, "no memory for the argument check");

@@ -19,13 +19,14 @@
 #include "config.h"
 
 #include "mps_log.h"
+#include "pg_coll2.h"
+#include "pg_coll_hier.h"
 #include "pg_internal.h"
 #include "pg_sched.h"
 #include "pgc_internal.h"
 #include "pg_device.h"
 #include "pgc_status.h"
 
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -131,6 +132,30 @@ static int coll_start(struct pgc_work *w, int rc, int async_op, pgc_work **work)
     return pgc_work_launch(w, async_op, work);
 }
 
+/*
+ * A blocking call on host memory runs pg's blocking form, the path MPI's twin takes (one
+ * round in shared memory, or the direct algorithms): pg's non-blocking forms take the same
+ * protocol for the same arguments, so ranks may mix async_op freely, as torch allows.
+ * rc: the blocking form's result.
+ */
+static bool blocking_host(int async_op, const pgc_tensor *t)
+{
+    return !async_op && (!t || t->device != PGC_DEVICE_CUDA);
+}
+
+/* The same for the kinds that run node-aware across nodes (pg_coll_hier.h): their
+ * node-aware forms have no non-blocking twin, so on such a group both pgc forms run the
+ * non-blocking one. */
+static bool blocking_flat(int async_op, const pgc_tensor *t, struct pg_group *g)
+{
+    return blocking_host(async_op, t) && !pg_hier_on(g);
+}
+
+static int blocking_done(const char *call, struct pg_group *g, int rc)
+{
+    return rc == PGC_OK ? PGC_OK : pgc_fail(rc, call, g, "%s", mps_last_error());
+}
+
 static int check_root(const char *call, struct pg_group *g, int root)
 {
     if (root < 0 || root >= g->size) {
@@ -198,6 +223,9 @@ int pgc_broadcast(pgc_tensor *tensor, int src, pgc_group *group, int async_op, p
     if (rc != PGC_OK) {
         return rc;
     }
+    if (blocking_flat(async_op, tensor, g)) {
+        return blocking_done(call, g, pg_bcast(g, tensor->data, nbytes(tensor), src));
+    }
     w = coll_work(call, g, async_op, &stack);
     if (!w) {
         return PGC_ERR_NOMEM;
@@ -220,6 +248,9 @@ int pgc_barrier(pgc_group *group, int async_op, pgc_work **work)
     }
     if (rc != PGC_OK) {
         return rc;
+    }
+    if (blocking_flat(async_op, NULL, g)) {
+        return blocking_done(call, g, pg_barrier(g));
     }
     w = coll_work(call, g, async_op, &stack);
     if (!w) {
@@ -276,6 +307,11 @@ static int reduction(const char *call, pgc_tensor *t, int root, pgc_reduce_op op
     }
     if (rc != PGC_OK) {
         return rc;
+    }
+    if (blocking_flat(async_op, t, g) && op != PGC_AVG && !needs_widening(t->dtype, op)) {
+        rc = root < 0 ? pg_allreduce(g, t->data, t->data, t->numel, &spec)
+                      : pg_reduce(g, t->data, t->data, t->numel, &spec, root);
+        return blocking_done(call, g, rc);
     }
     w = coll_work(call, g, async_op, &stack);
     if (!w) {
@@ -473,6 +509,9 @@ int pgc_all_gather_into_tensor(pgc_tensor *output, const pgc_tensor *input, pgc_
     if (rc != PGC_OK) {
         return rc;
     }
+    if (blocking_flat(async_op, input, g)) {
+        return blocking_done(call, g, pg_allgather(g, input->data, output->data, nbytes(input)));
+    }
     w = coll_work(call, g, async_op, &stack);
     if (!w) {
         return PGC_ERR_NOMEM;
@@ -565,6 +604,45 @@ fail:
     return coll_start(w, rc, async_op, work);
 }
 
+/* w->tmp holds the whole reduced vector: my block of w->count bytes goes out. */
+static int finish_my_block(struct pgc_work *w)
+{
+    memcpy(w->out, (char *)w->tmp + (size_t)w->g->rank * w->count, w->count);
+    return PGC_OK;
+}
+
+/* The tensor form on host memory: MPI_Reduce_scatter_block's path. Blocking, pg's blocking
+ * form; async, its non-blocking twin, which for the sizes whose blocking form runs an
+ * allreduce and keeps its block (pg_reduce_scatter_block) is that allreduce here too. */
+static int reduce_scatter_block(const char *call, struct pg_group *g, pgc_tensor *output,
+                                const pgc_tensor *input, const struct pg_op_spec *spec,
+                                int async_op, pgc_work **work)
+{
+    size_t block = nbytes(output), total = block * (size_t)g->size;
+    struct pgc_work *w;
+    int rc;
+
+    if (!async_op) {
+        return blocking_done(call, g, pg_reduce_scatter_block(g, input->data, output->data,
+                                                              output->numel, spec));
+    }
+    w = coll_work(call, g, async_op, NULL);
+    if (!w) {
+        return PGC_ERR_NOMEM;
+    }
+    if (total > PG_DIRECT_MAX) {
+        rc = pg_ireduce_scatter_block(g, input->data, output->data, output->numel, spec, &w->req);
+        return coll_start(w, rc, async_op, work);
+    }
+    w->tmp = malloc(total + 1);
+    w->out = output->data;
+    w->count = block;
+    w->finish = finish_my_block;
+    rc = w->tmp ? pg_iallreduce(g, input->data, w->tmp, input->numel, spec, &w->req)
+                : mps_error(PGC_ERR_NOMEM, "no memory for %zu bytes", total);
+    return coll_start(w, rc, async_op, work);
+}
+
 int pgc_reduce_scatter(pgc_tensor *output, const pgc_tensor *input_list, pgc_reduce_op op,
                        pgc_group *group, int async_op, pgc_work **work)
 {
@@ -610,6 +688,9 @@ int pgc_reduce_scatter_tensor(pgc_tensor *output, const pgc_tensor *input, pgc_r
     }
     if (rc != PGC_OK) {
         return rc;
+    }
+    if (output->device != PGC_DEVICE_CUDA && op != PGC_AVG && !needs_widening(output->dtype, op)) {
+        return reduce_scatter_block(call, g, output, input, &spec, async_op, work);
     }
     return reduce_scatter(call, g, output, NULL, input, op, &spec, async_op, work);
 }
@@ -733,6 +814,12 @@ int pgc_all_to_all_single(pgc_tensor *output, const pgc_tensor *input, const siz
     if (rc == PGC_OK) {
         rc = pgc_check_args(call, g, input->dtype, -1, -1, equal ? input->numel : 0);
     }
+    if (rc == PGC_OK && equal && blocking_host(async_op, input) &&
+        input->numel % (size_t)g->size == 0 && output->numel == input->numel) {
+        /* MPI_Alltoall's path: one message per pair, as the schedule below sends. */
+        return blocking_done(call, g, pg_alltoall(g, input->data, output->data,
+                                                  nbytes(input) / (size_t)g->size));
+    }
     if (rc == PGC_OK) {
         rc = a2a_alloc(call, g->size, &b);
     }
@@ -802,23 +889,35 @@ struct mb_ack {
     int32_t missing[MB_MISSING_MAX];
 };
 
-/* Polls until every request is done or the deadline passes; true if all are done. */
-static bool wait_all_until(struct pg_req *reqs, int n, double deadline)
+struct req_set {
+    struct pg_req *reqs;
+    int n;
+};
+
+static bool all_done(void *arg)
 {
-    for (unsigned iter = 0;; iter++) {
-        int done = 0;
-        for (int i = 0; i < n; i++) {
-            done += reqs[i].kind == PG_REQ_NULL || pg_req_is_done(&reqs[i]);
-        }
-        if (done == n) {
-            return true;
-        }
-        if ((iter & 15) == 15 && mps_now() > deadline) {
+    const struct req_set *rs = arg;
+
+    for (int i = 0; i < rs->n; i++) {
+        if (rs->reqs[i].kind != PG_REQ_NULL && !pg_req_is_done(&rs->reqs[i])) {
             return false;
         }
-        pg_progress();
-        sched_yield();
     }
+    return true;
+}
+
+/* Waits (the one wait primitive) until every request is done or the deadline passes; true
+ * if all are done. */
+static bool wait_all_until(struct pg_req *reqs, int n, double deadline)
+{
+    struct req_set rs = {reqs, n};
+    double left = deadline - mps_now();
+    int rc;
+
+    PG_LOCK();
+    rc = pg_wait_until_locked(all_done, &rs, left > 0 ? left : 0);
+    PG_UNLOCK();
+    return rc == PGC_OK;
 }
 
 static int mb_post(struct pg_group *g, bool send, void *buf, size_t len, int peer, int tag,

@@ -208,6 +208,11 @@ int boot_barrier(struct boot *b)
     return b->m->barrier(b);
 }
 
+int boot_peers_alive(struct boot *b)
+{
+    return b && b->m && b->m->peers_alive ? b->m->peers_alive(b) : PGC_OK;
+}
+
 struct boot_store *boot_get_store(struct boot *b)
 {
     return b ? b->store : NULL;

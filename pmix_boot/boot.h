@@ -57,6 +57,14 @@ void boot_abort(struct boot *b, int code, const char *msg);
  * connection's PMIx_Abort, so that a rank whose initialization failed still ends the whole
  * step instead of leaving its peers waiting; returns where there is no such launcher. */
 void boot_abort_launcher(int code, const char *msg);
+/* Not collective; for a wait that has lasted a while (pg_progress.c): PGC_OK, or an error
+ * that names a rank the bootstrap knows to be gone where no pid can be watched (another
+ * node): under PMIx a process-termination event from the server; with a TCP store (env://,
+ * tcp://, mpiexec) the store server's record of a rank whose connection closed before it
+ * finished (boot/dead), or the store itself unreachable (rank 0, its host, died). A round
+ * trip to the store: call it about once a second, not per poll. Call it only where no other
+ * thread uses the bootstrap (after MPI_Init, before MPI_Finalize). */
+int boot_peers_alive(struct boot *b);
 /* Collective: waits for all ranks (so that rank 0's store outlives every client). */
 int boot_fini(struct boot *b);
 /* Not collective: releases what boot_init acquired (rank 0's store server, the store

@@ -131,11 +131,38 @@ static void store_fini(struct boot *b, bool barrier_ok)
     b->server = NULL;
 }
 
+/* The store server records a rank that left unfinished under boot/dead
+ * (boot_store_server.c). A short timeout: an unreachable store must not hold the wait that
+ * asks for long, and not answering within it is itself the news. */
+static int store_peers_alive(struct boot *b)
+{
+    const char *k = "boot/dead";
+    bool dead = false;
+    void *msg = NULL;
+    size_t len = 0;
+    int rc;
+
+    boot_store_set_timeout(b->store, 2.0);
+    rc = boot_store_check(b->store, &k, 1, &dead);
+    if (rc == PGC_OK && dead && boot_store_get(b->store, k, &msg, &len) == PGC_OK) {
+        rc = mps_error(PGC_ERR_PEER_DEAD, "%.*s", (int)len, (char *)msg);
+    } else if (rc != PGC_OK) {
+        rc = mps_error(PGC_ERR_PEER_DEAD, "the job's store (%s) cannot be reached, so the "
+                       "rank that serves it has died or its node is cut off: %s",
+                       b->info.rank == 0 ? "this rank's" : "rank 0's or the launcher's",
+                       mps_last_error());
+    }
+    free(msg);
+    boot_store_set_timeout(b->store, b->timeout);
+    return rc;
+}
+
 static const struct boot_method store_method = {
     .allgather = store_allgather,
     .barrier = store_barrier,
     .abort = store_abort,
     .fini = store_fini,
+    .peers_alive = store_peers_alive,
 };
 
 /* Rank and size: the opts value when >= 0, else the environment variable. */

@@ -20,6 +20,8 @@ struct boot_method {
     void (*abort)(struct boot *b, int code, const char *msg);
     /* barrier_ok: the final barrier succeeded, so every peer is still there. */
     void (*fini)(struct boot *b, bool barrier_ok);
+    /* Optional: PGC_ERR_PEER_DEAD naming a rank the method learned is gone (boot_peers_alive). */
+    int (*peers_alive)(struct boot *b);
 };
 
 struct boot {

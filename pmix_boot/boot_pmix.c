@@ -19,6 +19,7 @@
 #include <errno.h>
 #include <pmix.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -284,11 +285,74 @@ static void pmix_fini(struct boot *b, bool barrier_ok)
     b->priv = NULL;
 }
 
+/* Process-termination events (issue 40: a dead rank of another node has no pid to watch).
+ * The handler runs on PMIx's progress thread and only records the first rank reported;
+ * boot_peers_alive reads it from a waiting thread. Static: a handler gets no user pointer,
+ * and a process has one PMIx client. */
+static _Atomic int dead_rank = -1;
+static _Atomic int dead_status;
+
+static void on_termination(size_t id, pmix_status_t status, const pmix_proc_t *source,
+                           pmix_info_t info[], size_t ninfo, pmix_info_t *results, size_t nresults,
+                           pmix_event_notification_cbfunc_fn_t cbfunc, void *cbdata)
+{
+    int rank = source ? (int)source->rank : -1, none = -1;
+
+    (void)id;
+    (void)results;
+    (void)nresults;
+    /* The server is the source of a termination event; the rank is the affected process. */
+    for (size_t i = 0; i < ninfo; i++) {
+        if (PMIX_CHECK_KEY(&info[i], PMIX_EVENT_AFFECTED_PROC) &&
+            info[i].value.type == PMIX_PROC && info[i].value.data.proc) {
+            rank = (int)info[i].value.data.proc->rank;
+        }
+    }
+    if (rank >= 0 && rank != (int)PMIX_RANK_WILDCARD) {
+        dead_status = status;
+        atomic_compare_exchange_strong(&dead_rank, &none, rank);
+    }
+    if (cbfunc) {
+        cbfunc(PMIX_EVENT_ACTION_COMPLETE, NULL, 0, NULL, NULL, cbdata);
+    }
+}
+
+/* Registers on_termination; a server that offers no events leaves only the fabric's and
+ * the launcher's own detection, which is not an error. */
+static void watch_terminations(void)
+{
+    /* Not PMIX_PROC_TERMINATED: a rank that finalized and exited is no error to a peer
+     * still waiting on a group without it. */
+    pmix_status_t codes[] = {PMIX_ERR_PROC_ABORTED, PMIX_ERR_PROC_TERM_WO_SYNC,
+                             PMIX_ERR_PROC_ABORTING};
+    pmix_status_t rc =
+        PMIx_Register_event_handler(codes, sizeof(codes) / sizeof(codes[0]), NULL, 0,
+                                    on_termination, NULL, NULL);
+
+    if (rc < 0) {
+        MPS_DEBUG("boot_init: PMIx_Register_event_handler: %s (no termination events)",
+                  PMIx_Error_string(rc));
+    }
+}
+
+static int pmix_peers_alive(struct boot *b)
+{
+    int r = atomic_load(&dead_rank);
+
+    (void)b;
+    if (r < 0) {
+        return PGC_OK;
+    }
+    return mps_error(PGC_ERR_PEER_DEAD, "rank %d has died (the PMIx server reported %s)", r,
+                     PMIx_Error_string(atomic_load(&dead_status)));
+}
+
 static const struct boot_method pmix_method = {
     .allgather = pmix_allgather,
     .barrier = pmix_barrier,
     .abort = pmix_abort,
     .fini = pmix_fini,
+    .peers_alive = pmix_peers_alive,
 };
 
 /* Start. */
@@ -360,5 +424,7 @@ int boot_pmix_start(struct boot *b)
     mps_log_set_rank(b->info.rank);
     b->priv = st;
     b->m = &pmix_method;
+    atomic_store(&dead_rank, -1); /* an earlier start's news is not this one's */
+    watch_terminations();
     return PGC_OK;
 }

@@ -17,12 +17,20 @@
  * read further until it drains, and a parked one must send nothing. accept4 failing for
  * want of descriptors (EMFILE, ENFILE) closes a spare descriptor, accepts and closes the
  * newcomer, so the listening socket stops being readable instead of spinning poll().
+ *
+ * A rank's death (issue 40, the store as the last resort where no pid can be watched): the
+ * connection that registered a rank (stored boot/reg/<rank>, boot_store_reg.c) belongs to
+ * that rank. If it closes before the rank said it finished (boot/done/<rank>), the rank died
+ * or gave up: every get or wait that is parked, and every later one, for keys that do not
+ * exist fails at once with PGC_ERR_PEER_DEAD naming it, instead of waiting out its timeout
+ * for a process that is gone. Requests for keys that exist are answered as before.
  */
 #include "config.h"
 
 #include "boot_store_impl.h"
 #include "mps_config.h"
 #include "mps_log.h"
+#include "mps_proc.h"
 #include "mps_util.h"
 #include "pgc_status.h"
 
@@ -65,6 +73,7 @@ struct conn {
     double deadline;
     char **keys;
     int nkeys;
+    int rank; /* the rank whose registration this connection stored, or -1 */
 };
 
 struct boot_store_server {
@@ -83,6 +92,7 @@ struct boot_store_server {
     int nconns, cap;
     struct pollfd *pfds;
     struct boot_buf reply; /* scratch for building one answer */
+    char *dead_msg;        /* why the first rank that left is gone, or NULL */
 };
 
 /* Answers. */
@@ -321,6 +331,10 @@ static void do_blocking(struct boot_store_server *s, struct conn *c, struct requ
     if (try_answer(s, c, r->op, r->keys, (int)r->nfields)) {
         return;
     }
+    if (s->dead_msg) {
+        reply_status(s, c, PGC_ERR_PEER_DEAD, s->dead_msg);
+        return;
+    }
     if (r->timeout_ms == 0) {
         reply_status(s, c, PGC_ERR_TIMEOUT, "key does not exist");
         return;
@@ -379,6 +393,18 @@ static void do_auth(struct boot_store_server *s, struct conn *c, const struct re
     c->closing = true;
 }
 
+/* A connection that stored boot/reg/<rank> (its value now: the compare_set won) is that
+ * rank's. */
+static void note_registration(struct conn *c, const char *key, bool stored)
+{
+    int rank, end = 0;
+
+    if (stored && sscanf(key, "boot/reg/%d%n", &rank, &end) == 1 && key[end] == '\0' &&
+        rank >= 0) {
+        c->rank = rank;
+    }
+}
+
 static void do_request(struct boot_store_server *s, struct conn *c, struct request *r)
 {
     int64_t v = 0;
@@ -397,6 +423,7 @@ static void do_request(struct boot_store_server *s, struct conn *c, struct reque
         }
         rc = boot_map_set(&s->map, r->keys[0], r->keys[1], r->lens[1]);
         reply_status(s, c, rc, rc ? mps_last_error() : NULL);
+        note_registration(c, r->keys[0], rc == PGC_OK);
         break;
     case BOOT_OP_GET:
     case BOOT_OP_WAIT:
@@ -416,6 +443,8 @@ static void do_request(struct boot_store_server *s, struct conn *c, struct reque
         rc = boot_map_compare_set(&s->map, r->keys[0], r->keys[1], r->lens[1], r->keys[2],
                                   r->lens[2], &cur, &clen);
         rc ? reply_status(s, c, rc, mps_last_error()) : reply_bytes(s, c, cur, clen);
+        note_registration(c, r->keys[0],
+                          rc == PGC_OK && clen == r->lens[2] && !memcmp(cur, r->keys[2], clen));
         break;
     case BOOT_OP_CHECK:
         yes = all_exist(s, r->keys, (int)r->nfields);
@@ -632,13 +661,93 @@ static void accept_conns(struct boot_store_server *s)
         }
         setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
         c->fd = fd;
+        c->rank = -1;
         c->authed = s->token == NULL;
         s->conns[s->nconns++] = c;
     }
 }
 
+/* Whether host names this node (the registration's host: MPISHIM_NODE_NAME or the host
+ * name, boot_store_reg.c). */
+static bool same_host(const char *host)
+{
+    const char *n = mps_config_str(MPS_CFG_NODE_NAME);
+    char mine[256] = "";
+
+    if (n && *n) {
+        return !strcmp(n, host);
+    }
+    return gethostname(mine, sizeof(mine) - 1) == 0 && !strcmp(mine, host);
+}
+
+/* A rank of this node that died inside its start-up, before it unlinked its segments
+ * (a rank that finished MPI_Init has), leaves them in /dev/shm with no launcher to remove
+ * them. Its connection closes as it exits, a moment before it is a zombie: wait up to
+ * 0.2 s for that, so that a live process's segments are never touched. */
+static void remove_segments(int pid)
+{
+    for (int i = 0; i < 100 && pid > 0; i++) {
+        if (mps_process_gone(pid)) {
+            mps_shm_remove_of(pid);
+            return;
+        }
+        usleep(2000);
+    }
+}
+
+/* c, the connection of a rank, closed: unless the rank finished (boot/done/<rank>), it is
+ * gone, and every parked request for keys that do not exist fails now with its name. */
+static void rank_left(struct boot_store_server *s, struct conn *c)
+{
+    char key[64], msg[BOOT_STORE_KEY_MAX + 256];
+    struct boot_map_entry *e;
+    int pid = 0, n = 0;
+
+    snprintf(key, sizeof(key), "boot/done/%d", c->rank);
+    if (s->dead_msg || boot_map_find(&s->map, key)) {
+        return;
+    }
+    /* The registration's value is "<size> <pid> <host> <nonce>". */
+    snprintf(key, sizeof(key), "boot/reg/%d", c->rank);
+    e = boot_map_find(&s->map, key);
+    char host[256] = "?";
+    if (e && e->val) {
+        char val[320];
+        snprintf(val, sizeof(val), "%.*s", (int)MPS_MIN(e->len, sizeof(val) - 1), (char *)e->val);
+        n = sscanf(val, "%*d %d %255s", &pid, host);
+    }
+    snprintf(msg, sizeof(msg),
+             "rank %d (pid %d on host %s) has died: its connection to the store closed before it "
+             "finished (seen by the store server)",
+             c->rank, n >= 1 ? pid : 0, host);
+    s->dead_msg = strdup(msg);
+    if (!s->dead_msg) {
+        return;
+    }
+    MPS_DEBUG("boot_store server: %s", msg);
+    /* For ranks that are not waiting in the store but in a transfer with the dead one
+     * (boot_peers_alive reads it); past the caps, which must not hide a death. */
+    boot_map_set(&s->map, "boot/dead", msg, strlen(msg));
+    if (n >= 2 && same_host(host)) {
+        remove_segments(pid);
+    }
+    for (int i = 0; i < s->nconns; i++) {
+        struct conn *p = s->conns[i];
+        if (p->parked && !p->dead && !all_exist(s, p->keys, p->nkeys)) {
+            reply_status(s, p, PGC_ERR_PEER_DEAD, s->dead_msg);
+            unpark(p);
+            process_input(s, p);
+        }
+    }
+}
+
 static void reap_dead(struct boot_store_server *s)
 {
+    for (int i = 0; i < s->nconns; i++) {
+        if (s->conns[i]->dead && s->conns[i]->rank >= 0) {
+            rank_left(s, s->conns[i]);
+        }
+    }
     for (int i = 0; i < s->nconns;) {
         if (s->conns[i]->dead) {
             free_conn(s, s->conns[i]);
@@ -789,6 +898,7 @@ static void free_server(struct boot_store_server *s)
     boot_map_destroy(&s->map);
     boot_buf_free(&s->reply);
     free(s->token);
+    free(s->dead_msg);
     free(s->conns);
     free(s->pfds);
     free(s);

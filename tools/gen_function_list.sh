@@ -87,8 +87,8 @@ nunsup=$(comm -12 "$tmp/names" "$tmp/unsupported" | wc -l)
     echo
     echo "mpishim declares $total MPI functions: $((total - nunsup)) are supported, and"
     echo "$nunsup exist as symbols (so that programs referring to them link) but return"
-    echo "MPI_ERR_UNSUPPORTED_OPERATION with a message: one-sided communication (RMA),"
-    echo "windows' attributes and error handlers included."
+    echo "MPI_ERR_UNSUPPORTED_OPERATION with a message: the one-sided calls not built yet"
+    echo "(dynamic windows, user window keyvals and error handlers)."
     echo "Each is also defined as its profiling twin \`PMPI_<name>\`."
     awk -F'\t' -v unsup="$tmp/unsupported" '
         BEGIN { while ((getline n < unsup) > 0) { u[n] = 1 } }

@@ -48,6 +48,7 @@
 
 #include "boot_store.h"
 #include "mps_log.h"
+#include "mps_proc.h"
 #include "pgc_status.h"
 
 #define KILL_GRACE_S 2.0     /* seconds between SIGTERM and SIGKILL when ending the job */
@@ -579,32 +580,6 @@ static const char *sig_name(int sig)
     return buf;
 }
 
-/* Removes the shared-memory segments of a reaped rank: fab_shm's rings
- * (/dev/shm/mpishim-<pid>-<nonce>) and libfabric shm's regions, which fab_open names
- * mpishim-<pid>-<time>-<seq>. The process is gone, so nothing new can appear under its pid
- * (but the pid could be reused: this runs right after the reap, before a new process of
- * the same pid could have started a job of its own and created one). Peers that still map a
- * segment keep their mapping. */
-static void remove_segments(pid_t pid)
-{
-    char prefix[64], path[300];
-    DIR *d = opendir("/dev/shm");
-    struct dirent *e;
-    size_t n;
-
-    if (!d) {
-        return;
-    }
-    n = (size_t)snprintf(prefix, sizeof(prefix), "mpishim-%d-", (int)pid);
-    while ((e = readdir(d)) != NULL) {
-        if (!strncmp(e->d_name, prefix, n)) {
-            snprintf(path, sizeof(path), "/dev/shm/%s", e->d_name);
-            unlink(path);
-        }
-    }
-    closedir(d);
-}
-
 /* Whether rank r, which exited with code 0, started the library (registered in the store)
  * without finalizing it. A rank that never used the library (mpiexec -n 2 hostname) is not
  * one; neither is one mpiexec cannot ask about. */
@@ -624,7 +599,9 @@ static bool left_unfinalized(struct job *j, int r)
  * for it (Open MPI's mpirun does the same). */
 static void rank_ended(struct job *j, int r, int status)
 {
-    remove_segments(j->ranks[r].pid);
+    /* Right after the reap, before a new process of the same pid could have started a
+     * job of its own and created one. */
+    mps_shm_remove_of(j->ranks[r].pid);
     j->ranks[r].pid = 0;
     j->alive--;
     if (j->ending) {

@@ -11,6 +11,7 @@
 #include "mrtest.h"
 
 #include <complex.h>
+#include <float.h>
 #include <stddef.h>
 #include <string.h>
 
@@ -559,6 +560,37 @@ static void mpi1_handler(MPI_Comm *comm, int *code, ...)
     MPI_Error_class(*code, &mpi1_handler_class);
 }
 
+/* An MPI_Type_create_f90_* result (mpi4py decodes them so): the layout of the predefined
+ * type chosen, its own combiner with p and r as contents (r alone for integers), the same
+ * handle on a second call, and it cannot be freed. */
+static void f90_type_is(MPI_Datatype t, MPI_Datatype want, int combiner, int p, int r)
+{
+    int ni, na, nd, comb, ints[2] = {-1, -1}, tsize, wsize;
+    MPI_Datatype again;
+
+    CHECK_MPI(MPI_Type_size(t, &tsize));
+    CHECK_MPI(MPI_Type_size(want, &wsize));
+    CHECK(tsize == wsize, "F90 type of size %d, not %d", tsize, wsize);
+    CHECK_MPI(MPI_Type_get_envelope(t, &ni, &na, &nd, &comb));
+    CHECK(comb == combiner && ni == (combiner == MPI_COMBINER_F90_INTEGER ? 1 : 2) && na == 0 &&
+              nd == 0,
+          "envelope: combiner %d (not %d), %d integers", comb, combiner, ni);
+    CHECK_MPI(MPI_Type_get_contents(t, 2, 0, 0, ints, NULL, NULL));
+    CHECK(ni == 1 ? ints[0] == r : ints[0] == p && ints[1] == r, "contents %d %d, not %d %d",
+          ints[0], ints[1], p, r);
+    if (combiner == MPI_COMBINER_F90_INTEGER) {
+        CHECK_MPI(MPI_Type_create_f90_integer(r, &again));
+    } else if (combiner == MPI_COMBINER_F90_REAL) {
+        CHECK_MPI(MPI_Type_create_f90_real(p, r, &again));
+    } else {
+        CHECK_MPI(MPI_Type_create_f90_complex(p, r, &again));
+    }
+    CHECK(again == t, "a second call gave 0x%x, not 0x%x", (unsigned)again, (unsigned)t);
+    CHECK_MPI(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+    EXPECT_CLASS(MPI_Type_free(&again), MPI_ERR_TYPE);
+    CHECK_MPI(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL));
+}
+
 static void mpi1_names_and_f90_types(void)
 {
     MPI_Errhandler h, got;
@@ -597,17 +629,17 @@ static void mpi1_names_and_f90_types(void)
     CHECK_MPI(MPI_Keyval_free(&key));
     /* Fortran 90 types: the smallest predefined type with the asked precision/range. */
     CHECK_MPI(MPI_Type_create_f90_integer(2, &t));
-    CHECK(t == MPI_INTEGER1, "f90_integer(2) = 0x%x", (unsigned)t);
+    f90_type_is(t, MPI_INTEGER1, MPI_COMBINER_F90_INTEGER, 0, 2);
     CHECK_MPI(MPI_Type_create_f90_integer(5, &t));
-    CHECK(t == MPI_INTEGER4, "f90_integer(5) = 0x%x", (unsigned)t);
+    f90_type_is(t, MPI_INTEGER4, MPI_COMBINER_F90_INTEGER, 0, 5);
     CHECK_MPI(MPI_Type_create_f90_integer(10, &t));
-    CHECK(t == MPI_INTEGER8, "f90_integer(10) = 0x%x", (unsigned)t);
+    f90_type_is(t, MPI_INTEGER8, MPI_COMBINER_F90_INTEGER, 0, 10);
     CHECK_MPI(MPI_Type_create_f90_real(10, MPI_UNDEFINED, &t));
-    CHECK(t == MPI_REAL8, "f90_real(10, any) = 0x%x", (unsigned)t);
+    f90_type_is(t, MPI_REAL8, MPI_COMBINER_F90_REAL, 10, MPI_UNDEFINED);
     CHECK_MPI(MPI_Type_create_f90_real(MPI_UNDEFINED, 30, &t));
-    CHECK(t == MPI_REAL4, "f90_real(any, 30) = 0x%x", (unsigned)t);
+    f90_type_is(t, MPI_REAL4, MPI_COMBINER_F90_REAL, MPI_UNDEFINED, 30);
     CHECK_MPI(MPI_Type_create_f90_complex(6, 300, &t));
-    CHECK(t == MPI_COMPLEX16, "f90_complex(6, 300) = 0x%x", (unsigned)t);
+    f90_type_is(t, MPI_COMPLEX16, MPI_COMBINER_F90_COMPLEX, 6, 300);
     CHECK_MPI(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
     EXPECT_CLASS(MPI_Type_create_f90_integer(19, &t), MPI_ERR_ARG);
     EXPECT_CLASS(MPI_Type_create_f90_real(40, MPI_UNDEFINED, &t), MPI_ERR_ARG);
@@ -669,7 +701,7 @@ static void darray_partitions_the_array(void)
 }
 
 /* external32: big-endian numbers, sizes of the signature; a complex swaps its two halves
- * separately; long is refused (its external32 size, 4, is not this machine's). */
+ * separately. */
 static void pack_external32(void)
 {
     struct {
@@ -685,7 +717,6 @@ static void pack_external32(void)
     static const unsigned char want[20] = {1, 2, 3, 4, 0x3f, 0xf0, 0, 0, 0, 0,
                                            0, 0, 0x40, 0, 0, 0, 0x3f, 0, 0, 0};
     MPI_Aint pos = 0, size;
-    long l = 1;
 
     CHECK_MPI(MPI_Type_create_struct(3, bl, disp, types, &t));
     CHECK_MPI(MPI_Type_commit(&t));
@@ -701,13 +732,81 @@ static void pack_external32(void)
     CHECK_MPI(MPI_Type_free(&t));
     CHECK_MPI(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
     pos = 0;
-    EXPECT_CLASS(MPI_Pack_external("external32", &l, 1, MPI_LONG, buf, sizeof(buf), &pos),
-                 MPI_ERR_UNSUPPORTED_DATAREP);
     EXPECT_CLASS(MPI_Pack_external("native", &in, 1, MPI_INT, buf, sizeof(buf), &pos),
                  MPI_ERR_ARG);
     EXPECT_CLASS(MPI_Pack_external("external32", &in, 9, MPI_INT, buf, sizeof(buf), &pos),
                  MPI_ERR_TRUNCATE);
     CHECK_MPI(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL));
+}
+
+/* Packs n of type dt in external32 at buf + *pos, checks the size, the bytes against want
+ * and that unpacking gives the input back (out must hold what in holds). */
+static void ext32_is(const void *in, void *out, size_t bytes, int n, MPI_Datatype dt,
+                     const unsigned char *want, MPI_Aint wsize, const char *what)
+{
+    unsigned char buf[64];
+    MPI_Aint pos = 0, size;
+
+    CHECK_MPI(MPI_Pack_external_size("external32", n, dt, &size));
+    CHECK(size == wsize, "%s: external32 size %ld, not %ld", what, (long)size, (long)wsize);
+    CHECK_MPI(MPI_Pack_external("external32", in, n, dt, buf, sizeof(buf), &pos));
+    CHECK(pos == wsize && memcmp(buf, want, (size_t)wsize) == 0,
+          "%s: external32 bytes differ (position %ld)", what, (long)pos);
+    pos = 0;
+    memset(out, 0, bytes);
+    CHECK_MPI(MPI_Unpack_external("external32", buf, wsize, &pos, out, n, dt));
+    CHECK(pos == wsize && memcmp(in, out, bytes) == 0, "%s: round trip differs", what);
+}
+
+/* The types whose external32 form is not this machine's (MPI-3.1 table 13.2, on LP64 x86):
+ * long and unsigned long are 4 bytes, wchar_t 2, long double an IEEE binary128. mpi4py's
+ * test_pack packs them (they were refused with MPI_ERR_UNSUPPORTED_DATAREP). */
+static void pack_external32_converts(void)
+{
+    long l[2] = {-2, 70000}, lout[2];
+    unsigned long ul = 0xdeadbeefUL, ulout;
+    wchar_t wc = 0xe9, wcout;
+    struct {
+        long v;
+        int i;
+    } li, liout;
+    static const unsigned char want_l[8] = {0xff, 0xff, 0xff, 0xfe, 0, 1, 0x11, 0x70};
+    static const unsigned char want_ul[4] = {0xde, 0xad, 0xbe, 0xef};
+    static const unsigned char want_wc[2] = {0, 0xe9};
+    static const unsigned char want_li[8] = {0, 0, 0, 7, 0, 0, 0, 3};
+
+    if (sizeof(long) != 8 || sizeof(wchar_t) != 4) {
+        return; /* the expected bytes below are LP64's */
+    }
+    ext32_is(l, lout, sizeof(l), 2, MPI_LONG, want_l, 8, "long");
+    ext32_is(&ul, &ulout, sizeof(ul), 1, MPI_UNSIGNED_LONG, want_ul, 4, "unsigned long");
+    ext32_is(&wc, &wcout, sizeof(wc), 1, MPI_WCHAR, want_wc, 2, "wchar_t");
+    /* Zeroed padding on both sides: the unpack writes only v and i. */
+    memset(&li, 0, sizeof(li));
+    li.v = 7;
+    li.i = 3;
+    ext32_is(&li, &liout, sizeof(li), 1, MPI_LONG_INT, want_li, 8, "long-int pair");
+#if LDBL_MANT_DIG == 64
+    {
+        /* -1.5: sign 1 and exponent 0x3fff (bias 16383 in both formats), fraction .1.
+         * 2^-16400, an x87 subnormal (significand 2^45 at scale 2^-16445): in binary128 the
+         * fraction 2^94 at scale 2^-16494, so bit 30 of the high 64 bits, byte 4. */
+        long double ld[2] = {-1.5L, 0x1p-16400L}, ldout[2] = {0, 0};
+        unsigned char want_ld[32] = {0xbf, 0xff, 0x80}, buf[64];
+        MPI_Aint pos = 0, size;
+
+        want_ld[16 + 4] = 0x40;
+        CHECK_MPI(MPI_Pack_external_size("external32", 2, MPI_LONG_DOUBLE, &size));
+        CHECK(size == 32, "long double: external32 size %ld", (long)size);
+        CHECK_MPI(MPI_Pack_external("external32", ld, 2, MPI_LONG_DOUBLE, buf, sizeof(buf), &pos));
+        CHECK(pos == 32 && memcmp(buf, want_ld, 32) == 0,
+              "long double: external32 bytes %02x%02x%02x ... %02x%02x%02x", buf[0], buf[1], buf[2],
+              buf[19], buf[20], buf[21]);
+        pos = 0;
+        CHECK_MPI(MPI_Unpack_external("external32", buf, 32, &pos, ldout, 2, MPI_LONG_DOUBLE));
+        CHECK(pos == 32 && ldout[0] == ld[0] && ldout[1] == ld[1], "long double round trip");
+    }
+#endif
 }
 
 int main(int argc, char **argv)
@@ -730,5 +829,6 @@ int main(int argc, char **argv)
     mpi1_names_and_f90_types();
     darray_partitions_the_array();
     pack_external32();
+    pack_external32_converts();
     return mrt_finish("mr_conform");
 }

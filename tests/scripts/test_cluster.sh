@@ -12,7 +12,8 @@
 #   with a host file and `cluster.sh rsh` as its rsh agent; a torch-style env://
 #   launch, one rank per node, whose MASTER_ADDR is the other node's address; a rank that
 #   fails in MPI_Init ends the whole step (PMIx_Abort) with a message naming its rank, and so
-#   does a fatal error in MPI_Finalize; ranks
+#   does a fatal error in MPI_Finalize; the node-aware collectives (mr_coll_hier) at 2 x 3
+#   and 2 x 4, with block and cyclic placement; ranks
 #   that share a node name on two hosts (own /dev/shm each) fail at once, saying why.
 #
 # Under sanitizers (MPS_SAN_FLAGS set, as `make check` sets it) the programs run several
@@ -44,7 +45,7 @@ unset PMIX_RANK PMIX_NAMESPACE RANK WORLD_SIZE MASTER_ADDR MASTER_PORT MPISHIM_B
 export MPISHIM_TIMEOUT=${MPISHIM_TIMEOUT:-60}
 
 for p in tests/mr/mr_p2p tests/mr/mr_coll tests/mr/mr_coll2 tests/mr/mr_pgc tests/mr/mr_pgc_init \
-    tests/mr/mr_smoke; do
+    tests/mr/mr_smoke tests/mr/mr_coll_hier; do
     [ -x "$top_builddir/$p" ] || { echo "test_cluster.sh: $top_builddir/$p is not built"; exit 99; }
 done
 
@@ -149,6 +150,24 @@ finalize_failure() {
     fi
 }
 
+# Node-aware collectives (pg_core/pg_coll_hier_*.c) across the nodes: mr_coll_hier checks
+# their values on the world and on an interleaved split; every rank's log must say it took
+# the hierarchy on both. DIST: Slurm's task distribution (block: nodes hold consecutive
+# ranks; cyclic: they alternate, so the world's nodes interleave too).
+hier_job() {
+    local n=$1 dist=$2 rc lines
+    MPISHIM_LOG_LEVEL=info timeout -k 5 150 srun --mpi=pmix -N 2 -n "$n" -m "$dist" \
+        tests/mr/mr_coll_hier </dev/null >"$tmp/out" 2>&1
+    rc=$?
+    lines=$(grep -c "node-aware collectives" "$tmp/out")
+    if [ $rc = 0 ] && [ "$lines" = $((2 * n)) ]; then
+        ok "srun -N 2 -n $n -m $dist mr_coll_hier: node-aware on every rank, values right"
+    else
+        not_ok "srun -N 2 -n $n -m $dist mr_coll_hier (exit $rc, $lines of $((2 * n)) ranks' \
+communicators node-aware)" "$tmp/out"
+    fi
+}
+
 # torch-style env:// launch, one rank per node started by hand (`cluster.sh exec`): rank 0
 # on cn2 serves the store at MASTER_ADDR, cn2's address; rank 1 on cn1 reaches it there.
 env_launch() {
@@ -247,6 +266,7 @@ if [[ "${MPS_SAN_FLAGS:-}" == *sanitize* ]]; then
     job "mr_pgc_init (pgc world and default store)" 2 tests/mr/mr_pgc_init
     job "mr_coll" 4 tests/mr/mr_coll
     job "mr_pgc (pgc_ API and the default store)" 4 tests/mr/mr_pgc
+    hier_job 4 block
     init_failure
     finalize_failure
     env_launch
@@ -261,6 +281,7 @@ else
     # different collectives, across the nodes (no shared-memory path spans them).
     job "mr_coll_agree" 4 tests/mr/mr_coll_agree
     job "mr_coll_mismatch" 2 tests/mr/mr_coll_mismatch
+    job "mr_intercomm (intercommunicators, 5 ranks)" 5 tests/mr/mr_intercomm
     job "mr_pgc (pgc_ API and the default store)" 4 tests/mr/mr_pgc
     # 3 ranks per node.
     job "mr_p2p" 6 tests/mr/mr_p2p
@@ -269,6 +290,10 @@ else
     for ex in pgc_all_reduce pgc_broadcast pgc_all_gather pgc_send_recv pgc_group_all_reduce; do
         [ -x "examples/$ex" ] && job "examples/$ex" 6 "examples/$ex"
     done
+    # Node-aware collectives at 2 nodes x 3 and x 4, and with the nodes interleaved.
+    hier_job 6 block
+    hier_job 8 block
+    hier_job 8 cyclic
     # 8 ranks per node: start-up, every rank's segment, and the collectives at scale.
     job "mr_smoke" 16 tests/mr/mr_smoke
     job "mr_coll2" 16 tests/mr/mr_coll2

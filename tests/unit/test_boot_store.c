@@ -900,6 +900,66 @@ static void test_last_handle_to_close_removes_the_file(void **state)
 #define FILE_ONLY(t) WITH(t, "file", file_kind)
 #define BOTH(t) TCP_ONLY(t), FILE_ONLY(t)
 
+/* A rank's death seen by the store (issue 40): the connection that stored boot/reg/<rank>
+ * closes before boot/done/<rank> exists. A wait for a key nobody will set fails with
+ * PGC_ERR_PEER_DEAD naming the rank, its pid and host (from the registration's value), and
+ * boot/dead holds the same message for ranks that ask later. The host is not this one, so
+ * no segment is looked for. */
+static void test_a_registered_rank_whose_connection_closes_is_reported_dead(void **state)
+{
+    struct boot_store_server *srv = NULL;
+    struct boot_store *survivor = NULL, *victim = NULL;
+    const char *reg = "2 4242 no-such-host nonce";
+    void *msg = NULL;
+    size_t len = 0;
+
+    (void)state;
+    assert_int_equal(boot_store_server_start("127.0.0.1", 0, &srv), PGC_OK);
+    assert_int_equal(boot_store_tcp_connect("127.0.0.1", boot_store_server_port(srv), 5.0,
+                                            &survivor), PGC_OK);
+    assert_int_equal(boot_store_tcp_connect("127.0.0.1", boot_store_server_port(srv), 5.0,
+                                            &victim), PGC_OK);
+    assert_int_equal(boot_store_set(victim, "boot/reg/1", reg, strlen(reg)), PGC_OK);
+    boot_store_close(victim);
+    boot_store_set_timeout(survivor, 30.0);
+    assert_int_equal(boot_store_get(survivor, "never/set", &msg, &len), PGC_ERR_PEER_DEAD);
+    assert_non_null(strstr(mps_last_error(), "rank 1 (pid 4242 on host no-such-host) has died"));
+    assert_int_equal(boot_store_get(survivor, "boot/dead", &msg, &len), PGC_OK);
+    assert_non_null(memmem(msg, len, "rank 1 (pid 4242 on host no-such-host)", 38));
+    free(msg);
+    boot_store_close(survivor);
+    boot_store_server_stop(srv);
+}
+
+/* A rank that said it finished (boot/done/<rank>) and then closed is not dead: a wait for
+ * a missing key times out as usual, and there is no boot/dead. */
+static void test_a_rank_that_finished_and_closed_is_not_reported_dead(void **state)
+{
+    struct boot_store_server *srv = NULL;
+    struct boot_store *other = NULL, *done = NULL;
+    const char *k = "boot/dead";
+    const char *reg = "2 4243 no-such-host nonce";
+    void *msg = NULL;
+    size_t len = 0;
+    bool dead = true;
+
+    (void)state;
+    assert_int_equal(boot_store_server_start("127.0.0.1", 0, &srv), PGC_OK);
+    assert_int_equal(boot_store_tcp_connect("127.0.0.1", boot_store_server_port(srv), 5.0,
+                                            &other), PGC_OK);
+    assert_int_equal(boot_store_tcp_connect("127.0.0.1", boot_store_server_port(srv), 5.0,
+                                            &done), PGC_OK);
+    assert_int_equal(boot_store_set(done, "boot/reg/1", reg, strlen(reg)), PGC_OK);
+    assert_int_equal(boot_store_set(done, "boot/done/1", "", 0), PGC_OK);
+    boot_store_close(done);
+    boot_store_set_timeout(other, 0.3);
+    assert_int_equal(boot_store_get(other, "never/set", &msg, &len), PGC_ERR_TIMEOUT);
+    assert_int_equal(boot_store_check(other, &k, 1, &dead), PGC_OK);
+    assert_false(dead);
+    boot_store_close(other);
+    boot_store_server_stop(srv);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -930,6 +990,8 @@ int main(void)
         cmocka_unit_test(test_a_process_that_registers_again_is_no_duplicate),
         cmocka_unit_test(test_a_registration_timeout_names_the_ranks_that_never_came),
         cmocka_unit_test(test_a_detached_server_parses_what_it_is_fed),
+        cmocka_unit_test(test_a_registered_rank_whose_connection_closes_is_reported_dead),
+        cmocka_unit_test(test_a_rank_that_finished_and_closed_is_not_reported_dead),
     };
     if (getenv("TEST_FILTER")) { /* e.g. TEST_FILTER='*descriptors*' to run one test */
         cmocka_set_test_filter(getenv("TEST_FILTER"));

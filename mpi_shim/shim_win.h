@@ -1,0 +1,171 @@
+/*
+ * shim_win.h - MPI one-sided communication (RMA windows), internal.
+ *
+ * A window is a private duplicate of its communicator (so its messages never match the
+ * user's, and its error handler is its own) plus every member's window size and
+ * displacement unit, allgathered at creation. Every operation is an active message on that
+ * duplicate: the origin sends a request (header, target byte ranges, data) to the target,
+ * whose posted receive runs the request inside pg_core's progress - in whatever MPI call
+ * the target happens to be waiting - and answers with a reply (an acknowledgement, or the
+ * data of a get). The target applies requests one at a time in arrival order, which makes
+ * every accumulate atomic per element and ordered between one origin and one target.
+ *
+ * Completion: the origin counts requests whose reply has not arrived (pending). A
+ * synchronisation call (fence, unlock, flush, complete) progresses until pending is zero,
+ * so every operation it closes has taken effect at its target.
+ *
+ * Threads: the target side runs in progress callbacks under pg_core's world lock; the
+ * origin side touches only the window's atomic counters and its own epoch state.
+ */
+#ifndef SHIM_WIN_H
+#define SHIM_WIN_H
+
+#include "mps_util.h"
+#include "pg.h"
+#include "shim.h"
+#include "shim_datatype.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* A lock request that the target could not grant yet. */
+struct shim_win_waiter {
+    int origin, reply_tag, type;
+};
+
+struct shim_win {
+    MPI_Win handle;
+    MPI_Comm comm; /* the private duplicate (its error handler is the window's) */
+    struct pg_group *g;
+    int rank, size;
+    int flavor; /* MPI_WIN_FLAVOR_* */
+    void *base;
+    MPI_Aint my_size;
+    int my_disp_unit;
+    bool owns_base;  /* MPI_Win_allocate: base is freed with the window */
+    MPI_Aint *sizes; /* [size] every member's window size in bytes */
+    int *disp_units; /* [size] */
+    char name[MPI_MAX_OBJECT_NAME];
+    /* MPI_Win_allocate_shared: every member's memory, one mapping of one memfd, rank r's
+     * part at offsets[r] (contiguous in rank order, as MPI's default asks). */
+    unsigned char *shm;
+    size_t shm_len;
+    MPI_Aint *offsets;
+
+    /* Origin side. */
+    int pending;       /* requests whose reply has not arrived (atomic) */
+    int remote_err;    /* the first error a target reported, as an MPI class (atomic) */
+    uint32_t next_tag; /* reply tags (atomic) */
+    bool fence_epoch;  /* a fence opened an access epoch */
+    int lock_all;      /* MPI_Win_lock_all is held */
+    int *locked;       /* [size] lock type held on each target, 0 if none */
+    int *started;      /* [size] targets of the PSCW access epoch (MPI_Win_start) */
+    bool start_epoch;
+    int *posts_seen; /* [size] MPI_Win_post notices from each target (atomic) */
+
+    /* Target side (progress callbacks only). */
+    struct pg_req am_req; /* the posted receive of requests */
+    unsigned char *am_buf;
+    bool am_queued;  /* on the list of windows with a request to serve */
+    bool am_closing; /* MPI_Win_free: serve and re-post no more */
+    struct mps_list ready_link;
+    int excl_holder; /* origin holding the exclusive lock, or -1 */
+    int shared_holders;
+    struct shim_win_waiter *waiters;
+    int nwaiters, cap_waiters;
+    int completes_seen; /* MPI_Win_complete notices from origins (atomic) */
+    int post_count;     /* origins of the exposure epoch (MPI_Win_post), -1 if none */
+};
+
+/* The window of handle h, or NULL. */
+struct shim_win *shim_win_get(MPI_Win h);
+
+/* The opening of a window call: MPI running and win valid (error raised on
+ * MPI_COMM_WORLD otherwise). */
+int shim_win_enter(const char *fn, MPI_Win win, struct shim_win **w);
+
+/* Whether an access epoch to target is open: fence, lock, lock_all or start. */
+static inline bool shim_win_can_access(const struct shim_win *w, int target)
+{
+    return w->fence_epoch || w->lock_all || w->locked[target] ||
+           (w->start_epoch && w->started[target]);
+}
+
+/* Active messages (shim_win_am.c). */
+
+/* Posts the window's receive of requests; shim_win_am_stop cancels it. */
+int shim_win_am_start(struct shim_win *w);
+void shim_win_am_stop(struct shim_win *w);
+
+/* The kinds of request. */
+enum shim_am_kind {
+    SHIM_AM_PUT = 1,
+    SHIM_AM_GET,
+    SHIM_AM_ACC,
+    SHIM_AM_GACC, /* get_accumulate, fetch_and_op */
+    SHIM_AM_CAS,
+    SHIM_AM_LOCK,
+    SHIM_AM_UNLOCK,
+    SHIM_AM_POST,     /* target -> origin: the exposure epoch is open */
+    SHIM_AM_COMPLETE, /* origin -> target: the access epoch is over */
+};
+
+/* The op of an accumulate as it travels: a pg_op, or one of these. */
+#define SHIM_AM_REPLACE (-1)
+#define SHIM_AM_NO_OP (-2)
+
+/* One data-moving operation as the origin describes it. origin: the data sent (put,
+ * accumulate, the values of get_accumulate, compare then origin value of a
+ * compare_and_swap as compare_buf/origin_buf), result: where returned data goes. */
+struct shim_rma {
+    enum shim_am_kind kind;
+    int target;
+    MPI_Aint disp; /* bytes from the target's base */
+    const void *origin;
+    size_t ocount;
+    struct shim_dtype *otype;
+    void *result;
+    size_t rcount;
+    struct shim_dtype *rtype;
+    size_t tcount;
+    struct shim_dtype *ttype;
+    int op;              /* pg_op or SHIM_AM_REPLACE / SHIM_AM_NO_OP */
+    int elem_dt;         /* pg_dtype of the accumulate elements */
+    const void *compare; /* compare_and_swap */
+    int *counter;        /* optional: decremented when every reply arrived */
+};
+
+/* Sends op as requests of at most the active-message size; every reply decrements
+ * w->pending. PGC_OK or a pg status (nothing sent on an error of the first request). */
+int shim_win_issue(struct shim_win *w, const struct shim_rma *op);
+/* Sends a control request (lock, unlock, post, complete) to target; reply: whether the
+ * target answers (pending counts it then). */
+int shim_win_control(struct shim_win *w, enum shim_am_kind kind, int target, int arg, bool reply);
+
+/* Progresses until w->pending is zero, then reports a target's error: MPI_SUCCESS, or an
+ * error raised on the window naming fn. */
+int shim_win_drain(struct shim_win *w, const char *fn);
+/* The same for the operations that count in *counter (a request-based operation's). */
+int shim_win_drain_counter(struct shim_win *w, const char *fn, int *counter);
+/* Progresses until *counter >= want (PSCW notices). */
+int shim_win_wait_count(struct shim_win *w, const char *fn, int *counter, int want,
+                        const char *what);
+
+/* Creates a window of memory the library allocates (MPI_WIN_FLAVOR_ALLOCATE or _SHARED);
+ * *baseptr gets this rank's part. */
+int shim_win_create_flavor(const char *fn, int flavor, MPI_Aint size, int disp_unit, MPI_Info info,
+                           MPI_Comm comm, void *baseptr, MPI_Win *win);
+
+/* Shared-memory windows (shim_win_shm.c): maps the node's memory of w, collectively; an
+ * error is raised on comm on every rank. shim_win_shm_unmap undoes it. */
+int shim_win_shm_setup(struct shim_win *w, const char *fn, MPI_Comm comm);
+void shim_win_shm_unmap(struct shim_win *w);
+/* Put and get on a shared window: a copy through the mapping, done at return. */
+void shim_win_shm_copy(struct shim_win *w, const struct shim_rma *op);
+/* The target ranges of op as shim_win_issue cuts them: calls fn(arg, off, len, skip) for
+ * each piece (skip: its offset in the packed stream). */
+void shim_win_walk(const struct shim_rma *op,
+                   void (*fn)(void *arg, uint64_t off, uint64_t len, size_t skip), void *arg);
+
+#endif

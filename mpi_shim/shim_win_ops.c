@@ -1,0 +1,455 @@
+/*
+ * shim_win_ops.c - the data-moving RMA calls: MPI_Put, MPI_Get, MPI_Accumulate,
+ * MPI_Get_accumulate, MPI_Fetch_and_op, MPI_Compare_and_swap and their request-based
+ * forms. Each checks its arguments against the target's window (known from creation), then
+ * hands one struct shim_rma to shim_win_issue (shim_win_am.c).
+ *
+ * The request-based forms wait for their own operation before they return a request that
+ * is already complete: MPI allows a request to complete at any time after the call, and
+ * this keeps the request machinery out of the window's progress callbacks.
+ */
+#include "config.h"
+
+#include "mps_log.h"
+#include "pgc_status.h"
+#include "shim_comm.h"
+#include "shim_win.h"
+
+#include <string.h>
+
+/* A target rank of MPI_PROC_NULL: the operation does nothing. */
+#define RMA_NOTHING 1
+
+struct rma_args {
+    int target;
+    MPI_Aint disp;
+    int tcount;
+    MPI_Datatype ttype;
+};
+
+static int check_type(struct shim_win *w, const char *fn, int count, MPI_Datatype dt,
+                      struct shim_dtype **t, const char *which)
+{
+    int rc;
+
+    if (count < 0) {
+        return shim_error(w->comm, fn, MPI_ERR_COUNT, "%s count %d < 0", which, count);
+    }
+    rc = shim_dtype_check_comm(dt, t);
+    if (rc != MPI_SUCCESS) {
+        return shim_error(w->comm, fn, rc, "%s datatype: %s", which, mps_last_error());
+    }
+    return MPI_SUCCESS;
+}
+
+/* The target's bytes [lo, hi) lie in its window. */
+static int check_range(struct shim_win *w, const char *fn, const struct rma_args *a,
+                       const struct shim_dtype *t, MPI_Aint *disp_bytes)
+{
+    MPI_Aint off = a->disp * w->disp_units[a->target], lo, hi;
+
+    *disp_bytes = off;
+    if (a->disp < 0) {
+        return shim_error(w->comm, fn, MPI_ERR_DISP, "target displacement %ld < 0 (rank %d)",
+                          (long)a->disp, a->target);
+    }
+    if (a->tcount == 0 || t->size == 0) {
+        return MPI_SUCCESS;
+    }
+    lo = off + t->true_lb;
+    hi = off + (MPI_Aint)(a->tcount - 1) * t->extent + t->true_lb + t->true_extent;
+    if (lo < 0 || hi > w->sizes[a->target]) {
+        return shim_error(w->comm, fn, MPI_ERR_RMA_RANGE,
+                          "target rank %d: bytes %ld..%ld (displacement %ld x unit %d) lie "
+                          "outside its window of %ld bytes",
+                          a->target, (long)lo, (long)hi, (long)a->disp, w->disp_units[a->target],
+                          (long)w->sizes[a->target]);
+    }
+    return MPI_SUCCESS;
+}
+
+/* The checks every operation shares: window, target rank, epoch, target type and range.
+ * RMA_NOTHING for MPI_PROC_NULL. */
+static int rma_enter(const char *fn, MPI_Win win, const struct rma_args *a, bool request,
+                     struct shim_win **w, struct shim_dtype **tt, MPI_Aint *disp_bytes)
+{
+    int rc = shim_win_enter(fn, win, w);
+
+    if (rc != MPI_SUCCESS) {
+        return rc;
+    }
+    if (a->target == MPI_PROC_NULL) {
+        return RMA_NOTHING;
+    }
+    if (a->target < 0 || a->target >= (*w)->size) {
+        return shim_error((*w)->comm, fn, MPI_ERR_RANK,
+                          "target rank %d is not in the window (size %d)", a->target, (*w)->size);
+    }
+    if (!shim_win_can_access(*w, a->target)) {
+        return shim_error((*w)->comm, fn, MPI_ERR_RMA_SYNC,
+                          "no access epoch is open to rank %d (call MPI_Win_fence, "
+                          "MPI_Win_lock, MPI_Win_lock_all or MPI_Win_start first)",
+                          a->target);
+    }
+    if (request && !(*w)->lock_all && !(*w)->locked[a->target]) {
+        return shim_error((*w)->comm, fn, MPI_ERR_RMA_SYNC,
+                          "request-based operations need a passive-target epoch (MPI_Win_lock "
+                          "or MPI_Win_lock_all) to rank %d",
+                          a->target);
+    }
+    rc = check_type(*w, fn, a->tcount, a->ttype, tt, "target");
+    if (rc == MPI_SUCCESS) {
+        rc = check_range(*w, fn, a, *tt, disp_bytes);
+    }
+    return rc;
+}
+
+static int check_signature(struct shim_win *w, const char *fn, size_t bytes, int count,
+                           const struct shim_dtype *t, const char *which)
+{
+    if ((size_t)count * t->size != bytes) {
+        return shim_error(w->comm, fn, MPI_ERR_TYPE,
+                          "the %s holds %zu bytes but the target's type %zu: the type "
+                          "signatures differ",
+                          which, (size_t)count * t->size, bytes);
+    }
+    return MPI_SUCCESS;
+}
+
+static int issue(struct shim_win *w, const char *fn, struct shim_rma *op)
+{
+    int rc;
+
+    if (w->flavor == MPI_WIN_FLAVOR_SHARED &&
+        (op->kind == SHIM_AM_PUT || op->kind == SHIM_AM_GET)) {
+        shim_win_shm_copy(w, op);
+        return MPI_SUCCESS;
+    }
+    rc = shim_win_issue(w, op);
+
+    return rc == PGC_OK ? MPI_SUCCESS : shim_error_pg(w->comm, fn, rc);
+}
+
+/* The op of an accumulate on the elements of tt: op->op and op->elem_dt. */
+static int acc_op(struct shim_win *w, const char *fn, MPI_Op mop, MPI_Datatype tdt,
+                  struct shim_dtype *tt, struct shim_rma *op)
+{
+    struct pg_op_spec spec;
+    struct shim_op_call call;
+    size_t scale;
+
+    if (mop == MPI_REPLACE || mop == MPI_NO_OP) {
+        op->op = mop == MPI_REPLACE ? SHIM_AM_REPLACE : SHIM_AM_NO_OP;
+        return MPI_SUCCESS;
+    }
+    if (shim_op_spec(mop, tdt, tt, &spec, &scale, &call) != MPI_SUCCESS) {
+        return shim_error(w->comm, fn, MPI_ERR_OP, "%s", mps_last_error());
+    }
+    if (spec.user_fn) {
+        return shim_error(w->comm, fn, MPI_ERR_OP,
+                          "one-sided accumulates take predefined ops on predefined element "
+                          "types only (MPI-3.1 11.3.4; MINLOC/MAXLOC pairs are not supported)");
+    }
+    op->op = spec.op;
+    op->elem_dt = spec.dt;
+    return MPI_SUCCESS;
+}
+
+/* The origin's type must be of the target's element type (or the op ignores it). */
+static int acc_types_agree(struct shim_win *w, const char *fn, const struct shim_dtype *ot,
+                           const struct shim_dtype *tt, const struct shim_rma *op)
+{
+    if (op->op != SHIM_AM_NO_OP && op->op != SHIM_AM_REPLACE && ot->base != tt->base) {
+        return shim_error(w->comm, fn, MPI_ERR_TYPE,
+                          "the origin and target datatypes have different element types");
+    }
+    return MPI_SUCCESS;
+}
+
+static int put_or_acc(const char *fn, const void *oaddr, int ocount, MPI_Datatype odt,
+                      const struct rma_args *a, MPI_Op mop, bool acc, MPI_Win win, int *counter)
+{
+    struct shim_win *w;
+    struct shim_dtype *ot, *tt;
+    MPI_Aint disp;
+    struct shim_rma op = {.kind = acc ? SHIM_AM_ACC : SHIM_AM_PUT, .target = a->target};
+    int rc = rma_enter(fn, win, a, counter != NULL, &w, &tt, &disp);
+
+    if (rc != MPI_SUCCESS) {
+        return rc == RMA_NOTHING ? MPI_SUCCESS : rc;
+    }
+    rc = check_type(w, fn, ocount, odt, &ot, "origin");
+    if (rc == MPI_SUCCESS) {
+        rc = check_signature(w, fn, (size_t)a->tcount * tt->size, ocount, ot, "origin");
+    }
+    if (rc == MPI_SUCCESS && acc) {
+        rc = acc_op(w, fn, mop, a->ttype, tt, &op);
+        rc = rc == MPI_SUCCESS ? acc_types_agree(w, fn, ot, tt, &op) : rc;
+    }
+    if (rc != MPI_SUCCESS) {
+        return rc;
+    }
+    op.disp = disp;
+    op.origin = oaddr;
+    op.ocount = (size_t)ocount;
+    op.otype = ot;
+    op.tcount = (size_t)a->tcount;
+    op.ttype = tt;
+    op.counter = counter;
+    return issue(w, fn, &op);
+}
+
+/* Get and get_accumulate: result receives the target's data (before the op). */
+static int fetching(const char *fn, const void *oaddr, int ocount, MPI_Datatype odt, void *raddr,
+                    int rcount, MPI_Datatype rdt, const struct rma_args *a, MPI_Op mop, bool acc,
+                    MPI_Win win, int *counter)
+{
+    struct shim_win *w;
+    struct shim_dtype *ot = NULL, *rt, *tt;
+    MPI_Aint disp;
+    struct shim_rma op = {.kind = acc ? SHIM_AM_GACC : SHIM_AM_GET, .target = a->target};
+    int rc = rma_enter(fn, win, a, counter != NULL, &w, &tt, &disp);
+
+    if (rc != MPI_SUCCESS) {
+        return rc == RMA_NOTHING ? MPI_SUCCESS : rc;
+    }
+    rc = check_type(w, fn, rcount, rdt, &rt, "result");
+    if (rc == MPI_SUCCESS) {
+        rc = check_signature(w, fn, (size_t)a->tcount * tt->size, rcount, rt, "result buffer");
+    }
+    if (rc == MPI_SUCCESS && acc) {
+        rc = acc_op(w, fn, mop, a->ttype, tt, &op);
+    }
+    if (rc == MPI_SUCCESS && acc && op.op != SHIM_AM_NO_OP) {
+        rc = check_type(w, fn, ocount, odt, &ot, "origin");
+        if (rc == MPI_SUCCESS) {
+            rc = check_signature(w, fn, (size_t)a->tcount * tt->size, ocount, ot, "origin");
+        }
+        rc = rc == MPI_SUCCESS ? acc_types_agree(w, fn, ot, tt, &op) : rc;
+    }
+    if (rc != MPI_SUCCESS) {
+        return rc;
+    }
+    if (acc && op.op == SHIM_AM_NO_OP) {
+        /* Nothing is sent: the result's packed bytes stand in as origin data. */
+        op.kind = SHIM_AM_GET;
+    }
+    op.disp = disp;
+    op.origin = oaddr;
+    op.ocount = (size_t)ocount;
+    op.otype = ot;
+    op.result = raddr;
+    op.rcount = (size_t)rcount;
+    op.rtype = rt;
+    op.tcount = (size_t)a->tcount;
+    op.ttype = tt;
+    op.counter = counter;
+    return issue(w, fn, &op);
+}
+
+#pragma weak MPI_Put = PMPI_Put
+int PMPI_Put(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
+             int target_rank, MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype,
+             MPI_Win win)
+{
+    struct rma_args a = {target_rank, target_disp, target_count, target_datatype};
+
+    return put_or_acc(SHIM_FN, origin_addr, origin_count, origin_datatype, &a, MPI_OP_NULL, false,
+                      win, NULL);
+}
+
+#pragma weak MPI_Accumulate = PMPI_Accumulate
+int PMPI_Accumulate(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
+                    int target_rank, MPI_Aint target_disp, int target_count,
+                    MPI_Datatype target_datatype, MPI_Op op, MPI_Win win)
+{
+    struct rma_args a = {target_rank, target_disp, target_count, target_datatype};
+
+    return put_or_acc(SHIM_FN, origin_addr, origin_count, origin_datatype, &a, op, true, win, NULL);
+}
+
+#pragma weak MPI_Get = PMPI_Get
+int PMPI_Get(void *origin_addr, int origin_count, MPI_Datatype origin_datatype, int target_rank,
+             MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype, MPI_Win win)
+{
+    struct rma_args a = {target_rank, target_disp, target_count, target_datatype};
+
+    return fetching(SHIM_FN, NULL, 0, MPI_DATATYPE_NULL, origin_addr, origin_count, origin_datatype,
+                    &a, MPI_OP_NULL, false, win, NULL);
+}
+
+#pragma weak MPI_Get_accumulate = PMPI_Get_accumulate
+int PMPI_Get_accumulate(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
+                        void *result_addr, int result_count, MPI_Datatype result_datatype,
+                        int target_rank, MPI_Aint target_disp, int target_count,
+                        MPI_Datatype target_datatype, MPI_Op op, MPI_Win win)
+{
+    struct rma_args a = {target_rank, target_disp, target_count, target_datatype};
+
+    return fetching(SHIM_FN, origin_addr, origin_count, origin_datatype, result_addr, result_count,
+                    result_datatype, &a, op, true, win, NULL);
+}
+
+#pragma weak MPI_Fetch_and_op = PMPI_Fetch_and_op
+int PMPI_Fetch_and_op(const void *origin_addr, void *result_addr, MPI_Datatype datatype,
+                      int target_rank, MPI_Aint target_disp, MPI_Op op, MPI_Win win)
+{
+    struct rma_args a = {target_rank, target_disp, 1, datatype};
+
+    return fetching(SHIM_FN, origin_addr, 1, datatype, result_addr, 1, datatype, &a, op, true, win,
+                    NULL);
+}
+
+#pragma weak MPI_Compare_and_swap = PMPI_Compare_and_swap
+int PMPI_Compare_and_swap(const void *origin_addr, const void *compare_addr, void *result_addr,
+                          MPI_Datatype datatype, int target_rank, MPI_Aint target_disp, MPI_Win win)
+{
+    struct rma_args a = {target_rank, target_disp, 1, datatype};
+    struct shim_win *w;
+    struct shim_dtype *t;
+    MPI_Aint disp;
+    struct shim_rma op = {.kind = SHIM_AM_CAS, .target = target_rank};
+    int rc = rma_enter(SHIM_FN, win, &a, false, &w, &t, &disp);
+
+    if (rc != MPI_SUCCESS) {
+        return rc == RMA_NOTHING ? MPI_SUCCESS : rc;
+    }
+    if (!t->builtin || t->base == PG_DTYPE_NONE || t->size > 16) {
+        return shim_error(w->comm, SHIM_FN, MPI_ERR_TYPE,
+                          "compare_and_swap takes a predefined integer, logical or byte type");
+    }
+    if (!origin_addr || !compare_addr || !result_addr) {
+        return shim_error(w->comm, SHIM_FN, MPI_ERR_BUFFER, "a buffer is NULL");
+    }
+    op.disp = disp;
+    op.origin = origin_addr;
+    op.ocount = 1;
+    op.otype = t;
+    op.compare = compare_addr;
+    op.result = result_addr;
+    op.rcount = 1;
+    op.rtype = t;
+    op.tcount = 1;
+    op.ttype = t;
+    return issue(w, SHIM_FN, &op);
+}
+
+/* ---- request-based forms ---- */
+
+static int done_query(void *extra, MPI_Status *status)
+{
+    (void)extra;
+    PMPI_Status_set_elements(status, MPI_BYTE, 0);
+    PMPI_Status_set_cancelled(status, 0);
+    status->MPI_SOURCE = MPI_UNDEFINED;
+    status->MPI_TAG = MPI_UNDEFINED;
+    return MPI_SUCCESS;
+}
+
+static int done_free(void *extra)
+{
+    (void)extra;
+    return MPI_SUCCESS;
+}
+
+static int done_cancel(void *extra, int complete)
+{
+    (void)extra;
+    (void)complete;
+    return MPI_SUCCESS;
+}
+
+/* After an issue with rc: waits for the operation's replies, then a completed request. */
+static int finish_request(const char *fn, MPI_Win win, int rc, int *counter, MPI_Request *req)
+{
+    struct shim_win *w = shim_win_get(win);
+
+    if (rc == MPI_SUCCESS && w) {
+        rc = shim_win_drain_counter(w, fn, counter);
+    }
+    if (rc != MPI_SUCCESS) {
+        return rc;
+    }
+    rc = PMPI_Grequest_start(done_query, done_free, done_cancel, NULL, req);
+    if (rc == MPI_SUCCESS) {
+        rc = PMPI_Grequest_complete(*req);
+    }
+    return rc;
+}
+
+static int request_out(const char *fn, MPI_Win win, MPI_Request *request)
+{
+    if (!request) {
+        struct shim_win *w = shim_win_get(win);
+
+        return shim_error(w ? w->comm : MPI_COMM_WORLD, fn, MPI_ERR_REQUEST,
+                          "the request pointer is NULL");
+    }
+    *request = MPI_REQUEST_NULL;
+    return MPI_SUCCESS;
+}
+
+#pragma weak MPI_Rput = PMPI_Rput
+int PMPI_Rput(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
+              int target_rank, MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype,
+              MPI_Win win, MPI_Request *request)
+{
+    struct rma_args a = {target_rank, target_disp, target_count, target_datatype};
+    int counter = 0, rc = request_out(SHIM_FN, win, request);
+
+    if (rc == MPI_SUCCESS) {
+        rc = put_or_acc(SHIM_FN, origin_addr, origin_count, origin_datatype, &a, MPI_OP_NULL, false,
+                        win, &counter);
+        rc = finish_request(SHIM_FN, win, rc, &counter, request);
+    }
+    return rc;
+}
+
+#pragma weak MPI_Raccumulate = PMPI_Raccumulate
+int PMPI_Raccumulate(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
+                     int target_rank, MPI_Aint target_disp, int target_count,
+                     MPI_Datatype target_datatype, MPI_Op op, MPI_Win win, MPI_Request *request)
+{
+    struct rma_args a = {target_rank, target_disp, target_count, target_datatype};
+    int counter = 0, rc = request_out(SHIM_FN, win, request);
+
+    if (rc == MPI_SUCCESS) {
+        rc = put_or_acc(SHIM_FN, origin_addr, origin_count, origin_datatype, &a, op, true, win,
+                        &counter);
+        rc = finish_request(SHIM_FN, win, rc, &counter, request);
+    }
+    return rc;
+}
+
+#pragma weak MPI_Rget = PMPI_Rget
+int PMPI_Rget(void *origin_addr, int origin_count, MPI_Datatype origin_datatype, int target_rank,
+              MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype, MPI_Win win,
+              MPI_Request *request)
+{
+    struct rma_args a = {target_rank, target_disp, target_count, target_datatype};
+    int counter = 0, rc = request_out(SHIM_FN, win, request);
+
+    if (rc == MPI_SUCCESS) {
+        rc = fetching(SHIM_FN, NULL, 0, MPI_DATATYPE_NULL, origin_addr, origin_count,
+                      origin_datatype, &a, MPI_OP_NULL, false, win, &counter);
+        rc = finish_request(SHIM_FN, win, rc, &counter, request);
+    }
+    return rc;
+}
+
+#pragma weak MPI_Rget_accumulate = PMPI_Rget_accumulate
+int PMPI_Rget_accumulate(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
+                         void *result_addr, int result_count, MPI_Datatype result_datatype,
+                         int target_rank, MPI_Aint target_disp, int target_count,
+                         MPI_Datatype target_datatype, MPI_Op op, MPI_Win win, MPI_Request *request)
+{
+    struct rma_args a = {target_rank, target_disp, target_count, target_datatype};
+    int counter = 0, rc = request_out(SHIM_FN, win, request);
+
+    if (rc == MPI_SUCCESS) {
+        rc = fetching(SHIM_FN, origin_addr, origin_count, origin_datatype, result_addr,
+                      result_count, result_datatype, &a, op, true, win, &counter);
+        rc = finish_request(SHIM_FN, win, rc, &counter, request);
+    }
+    return rc;
+}

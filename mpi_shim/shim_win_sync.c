@@ -1,0 +1,400 @@
+/*
+ * shim_win_sync.c - RMA synchronisation: fence, lock/unlock (and _all), flush, sync, and
+ * post-start-complete-wait (see shim_win.h for how completion works).
+ *
+ * Every call that closes operations waits until their replies arrived (shim_win_drain), so
+ * they took effect at their targets. Locks are requests served by the target's lock queue
+ * (shim_win_am.c); MPI_Win_lock returns once the lock is granted. MPI_Win_post and
+ * MPI_Win_complete are notices without reply, counted by the peer.
+ */
+#include "config.h"
+
+#include "pgc_status.h"
+#include "shim_group.h"
+#include "shim_win.h"
+
+#include <stdlib.h>
+
+#pragma weak MPI_Win_fence = PMPI_Win_fence
+int PMPI_Win_fence(int assert, MPI_Win win)
+{
+    struct shim_win *w;
+    int rc = shim_win_enter(SHIM_FN, win, &w);
+
+    if (rc != MPI_SUCCESS) {
+        return rc;
+    }
+    if (w->lock_all || w->start_epoch || w->post_count >= 0) {
+        return shim_error(w->comm, SHIM_FN, MPI_ERR_RMA_SYNC,
+                          "a lock_all, start or post epoch is open on this window");
+    }
+    /* My operations answered, then everyone's (the barrier): each rank's window holds
+     * what the epoch wrote to it. Waiting in the barrier serves the others' requests. */
+    rc = shim_win_drain(w, SHIM_FN);
+    if (rc != MPI_SUCCESS) {
+        return rc;
+    }
+    rc = pg_barrier(w->g);
+    if (rc != PGC_OK) {
+        return shim_error_pg(w->comm, SHIM_FN, rc);
+    }
+    w->fence_epoch = !(assert &MPI_MODE_NOSUCCEED);
+    return MPI_SUCCESS;
+}
+
+static int check_target(struct shim_win *w, const char *fn, int rank)
+{
+    if (rank < 0 || rank >= w->size) {
+        return shim_error(w->comm, fn, MPI_ERR_RANK, "rank %d is not in the window (size %d)", rank,
+                          w->size);
+    }
+    return MPI_SUCCESS;
+}
+
+/* Sends lock requests (kind) to the targets with want[r] set, and waits for the answers. */
+static int lock_many(struct shim_win *w, const char *fn, enum shim_am_kind kind, int type, int only)
+{
+    int rc = PGC_OK;
+
+    for (int r = 0; r < w->size && rc == PGC_OK; r++) {
+        if (only < 0 || r == only) {
+            rc = shim_win_control(w, kind, r, type, true);
+        }
+    }
+    if (rc != PGC_OK) {
+        shim_win_drain(w, fn);
+        return shim_error_pg(w->comm, fn, rc);
+    }
+    return shim_win_drain(w, fn);
+}
+
+#pragma weak MPI_Win_lock = PMPI_Win_lock
+int PMPI_Win_lock(int lock_type, int rank, int assert, MPI_Win win)
+{
+    struct shim_win *w;
+    int rc = shim_win_enter(SHIM_FN, win, &w);
+
+    if (rc != MPI_SUCCESS || (rc = check_target(w, SHIM_FN, rank)) != MPI_SUCCESS) {
+        return rc;
+    }
+    if (lock_type != MPI_LOCK_EXCLUSIVE && lock_type != MPI_LOCK_SHARED) {
+        return shim_error(w->comm, SHIM_FN, MPI_ERR_LOCKTYPE,
+                          "lock type %d is neither MPI_LOCK_EXCLUSIVE nor MPI_LOCK_SHARED",
+                          lock_type);
+    }
+    if (w->locked[rank] || w->lock_all || w->start_epoch) {
+        return shim_error(w->comm, SHIM_FN, MPI_ERR_RMA_SYNC,
+                          "an epoch to rank %d is already open (%s)", rank,
+                          w->locked[rank] ? "a lock"
+                          : w->lock_all   ? "lock_all"
+                                          : "start");
+    }
+    /* A fence without MPI_MODE_NOSUCCEED opened an epoch only if operations follow: a lock
+     * after it ends it (as MPICH allows; programs rarely pass the assert). */
+    w->fence_epoch = false;
+    /* MPI_MODE_NOCHECK: the caller promises no conflicting lock, so none is taken. */
+    if (!(assert &MPI_MODE_NOCHECK)) {
+        rc = lock_many(w, SHIM_FN, SHIM_AM_LOCK, lock_type, rank);
+        if (rc != MPI_SUCCESS) {
+            return rc;
+        }
+    }
+    w->locked[rank] = assert &MPI_MODE_NOCHECK ? -lock_type : lock_type;
+    return MPI_SUCCESS;
+}
+
+#pragma weak MPI_Win_unlock = PMPI_Win_unlock
+int PMPI_Win_unlock(int rank, MPI_Win win)
+{
+    struct shim_win *w;
+    int rc = shim_win_enter(SHIM_FN, win, &w);
+    bool taken;
+
+    if (rc != MPI_SUCCESS || (rc = check_target(w, SHIM_FN, rank)) != MPI_SUCCESS) {
+        return rc;
+    }
+    if (!w->locked[rank]) {
+        return shim_error(w->comm, SHIM_FN, MPI_ERR_RMA_SYNC,
+                          "rank %d is not locked by this process", rank);
+    }
+    taken = w->locked[rank] > 0;
+    w->locked[rank] = 0;
+    rc = shim_win_drain(w, SHIM_FN);
+    if (rc == MPI_SUCCESS && taken) {
+        rc = lock_many(w, SHIM_FN, SHIM_AM_UNLOCK, 0, rank);
+    }
+    return rc;
+}
+
+#pragma weak MPI_Win_lock_all = PMPI_Win_lock_all
+int PMPI_Win_lock_all(int assert, MPI_Win win)
+{
+    struct shim_win *w;
+    int rc = shim_win_enter(SHIM_FN, win, &w);
+
+    if (rc != MPI_SUCCESS) {
+        return rc;
+    }
+    for (int r = 0; r < w->size; r++) {
+        if (w->locked[r]) {
+            return shim_error(w->comm, SHIM_FN, MPI_ERR_RMA_SYNC,
+                              "rank %d is locked already (MPI_Win_lock)", r);
+        }
+    }
+    if (w->lock_all || w->start_epoch) {
+        return shim_error(w->comm, SHIM_FN, MPI_ERR_RMA_SYNC, "an access epoch is open already");
+    }
+    w->fence_epoch = false; /* as in MPI_Win_lock */
+    if (!(assert &MPI_MODE_NOCHECK)) {
+        rc = lock_many(w, SHIM_FN, SHIM_AM_LOCK, MPI_LOCK_SHARED, -1);
+        if (rc != MPI_SUCCESS) {
+            return rc;
+        }
+    }
+    w->lock_all = assert &MPI_MODE_NOCHECK ? 2 : 1;
+    return MPI_SUCCESS;
+}
+
+#pragma weak MPI_Win_unlock_all = PMPI_Win_unlock_all
+int PMPI_Win_unlock_all(MPI_Win win)
+{
+    struct shim_win *w;
+    int rc = shim_win_enter(SHIM_FN, win, &w);
+    bool taken;
+
+    if (rc != MPI_SUCCESS) {
+        return rc;
+    }
+    if (!w->lock_all) {
+        return shim_error(w->comm, SHIM_FN, MPI_ERR_RMA_SYNC,
+                          "MPI_Win_lock_all was not called on this window");
+    }
+    taken = w->lock_all == 1;
+    w->lock_all = 0;
+    rc = shim_win_drain(w, SHIM_FN);
+    if (rc == MPI_SUCCESS && taken) {
+        rc = lock_many(w, SHIM_FN, SHIM_AM_UNLOCK, 0, -1);
+    }
+    return rc;
+}
+
+/* Flushes wait for every operation of mine, a stronger guarantee than one target's. */
+static int flush(const char *fn, MPI_Win win, int rank)
+{
+    struct shim_win *w;
+    int rc = shim_win_enter(fn, win, &w);
+
+    if (rc != MPI_SUCCESS) {
+        return rc;
+    }
+    if (rank >= 0 && (rc = check_target(w, fn, rank)) != MPI_SUCCESS) {
+        return rc;
+    }
+    if (!w->lock_all && (rank < 0 ? false : !w->locked[rank])) {
+        return shim_error(w->comm, fn, MPI_ERR_RMA_SYNC,
+                          "no passive-target epoch (lock) is open to rank %d", rank);
+    }
+    return shim_win_drain(w, fn);
+}
+
+#pragma weak MPI_Win_flush = PMPI_Win_flush
+int PMPI_Win_flush(int rank, MPI_Win win)
+{
+    return flush(SHIM_FN, win, rank);
+}
+
+#pragma weak MPI_Win_flush_local = PMPI_Win_flush_local
+int PMPI_Win_flush_local(int rank, MPI_Win win)
+{
+    return flush(SHIM_FN, win, rank);
+}
+
+#pragma weak MPI_Win_flush_all = PMPI_Win_flush_all
+int PMPI_Win_flush_all(MPI_Win win)
+{
+    return flush(SHIM_FN, win, -1);
+}
+
+#pragma weak MPI_Win_flush_local_all = PMPI_Win_flush_local_all
+int PMPI_Win_flush_local_all(MPI_Win win)
+{
+    return flush(SHIM_FN, win, -1);
+}
+
+#pragma weak MPI_Win_sync = PMPI_Win_sync
+int PMPI_Win_sync(MPI_Win win)
+{
+    struct shim_win *w;
+    int rc = shim_win_enter(SHIM_FN, win, &w);
+
+    if (rc != MPI_SUCCESS) {
+        return rc;
+    }
+    /* Requests that arrived are applied, so a rank that polls its window with
+     * MPI_Win_sync sees them; then a full barrier for its own loads and stores. */
+    rc = pg_progress();
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    return rc == PGC_OK ? MPI_SUCCESS : shim_error_pg(w->comm, SHIM_FN, rc);
+}
+
+/* ---- post-start-complete-wait ---- */
+
+/* flags[r] = 1 for each window rank r of group; *n = how many. */
+static int group_marks(struct shim_win *w, const char *fn, MPI_Group group, int *flags, int *n)
+{
+    struct shim_group *sg;
+
+    if (shim_group_get(group, &sg) != MPI_SUCCESS) {
+        return shim_error(w->comm, fn, MPI_ERR_GROUP, "invalid group 0x%x", (unsigned)group);
+    }
+    *n = 0;
+    for (int i = 0; i < sg->size; i++) {
+        int r = pg_group_rank_of(w->g, sg->ranks[i]);
+
+        if (r < 0) {
+            return shim_error(w->comm, fn, MPI_ERR_GROUP,
+                              "member %d of the group is not in the window", i);
+        }
+        flags[r] = 1;
+        (*n)++;
+    }
+    return MPI_SUCCESS;
+}
+
+#pragma weak MPI_Win_post = PMPI_Win_post
+int PMPI_Win_post(MPI_Group group, int assert, MPI_Win win)
+{
+    struct shim_win *w;
+    int rc = shim_win_enter(SHIM_FN, win, &w), n, *who;
+
+    (void)assert;
+    if (rc != MPI_SUCCESS) {
+        return rc;
+    }
+    if (w->post_count >= 0) {
+        return shim_error(w->comm, SHIM_FN, MPI_ERR_RMA_SYNC,
+                          "an exposure epoch is open already (MPI_Win_post without wait)");
+    }
+    who = calloc((size_t)w->size, sizeof(*who));
+    if (!who) {
+        return shim_error(w->comm, SHIM_FN, MPI_ERR_NO_MEM, "no memory");
+    }
+    rc = group_marks(w, SHIM_FN, group, who, &n);
+    for (int r = 0; rc == MPI_SUCCESS && r < w->size; r++) {
+        int prc = who[r] ? shim_win_control(w, SHIM_AM_POST, r, 0, false) : PGC_OK;
+
+        if (prc != PGC_OK) {
+            rc = shim_error_pg(w->comm, SHIM_FN, prc);
+        }
+    }
+    free(who);
+    if (rc == MPI_SUCCESS) {
+        w->post_count = n;
+    }
+    return rc;
+}
+
+#pragma weak MPI_Win_start = PMPI_Win_start
+int PMPI_Win_start(MPI_Group group, int assert, MPI_Win win)
+{
+    struct shim_win *w;
+    int rc = shim_win_enter(SHIM_FN, win, &w), n;
+
+    if (rc != MPI_SUCCESS) {
+        return rc;
+    }
+    if (w->start_epoch || w->lock_all) {
+        return shim_error(w->comm, SHIM_FN, MPI_ERR_RMA_SYNC, "an access epoch is open already");
+    }
+    w->fence_epoch = false; /* as in MPI_Win_lock */
+    for (int r = 0; r < w->size; r++) {
+        w->started[r] = 0;
+    }
+    rc = group_marks(w, SHIM_FN, group, w->started, &n);
+    /* Each target's post notice, taken (MPI_MODE_NOCHECK: the caller knows they posted,
+     * but the notice still comes and is taken, so the next epoch counts right). */
+    (void)assert;
+    for (int r = 0; rc == MPI_SUCCESS && r < w->size; r++) {
+        if (w->started[r]) {
+            rc = shim_win_wait_count(w, SHIM_FN, &w->posts_seen[r], 1, "the target's MPI_Win_post");
+            __atomic_fetch_sub(&w->posts_seen[r], rc == MPI_SUCCESS ? 1 : 0, __ATOMIC_ACQ_REL);
+        }
+    }
+    w->start_epoch = rc == MPI_SUCCESS;
+    return rc;
+}
+
+#pragma weak MPI_Win_complete = PMPI_Win_complete
+int PMPI_Win_complete(MPI_Win win)
+{
+    struct shim_win *w;
+    int rc = shim_win_enter(SHIM_FN, win, &w);
+
+    if (rc != MPI_SUCCESS) {
+        return rc;
+    }
+    if (!w->start_epoch) {
+        return shim_error(w->comm, SHIM_FN, MPI_ERR_RMA_SYNC,
+                          "no access epoch was started (MPI_Win_start)");
+    }
+    w->start_epoch = false;
+    rc = shim_win_drain(w, SHIM_FN);
+    for (int r = 0; rc == MPI_SUCCESS && r < w->size; r++) {
+        int prc = w->started[r] ? shim_win_control(w, SHIM_AM_COMPLETE, r, 0, false) : PGC_OK;
+
+        if (prc != PGC_OK) {
+            rc = shim_error_pg(w->comm, SHIM_FN, prc);
+        }
+    }
+    return rc;
+}
+
+#pragma weak MPI_Win_wait = PMPI_Win_wait
+int PMPI_Win_wait(MPI_Win win)
+{
+    struct shim_win *w;
+    int rc = shim_win_enter(SHIM_FN, win, &w);
+
+    if (rc != MPI_SUCCESS) {
+        return rc;
+    }
+    if (w->post_count < 0) {
+        return shim_error(w->comm, SHIM_FN, MPI_ERR_RMA_SYNC,
+                          "no exposure epoch was posted (MPI_Win_post)");
+    }
+    rc = shim_win_wait_count(w, SHIM_FN, &w->completes_seen, w->post_count,
+                             "an origin's MPI_Win_complete");
+    if (rc == MPI_SUCCESS) {
+        __atomic_fetch_sub(&w->completes_seen, w->post_count, __ATOMIC_ACQ_REL);
+        w->post_count = -1;
+    }
+    return rc;
+}
+
+#pragma weak MPI_Win_test = PMPI_Win_test
+int PMPI_Win_test(MPI_Win win, int *flag)
+{
+    struct shim_win *w;
+    int rc = shim_win_enter(SHIM_FN, win, &w);
+
+    if (rc != MPI_SUCCESS) {
+        return rc;
+    }
+    if (!flag) {
+        return shim_error(w->comm, SHIM_FN, MPI_ERR_ARG, "flag is NULL");
+    }
+    if (w->post_count < 0) {
+        return shim_error(w->comm, SHIM_FN, MPI_ERR_RMA_SYNC,
+                          "no exposure epoch was posted (MPI_Win_post)");
+    }
+    rc = pg_progress();
+    if (rc != PGC_OK) {
+        return shim_error_pg(w->comm, SHIM_FN, rc);
+    }
+    *flag = __atomic_load_n(&w->completes_seen, __ATOMIC_ACQUIRE) >= w->post_count;
+    if (*flag) {
+        __atomic_fetch_sub(&w->completes_seen, w->post_count, __ATOMIC_ACQ_REL);
+        w->post_count = -1;
+    }
+    return MPI_SUCCESS;
+}

@@ -1,0 +1,103 @@
+/*
+ * Node-aware allgather: gather each node's blocks at its leader, allgather the node blocks
+ * among the leaders, broadcast the whole result within each node.
+ *
+ * Cost (N nodes of L ranks, m bytes per rank): the node gather (log2 L rounds through the
+ * rings, (L-1)·m bytes into the leader), the leaders' allgather of L·m-byte node blocks over
+ * the network (Bruck or the ring: log2 N or N-1 rounds, (N-1)·L·m bytes per leader), and a
+ * broadcast of N·L·m bytes within each node. The flat algorithms send log2(N·L) or N·L-1
+ * rounds from every rank, most of them between nodes.
+ *
+ * The leaders exchange node blocks in node order; where a node's ranks are not consecutive
+ * in the group (a cyclic placement, MPISHIM_NODE_SPLIT on an interleaved group) they are
+ * gathered into scratch and put in rank order before the node broadcast.
+ */
+#include "config.h"
+
+#include "mps_log.h"
+#include "pg_coll2.h"
+#include "pg_coll_hier.h"
+#include "pg_internal.h"
+#include "pgc_status.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static int wait_started(int rc, struct pg_req *req)
+{
+    return rc == PGC_OK ? pg_wait(req, -1) : rc;
+}
+
+/* The leaders' allgather of node blocks into tmp, node k's block at off[k]. */
+static int leaders_exchange(struct pg_hier *h, char *tmp, size_t bytes, size_t *cd)
+{
+    struct pg_req req = {0};
+    size_t *counts = cd, *displs = cd + h->nnodes, at = 0;
+
+    for (int k = 0; k < h->nnodes; k++) {
+        counts[k] = (size_t)h->count[k] * bytes;
+        displs[k] = at;
+        at += counts[k];
+    }
+    return wait_started(pg_iallgatherv(h->leaders, tmp + displs[h->my_node], counts[h->my_node],
+                                       tmp, counts, displs, &req),
+                        &req);
+}
+
+/* Node-ordered blocks (tmp) to rank order (out). */
+static void to_rank_order(const struct pg_group *g, const struct pg_hier *h, const char *tmp,
+                          char *out, size_t bytes, const size_t *displs)
+{
+    for (int i = 0; i < g->size; i++) {
+        memcpy(out + (size_t)i * bytes, tmp + displs[h->node_of[i]] + (size_t)h->pos[i] * bytes,
+               bytes);
+    }
+}
+
+int pg_allgather_hier(struct pg_group *g, const void *in, void *out, size_t bytes)
+{
+    struct pg_hier *h = g->hier;
+    size_t total = (size_t)g->size * bytes, *cd = NULL;
+    struct pg_req req = {0};
+    char *tmp = NULL, *mine;
+    int rc = pg_hier_prepare(g);
+
+    if (rc == PGC_OK && h->leaders) {
+        /* Consecutive nodes need no reordering: the leaders gather straight into out. */
+        tmp = h->blocked ? out : malloc(total ? total : 1);
+        cd = malloc(sizeof(size_t) * 2 * (size_t)h->nnodes);
+        rc = tmp && cd ? PGC_OK
+                       : mps_error(PGC_ERR_NOMEM,
+                                   "allgather (rank %d): no memory "
+                                   "for %zu bytes",
+                                   g->rank, total);
+    }
+    if (rc == PGC_OK) {
+        /* Where my node's block starts in tmp: the ranks of the nodes before it. */
+        size_t before = 0;
+
+        for (int k = 0; k < h->my_node; k++) {
+            before += (size_t)h->count[k] * bytes;
+        }
+        mine = tmp ? tmp + before : NULL;
+        if (h->node) {
+            rc = wait_started(pg_igather(h->node, in, mine, bytes, 0, &req), &req);
+        } else if (mine != in) {
+            memmove(mine, in, bytes);
+        }
+    }
+    if (rc == PGC_OK && h->leaders) {
+        rc = leaders_exchange(h, tmp, bytes, cd);
+    }
+    if (rc == PGC_OK && h->leaders && tmp != out) {
+        to_rank_order(g, h, tmp, out, bytes, cd + h->nnodes);
+    }
+    if (rc == PGC_OK && h->node) {
+        rc = pg_bcast(h->node, out, total, 0);
+    }
+    if (tmp != out) {
+        free(tmp);
+    }
+    free(cd);
+    return rc;
+}

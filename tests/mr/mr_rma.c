@@ -1,0 +1,540 @@
+/*
+ * mr_rma.c - one-sided communication (MPI-3.1 chapter 11) on windows of every rank:
+ * put/get/accumulate under fence, derived datatypes on both sides, transfers larger than
+ * one active message, concurrent accumulates from all ranks to one element, exclusive-lock
+ * contention around a read-modify-write, fetch_and_op, compare_and_swap, get_accumulate,
+ * request-based operations, post-start-complete-wait, window attributes, names and the
+ * errors of bad ranks, displacements and epochs. Every expected value is computed here from
+ * the ranks and counts, never read from the library.
+ *
+ * With --threads: MPI_THREAD_MULTIPLE, and a second thread that polls MPI_Iprobe on another
+ * communicator all along, so requests are also applied by that thread's progress while the
+ * main thread issues its own.
+ */
+#include "mrtest.h"
+
+#include <pthread.h>
+#include <sched.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#define N_ACC 200       /* accumulates per rank to one element */
+#define N_LOCK 50       /* locked read-modify-writes per rank */
+#define BIG (70 * 1024) /* doubles: several active messages */
+
+static int rank, size;
+
+/* Each rank puts rank + 1 into its slot of every window; gets its right neighbour's. */
+static void test_fence_put_get(void)
+{
+    int *base, got[64];
+    MPI_Win win;
+
+    CHECK_MPI(MPI_Win_allocate(size * (MPI_Aint)sizeof(int), sizeof(int), MPI_INFO_NULL,
+                               MPI_COMM_WORLD, &base, &win));
+    for (int i = 0; i < size; i++) {
+        base[i] = -1;
+    }
+    CHECK_MPI(MPI_Win_fence(0, win));
+    for (int t = 0; t < size; t++) {
+        int v = rank + 1;
+
+        CHECK_MPI(MPI_Put(&v, 1, MPI_INT, t, rank, 1, MPI_INT, win));
+    }
+    CHECK_MPI(MPI_Win_fence(0, win));
+    for (int i = 0; i < size; i++) {
+        CHECK(base[i] == i + 1, "slot %d holds %d, expected %d", i, base[i], i + 1);
+    }
+    CHECK_MPI(MPI_Get(got, size, MPI_INT, (rank + 1) % size, 0, size, MPI_INT, win));
+    CHECK_MPI(MPI_Win_fence(MPI_MODE_NOSUCCEED, win));
+    for (int i = 0; i < size; i++) {
+        CHECK(got[i] == i + 1, "got[%d] = %d from rank %d, expected %d", i, got[i],
+              (rank + 1) % size, i + 1);
+    }
+    CHECK_MPI(MPI_Win_free(&win));
+    CHECK(win == MPI_WIN_NULL, "MPI_Win_free left the handle");
+}
+
+/* N_ACC sums of rank + 1 from every rank into element 0 of rank 0, and N_ACC MPI_MAX of
+ * rank into element 1 of every rank. */
+static void test_concurrent_accumulate(void)
+{
+    long *base;
+    MPI_Win win;
+    long expect_sum = (long)N_ACC * size * (size + 1) / 2;
+
+    CHECK_MPI(MPI_Win_allocate(2 * sizeof(long), sizeof(long), MPI_INFO_NULL, MPI_COMM_WORLD, &base,
+                               &win));
+    base[0] = 0;
+    base[1] = -5;
+    CHECK_MPI(MPI_Win_fence(0, win));
+    for (int i = 0; i < N_ACC; i++) {
+        long v = rank + 1, m = rank;
+
+        CHECK_MPI(MPI_Accumulate(&v, 1, MPI_LONG, 0, 0, 1, MPI_LONG, MPI_SUM, win));
+        CHECK_MPI(MPI_Accumulate(&m, 1, MPI_LONG, (rank + i) % size, 1, 1, MPI_LONG, MPI_MAX, win));
+    }
+    CHECK_MPI(MPI_Win_fence(0, win));
+    if (rank == 0) {
+        CHECK(base[0] == expect_sum, "sum %ld, expected %ld", base[0], expect_sum);
+    }
+    /* Rank r sends MPI_MAX of r to ranks (r + i) % size, i < N_ACC: to every rank. */
+    CHECK(base[1] == size - 1, "max %ld, expected %d", base[1], size - 1);
+    CHECK_MPI(MPI_Win_free(&win));
+}
+
+/* A vector target type (every other int) from a contiguous origin, and back into an
+ * origin vector; then BIG doubles, more than one active message carries. */
+static void test_datatypes_and_size(void)
+{
+    int *base, src[8], back[16];
+    double *big, *dst;
+    MPI_Datatype every_other;
+    MPI_Win win, wbig;
+    int right = (rank + 1) % size, left = (rank + size - 1) % size;
+
+    CHECK_MPI(MPI_Type_vector(8, 1, 2, MPI_INT, &every_other));
+    CHECK_MPI(MPI_Type_commit(&every_other));
+    CHECK_MPI(MPI_Win_allocate(16 * sizeof(int), sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &base,
+                               &win));
+    for (int i = 0; i < 16; i++) {
+        base[i] = -7;
+        back[i] = -9;
+    }
+    for (int i = 0; i < 8; i++) {
+        src[i] = 100 * rank + i;
+    }
+    CHECK_MPI(MPI_Win_fence(0, win));
+    CHECK_MPI(MPI_Put(src, 8, MPI_INT, right, 0, 1, every_other, win));
+    CHECK_MPI(MPI_Win_fence(0, win));
+    for (int i = 0; i < 16; i++) {
+        int want = i % 2 ? -7 : 100 * left + i / 2;
+
+        CHECK(base[i] == want, "vector put: base[%d] = %d, expected %d", i, base[i], want);
+    }
+    /* The right neighbour's window holds my values at its even ints: read them into my
+     * even ints (vector on both sides), and its first 8 ints into contiguous ones. */
+    CHECK_MPI(MPI_Get(back, 1, every_other, right, 0, 1, every_other, win));
+    CHECK_MPI(MPI_Get(src, 8, MPI_INT, right, 0, 8, MPI_INT, win));
+    CHECK_MPI(MPI_Win_fence(0, win));
+    for (int i = 0; i < 16; i++) {
+        int want = i % 2 ? -9 : 100 * rank + i / 2;
+
+        CHECK(back[i] == want, "vector get: back[%d] = %d, expected %d", i, back[i], want);
+    }
+    for (int i = 0; i < 8; i++) {
+        int want = i % 2 ? -7 : 100 * rank + i / 2;
+
+        CHECK(src[i] == want, "contiguous get: src[%d] = %d, expected %d", i, src[i], want);
+    }
+    CHECK_MPI(MPI_Win_free(&win));
+    CHECK_MPI(MPI_Type_free(&every_other));
+
+    dst = malloc(BIG * sizeof(double));
+    CHECK(dst != NULL, "no memory");
+    CHECK_MPI(MPI_Win_allocate(BIG * sizeof(double), sizeof(double), MPI_INFO_NULL, MPI_COMM_WORLD,
+                               &big, &wbig));
+    for (int i = 0; i < BIG; i++) {
+        big[i] = rank * 1e6 + i;
+    }
+    CHECK_MPI(MPI_Win_fence(0, wbig));
+    CHECK_MPI(MPI_Get(dst, BIG, MPI_DOUBLE, right, 0, BIG, MPI_DOUBLE, wbig));
+    CHECK_MPI(MPI_Win_fence(0, wbig));
+    for (int i = 0; i < BIG; i++) {
+        CHECK(dst[i] == right * 1e6 + i, "big get: [%d] = %g", i, dst[i]);
+        dst[i] = -(double)i - rank;
+    }
+    CHECK_MPI(MPI_Win_fence(0, wbig));
+    CHECK_MPI(MPI_Put(dst, BIG, MPI_DOUBLE, right, 0, BIG, MPI_DOUBLE, wbig));
+    CHECK_MPI(MPI_Win_fence(0, wbig));
+    for (int i = 0; i < BIG; i++) {
+        CHECK(big[i] == -(double)i - left, "big put: [%d] = %g", i, big[i]);
+    }
+    CHECK_MPI(MPI_Win_free(&wbig));
+    free(dst);
+}
+
+/* N_LOCK unprotected read-modify-writes (get, +1, put) per rank on rank 0's counter, each
+ * under an exclusive lock: any overlap of two loses an increment. */
+static void test_lock_contention(void)
+{
+    long *base;
+    MPI_Win win;
+
+    CHECK_MPI(
+        MPI_Win_allocate(sizeof(long), sizeof(long), MPI_INFO_NULL, MPI_COMM_WORLD, &base, &win));
+    *base = 0;
+    CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
+    for (int i = 0; i < N_LOCK; i++) {
+        long v = -1;
+
+        CHECK_MPI(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, 0, 0, win));
+        CHECK_MPI(MPI_Get(&v, 1, MPI_LONG, 0, 0, 1, MPI_LONG, win));
+        CHECK_MPI(MPI_Win_flush(0, win));
+        v++;
+        CHECK_MPI(MPI_Put(&v, 1, MPI_LONG, 0, 0, 1, MPI_LONG, win));
+        CHECK_MPI(MPI_Win_unlock(0, win));
+    }
+    CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
+    if (rank == 0) {
+        CHECK_MPI(MPI_Win_lock(MPI_LOCK_SHARED, 0, 0, win));
+        CHECK(*base == (long)N_LOCK * size, "counter %ld, expected %ld", *base,
+              (long)N_LOCK * size);
+        CHECK_MPI(MPI_Win_unlock(0, win));
+    }
+    CHECK_MPI(MPI_Win_free(&win));
+}
+
+/* fetch_and_op hands out tickets 0..size*K-1 exactly once; compare_and_swap lets exactly
+ * one rank claim a slot; get_accumulate returns the value before its op; Rput/Rget
+ * complete through MPI_Wait. */
+static void test_atomics_and_requests(void)
+{
+    enum { K = 10 };
+    int *base, tickets[K], *all, winners = 0, mine = 0, old = 0;
+    MPI_Win win;
+    MPI_Request req;
+
+    CHECK_MPI(
+        MPI_Win_allocate(4 * sizeof(int), sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &base, &win));
+    base[0] = 0;
+    base[1] = -1;
+    base[2] = 0;
+    base[3] = 0;
+    CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
+    CHECK_MPI(MPI_Win_lock_all(0, win));
+    for (int i = 0; i < K; i++) {
+        int one = 1;
+
+        CHECK_MPI(MPI_Fetch_and_op(&one, &tickets[i], MPI_INT, 0, 0, MPI_SUM, win));
+        CHECK_MPI(MPI_Win_flush(0, win));
+    }
+    {
+        int me = rank;
+
+        CHECK_MPI(MPI_Compare_and_swap(&me, &(int){-1}, &old, MPI_INT, 0, 1, win));
+        CHECK_MPI(MPI_Win_flush_all(win));
+        mine = old == -1;
+    }
+    CHECK_MPI(MPI_Win_unlock_all(win));
+    all = malloc(sizeof(int) * (size_t)size * K);
+    CHECK(all != NULL, "no memory");
+    CHECK_MPI(MPI_Allgather(tickets, K, MPI_INT, all, K, MPI_INT, MPI_COMM_WORLD));
+    for (int t = 0; t < size * K; t++) {
+        int seen = 0;
+
+        for (int j = 0; j < size * K; j++) {
+            seen += all[j] == t;
+        }
+        CHECK(seen == 1, "ticket %d handed out %d times", t, seen);
+    }
+    free(all);
+    CHECK_MPI(MPI_Allreduce(&mine, &winners, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
+    CHECK(winners == 1, "%d ranks won the compare_and_swap", winners);
+    if (rank == 0) {
+        CHECK(base[0] == size * K, "ticket counter %d", base[0]);
+        CHECK(base[1] >= 0 && base[1] < size, "CAS slot holds %d", base[1]);
+    }
+    CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
+
+    /* Rank r adds r + 1 to rank 0's element 2 by get_accumulate, one at a time (the lock):
+     * the values returned are partial sums, and distinct. */
+    CHECK_MPI(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, 0, 0, win));
+    {
+        int add = rank + 1, before = -1;
+
+        CHECK_MPI(MPI_Rget_accumulate(&add, 1, MPI_INT, &before, 1, MPI_INT, 0, 2, 1, MPI_INT,
+                                      MPI_SUM, win, &req));
+        CHECK_MPI(MPI_Wait(&req, MPI_STATUS_IGNORE));
+        CHECK(before >= 0 && before <= size * (size + 1) / 2 - add, "before %d", before);
+    }
+    CHECK_MPI(MPI_Win_unlock(0, win));
+    CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
+    CHECK_MPI(MPI_Win_lock(MPI_LOCK_SHARED, (rank + 1) % size, 0, win));
+    {
+        int v = 1000 + rank, back = -1;
+
+        CHECK_MPI(MPI_Rput(&v, 1, MPI_INT, (rank + 1) % size, 3, 1, MPI_INT, win, &req));
+        CHECK_MPI(MPI_Wait(&req, MPI_STATUS_IGNORE));
+        CHECK_MPI(MPI_Rget(&back, 1, MPI_INT, (rank + 1) % size, 3, 1, MPI_INT, win, &req));
+        CHECK_MPI(MPI_Wait(&req, MPI_STATUS_IGNORE));
+        CHECK(back == v, "Rget read %d after Rput of %d", back, v);
+        CHECK_MPI(MPI_Win_unlock((rank + 1) % size, win));
+    }
+    CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
+    if (rank == 0) {
+        CHECK(base[2] == size * (size + 1) / 2, "get_accumulate sum %d", base[2]);
+    }
+    CHECK(base[3] == 1000 + (rank + size - 1) % size, "Rput left %d", base[3]);
+    CHECK_MPI(MPI_Win_free(&win));
+}
+
+/* Post-start-complete-wait on a ring: each rank exposes its window to its left neighbour
+ * and accesses its right one's. */
+static void test_pscw(void)
+{
+    int *base, right = (rank + 1) % size, left = (rank + size - 1) % size;
+    MPI_Group world, to_right, from_left;
+    MPI_Win win;
+
+    CHECK_MPI(MPI_Comm_group(MPI_COMM_WORLD, &world));
+    CHECK_MPI(MPI_Group_incl(world, 1, &right, &to_right));
+    CHECK_MPI(MPI_Group_incl(world, 1, &left, &from_left));
+    CHECK_MPI(
+        MPI_Win_allocate(sizeof(int), sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &base, &win));
+    for (int round = 0; round < 3; round++) {
+        int v = 10 * rank + round, flag = 0;
+
+        *base = -1;
+        CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
+        CHECK_MPI(MPI_Win_post(from_left, 0, win));
+        CHECK_MPI(MPI_Win_start(to_right, 0, win));
+        CHECK_MPI(MPI_Put(&v, 1, MPI_INT, right, 0, 1, MPI_INT, win));
+        CHECK_MPI(MPI_Win_complete(win));
+        if (round == 1) {
+            while (!flag) {
+                CHECK_MPI(MPI_Win_test(win, &flag));
+            }
+        } else {
+            CHECK_MPI(MPI_Win_wait(win));
+        }
+        CHECK(*base == 10 * left + round, "round %d: %d, expected %d", round, *base,
+              10 * left + round);
+    }
+    CHECK_MPI(MPI_Win_free(&win));
+    CHECK_MPI(MPI_Group_free(&to_right));
+    CHECK_MPI(MPI_Group_free(&from_left));
+    CHECK_MPI(MPI_Group_free(&world));
+}
+
+/* MPI_Win_allocate_shared on the node's ranks: rank r owns r + 1 ints, contiguous after
+ * the lower ranks' parts; each writes its part with stores, and reads every other part
+ * through MPI_Win_shared_query's pointers and through rank 0's base; then MPI_Put and
+ * MPI_Get (the mapped copy) and MPI_Accumulate (active messages) on the same memory. */
+static void test_shared(void)
+{
+    MPI_Comm node;
+    MPI_Win win;
+    int nrank, nsize, *mine, *first, disp_unit, *flavor, flag = 0;
+    MPI_Aint qsize, before = 0;
+
+    CHECK_MPI(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
+    MPI_Comm_rank(node, &nrank);
+    MPI_Comm_size(node, &nsize);
+    CHECK_MPI(MPI_Win_allocate_shared((nrank + 2) * (MPI_Aint)sizeof(int), sizeof(int),
+                                      MPI_INFO_NULL, node, &mine, &win));
+    CHECK_MPI(MPI_Win_get_attr(win, MPI_WIN_CREATE_FLAVOR, &flavor, &flag));
+    CHECK(flag && *flavor == MPI_WIN_FLAVOR_SHARED, "flavor %d", *flavor);
+    for (int i = 0; i < nrank + 2; i++) {
+        mine[i] = 1000 * nrank + i;
+    }
+    CHECK_MPI(MPI_Win_fence(0, win));
+    CHECK_MPI(MPI_Win_shared_query(win, 0, &qsize, &disp_unit, &first));
+    CHECK(qsize == 2 * sizeof(int) && disp_unit == (int)sizeof(int), "rank 0: %ld bytes, unit %d",
+          (long)qsize, disp_unit);
+    for (int r = 0; r < nsize; r++) {
+        int *part;
+
+        CHECK_MPI(MPI_Win_shared_query(win, r, &qsize, &disp_unit, &part));
+        CHECK(qsize == (MPI_Aint)((r + 2) * sizeof(int)), "rank %d: %ld bytes", r, (long)qsize);
+        CHECK(part == first + before / (MPI_Aint)sizeof(int),
+              "rank %d's part at %p, not contiguous after rank 0's %p + %ld", r, (void *)part,
+              (void *)first, (long)before);
+        for (int i = 0; i < r + 2; i++) {
+            CHECK(part[i] == 1000 * r + i, "rank %d's int %d reads %d", r, i, part[i]);
+        }
+        before += qsize;
+    }
+    /* Everyone has read before anyone writes: a put through the mapping lands at once. */
+    CHECK_MPI(MPI_Win_fence(0, win));
+    /* Everyone puts its rank into int 0 of its right neighbour and adds 1 to rank 0's int 1
+     * (no location gets both: that would be a conflict); then reads int 0 of its own part
+     * back with MPI_Get. */
+    {
+        int right = (nrank + 1) % nsize, left = (nrank + nsize - 1) % nsize, one = 1, got = -1;
+
+        CHECK_MPI(MPI_Put(&nrank, 1, MPI_INT, right, 0, 1, MPI_INT, win));
+        CHECK_MPI(MPI_Accumulate(&one, 1, MPI_INT, 0, 1, 1, MPI_INT, MPI_SUM, win));
+        CHECK_MPI(MPI_Win_fence(0, win));
+        CHECK_MPI(MPI_Get(&got, 1, MPI_INT, nrank, 0, 1, MPI_INT, win));
+        CHECK_MPI(MPI_Win_fence(0, win));
+        CHECK(mine[0] == left && got == left, "int 0 holds %d, got %d, expected %d", mine[0], got,
+              left);
+        if (nrank == 0) {
+            CHECK(mine[1] == 1 + nsize, "rank 0's int 1 holds %d after %d additions", mine[1],
+                  nsize);
+        }
+    }
+    CHECK_MPI(MPI_Win_free(&win));
+    CHECK_MPI(MPI_Comm_free(&node));
+}
+
+/* MPI_Win_create on the caller's memory; attributes, group, name, info. */
+static void test_create_and_attributes(void)
+{
+    int mem[4] = {0, 0, 0, 0}, flag = 0, *flavor, *unit, *model, cmp, len;
+    MPI_Aint *wsize;
+    void *wbase;
+    MPI_Group wg, world;
+    MPI_Win win;
+    MPI_Info info;
+    char name[MPI_MAX_OBJECT_NAME], value[64];
+
+    CHECK_MPI(MPI_Win_create(mem, sizeof(mem), 4, MPI_INFO_NULL, MPI_COMM_WORLD, &win));
+    CHECK_MPI(MPI_Win_get_attr(win, MPI_WIN_BASE, &wbase, &flag));
+    CHECK(flag && wbase == mem, "MPI_WIN_BASE %p, expected %p", wbase, (void *)mem);
+    CHECK_MPI(MPI_Win_get_attr(win, MPI_WIN_SIZE, &wsize, &flag));
+    CHECK(flag && *wsize == (MPI_Aint)sizeof(mem), "MPI_WIN_SIZE %ld", (long)*wsize);
+    CHECK_MPI(MPI_Win_get_attr(win, MPI_WIN_DISP_UNIT, &unit, &flag));
+    CHECK(flag && *unit == 4, "MPI_WIN_DISP_UNIT %d", *unit);
+    CHECK_MPI(MPI_Win_get_attr(win, MPI_WIN_CREATE_FLAVOR, &flavor, &flag));
+    CHECK(flag && *flavor == MPI_WIN_FLAVOR_CREATE, "flavor %d", *flavor);
+    CHECK_MPI(MPI_Win_get_attr(win, MPI_WIN_MODEL, &model, &flag));
+    CHECK(flag && (*model == MPI_WIN_UNIFIED || *model == MPI_WIN_SEPARATE), "model %d", *model);
+    CHECK_MPI(MPI_Win_get_group(win, &wg));
+    CHECK_MPI(MPI_Comm_group(MPI_COMM_WORLD, &world));
+    CHECK_MPI(MPI_Group_compare(wg, world, &cmp));
+    CHECK(cmp == MPI_IDENT, "window group compares %d", cmp);
+    CHECK_MPI(MPI_Group_free(&wg));
+    CHECK_MPI(MPI_Group_free(&world));
+    CHECK_MPI(MPI_Win_set_name(win, "halo"));
+    CHECK_MPI(MPI_Win_get_name(win, name, &len));
+    CHECK(len == 4 && strcmp(name, "halo") == 0, "name '%s'", name);
+    CHECK_MPI(MPI_Win_get_info(win, &info));
+    CHECK_MPI(MPI_Info_get(info, "no_locks", sizeof(value) - 1, value, &flag));
+    CHECK(flag && strcmp(value, "false") == 0, "no_locks '%s'", flag ? value : "(unset)");
+    CHECK_MPI(MPI_Info_free(&info));
+    CHECK_MPI(MPI_Win_set_info(win, MPI_INFO_NULL));
+
+    /* A fence without MPI_MODE_NOSUCCEED, then locks (legal: no operation followed it). */
+    CHECK_MPI(MPI_Win_fence(0, win));
+    /* Passive target while the target waits in a barrier: rank 0 writes every window. */
+    if (rank == 0) {
+        for (int t = 0; t < size; t++) {
+            int v = 77 + t;
+
+            CHECK_MPI(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, t, 0, win));
+            CHECK_MPI(MPI_Put(&v, 1, MPI_INT, t, 2, 1, MPI_INT, win));
+            CHECK_MPI(MPI_Win_unlock(t, win));
+        }
+    }
+    CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
+    CHECK_MPI(MPI_Win_lock(MPI_LOCK_SHARED, rank, 0, win));
+    CHECK(mem[2] == 77 + rank, "passive put left %d", mem[2]);
+    CHECK_MPI(MPI_Win_unlock(rank, win));
+    CHECK_MPI(MPI_Win_free(&win));
+}
+
+/* Bad ranks, displacements past the window, operations outside an epoch and misuse of
+ * the synchronisation calls return their error under MPI_ERRORS_RETURN. */
+static void test_errors(void)
+{
+    int *base, v = 1;
+    MPI_Win win;
+    MPI_Errhandler eh;
+
+    CHECK_MPI(
+        MPI_Win_allocate(4 * sizeof(int), sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &base, &win));
+    CHECK_MPI(MPI_Win_get_errhandler(win, &eh));
+    CHECK(eh == MPI_ERRORS_ARE_FATAL, "a window's default handler is 0x%x", (unsigned)eh);
+    CHECK_MPI(MPI_Win_set_errhandler(win, MPI_ERRORS_RETURN));
+    EXPECT_CLASS(MPI_Put(&v, 1, MPI_INT, 0, 0, 1, MPI_INT, win), MPI_ERR_RMA_SYNC);
+    EXPECT_CLASS(MPI_Win_unlock(0, win), MPI_ERR_RMA_SYNC);
+    EXPECT_CLASS(MPI_Win_complete(win), MPI_ERR_RMA_SYNC);
+    EXPECT_CLASS(MPI_Win_wait(win), MPI_ERR_RMA_SYNC);
+    CHECK_MPI(MPI_Win_fence(0, win));
+    EXPECT_CLASS(MPI_Put(&v, 1, MPI_INT, size, 0, 1, MPI_INT, win), MPI_ERR_RANK);
+    EXPECT_CLASS(MPI_Put(&v, 1, MPI_INT, 0, 4, 1, MPI_INT, win), MPI_ERR_RMA_RANGE);
+    EXPECT_CLASS(MPI_Get(&v, 2, MPI_INT, 0, 3, 2, MPI_INT, win), MPI_ERR_RMA_RANGE);
+    EXPECT_CLASS(MPI_Put(&v, 1, MPI_INT, 0, -1, 1, MPI_INT, win), MPI_ERR_DISP);
+    EXPECT_CLASS(MPI_Put(&v, 1, MPI_INT, 0, 0, 2, MPI_INT, win), MPI_ERR_TYPE);
+    EXPECT_CLASS(MPI_Accumulate(&v, 1, MPI_INT, 0, 0, 1, MPI_INT, MPI_OP_NULL, win), MPI_ERR_OP);
+    EXPECT_CLASS(MPI_Win_lock(7, 0, 0, win), MPI_ERR_LOCKTYPE);
+    {
+        MPI_Aint qs;
+        int du;
+        void *qb;
+
+        EXPECT_CLASS(MPI_Win_shared_query(win, 0, &qs, &du, &qb), MPI_ERR_RMA_FLAVOR);
+    }
+    CHECK_MPI(MPI_Put(&v, 0, MPI_INT, MPI_PROC_NULL, 0, 0, MPI_INT, win));
+    CHECK_MPI(MPI_Win_fence(MPI_MODE_NOSUCCEED, win));
+    EXPECT_CLASS(MPI_Win_flush(0, win), MPI_ERR_RMA_SYNC);
+    EXPECT_CLASS(MPI_Win_fence(0, MPI_WIN_NULL), MPI_ERR_WIN);
+    CHECK_MPI(MPI_Win_free(&win));
+}
+
+static int poller_stop;
+
+/* Progress from a second thread: probes a communicator nobody sends on. */
+static void *poller(void *arg)
+{
+    MPI_Comm comm = *(MPI_Comm *)arg;
+
+    while (!__atomic_load_n(&poller_stop, __ATOMIC_ACQUIRE)) {
+        int flag = 0;
+
+        /* Not CHECK: its counter belongs to the main thread. */
+        if (MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, comm, &flag, MPI_STATUS_IGNORE) !=
+                MPI_SUCCESS ||
+            flag) {
+            fprintf(stderr, "FAIL rank %d: the poller's MPI_Iprobe failed or found %d\n", mrt_rank,
+                    flag);
+            exit(1);
+        }
+        sched_yield();
+    }
+    return NULL;
+}
+
+static bool has_arg(int argc, char **argv, const char *a)
+{
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], a) == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+int main(int argc, char **argv)
+{
+    bool threads = has_arg(argc, argv, "--threads");
+    MPI_Comm quiet = MPI_COMM_NULL;
+    pthread_t tid;
+
+    if (threads) {
+        int provided = 0;
+
+        for (int i = 1; i < argc; i++) {
+            if (strchr(argv[i], '=')) {
+                putenv(argv[i]); /* NAME=VALUE, as mrt_init does */
+            }
+        }
+        CHECK_MPI(MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided));
+        CHECK(provided == MPI_THREAD_MULTIPLE, "provided %d", provided);
+        MPI_Comm_rank(MPI_COMM_WORLD, &mrt_rank);
+        CHECK_MPI(MPI_Comm_dup(MPI_COMM_WORLD, &quiet));
+        CHECK(pthread_create(&tid, NULL, poller, &quiet) == 0, "pthread_create");
+    } else {
+        mrt_init(&argc, &argv);
+    }
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    rank = mrt_rank;
+    CHECK_MPI(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+    test_fence_put_get();
+    test_concurrent_accumulate();
+    test_datatypes_and_size();
+    test_lock_contention();
+    test_atomics_and_requests();
+    test_pscw();
+    test_shared();
+    test_create_and_attributes();
+    test_errors();
+    if (threads) {
+        __atomic_store_n(&poller_stop, 1, __ATOMIC_RELEASE);
+        pthread_join(tid, NULL);
+        CHECK_MPI(MPI_Comm_free(&quiet));
+    }
+    return mrt_finish("mr_rma");
+}
