@@ -25,7 +25,8 @@ unset ASAN_OPTIONS LSAN_OPTIONS UBSAN_OPTIONS TSAN_OPTIONS
     -I"$B" -I"$S/pmix_boot" -I"$S/common" -I"$S/include" \
     "$S/tests/fuzz/fuzz_store.c" "$S/pmix_boot/boot_store_server.c" \
     "$S/pmix_boot/boot_store_map.c" "$S/pmix_boot/boot_store.c" "$S/common/mps_log.c" \
-    "$S/common/mps_config.c" "$S/common/mps_status.c" -lpthread -o "$tmp/fuzz_store" ||
+    "$S/common/mps_config.c" "$S/common/mps_status.c" "$S/common/mps_proc.c" -lpthread \
+    -o "$tmp/fuzz_store" ||
     { echo "FAIL: the fuzz target does not build"; exit 1; }
 mkdir "$tmp/corpus" "$tmp/crash"
 "$tmp/fuzz_store" -max_total_time="${FUZZ_SECONDS:-20}" -timeout=10 -rss_limit_mb=2048 \
