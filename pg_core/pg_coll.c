@@ -202,16 +202,17 @@ int pg_iallreduce_impl(struct pg_group *g, const void *in, void *out, size_t cou
 /* The direct path's question (lock held): whether MPISHIM_COLL_ALLREDUCE forces an
  * algorithm other than recursive doubling on g, and if so, that algorithm's schedule run here
  * (*rc its result), which the non-blocking form would run too. */
-bool pg_allreduce_forced(struct pg_group *g, const void *in, void *out, size_t count,
-                         const struct pg_op_spec *op, int *rc)
+/* The forced algorithm's schedule, run here (lock held): out of line, so that the direct
+ * path's question costs no request on its stack. */
+__attribute__((noinline, cold)) static bool allreduce_forced_run(struct pg_group *g,
+                                                                const void *in, void *out,
+                                                                size_t count,
+                                                                const struct pg_op_spec *op,
+                                                                int *rc)
 {
     struct pg_req req = {0};
-    struct pg_sched *s;
+    struct pg_sched *s = pg_sched_new(g, op, &req);
 
-    if (g->size == 1 || allreduce_split(g, count, op) == AR_RD) {
-        return false;
-    }
-    s = pg_sched_new(g, op, &req);
     if (!s) {
         *rc = PGC_ERR_NOMEM;
         return true;
@@ -222,6 +223,15 @@ bool pg_allreduce_forced(struct pg_group *g, const void *in, void *out, size_t c
     build_allreduce(s, out, count);
     *rc = pg_sched_run(s);
     return true;
+}
+
+bool pg_allreduce_forced(struct pg_group *g, const void *in, void *out, size_t count,
+                         const struct pg_op_spec *op, int *rc)
+{
+    if (g->size == 1 || allreduce_split(g, count, op) == AR_RD) {
+        return false;
+    }
+    return allreduce_forced_run(g, in, out, count, op, rc);
 }
 
 /* Bruck's log-round allgather applies to equal blocks laid out in rank order; the ring

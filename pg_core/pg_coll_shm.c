@@ -488,6 +488,16 @@ static int catch_up(struct pg_group *g, const char *what)
     return rc;
 }
 
+/* A blocking collective that failed after taking its sequence number still counts as
+ * finished here, so that the next one does not wait for it (catch_up). */
+static int failed(struct pg_group *g, int rc)
+{
+    if (rc != PGC_OK && g->shm->fin != g->shm->seq) {
+        g->shm->fin = g->shm->seq;
+    }
+    return rc;
+}
+
 /* ---- the collectives (called with the lock held) ---- */
 
 /* out = slot 0 op slot 1 op ... op slot n-1, the same on every rank whatever the op. */
@@ -537,7 +547,7 @@ int pg_allreduce_shm(struct pg_group *g, const void *in, void *out, size_t count
         rc = reduce_slots(g, g->shm->seq, out, count, op, sig);
         finish(g, g->shm->seq, true);
     }
-    return rc;
+    return failed(g, rc);
 }
 
 int pg_bcast_shm(struct pg_group *g, void *buf, size_t bytes, int root)
@@ -551,7 +561,7 @@ int pg_bcast_shm(struct pg_group *g, void *buf, size_t bytes, int root)
         if (rc == PGC_OK) {
             finish(g, s->seq, false);
         }
-        return rc;
+        return failed(g, rc);
     }
     if (rc == PGC_OK) {
         rc = wait_slots(g, ++s->seq, root, root + 1, "bcast");
@@ -560,7 +570,7 @@ int pg_bcast_shm(struct pg_group *g, void *buf, size_t bytes, int root)
         rc = read_root(g, s->seq, buf, bytes, root, sig);
         finish(g, s->seq, false);
     }
-    return rc;
+    return failed(g, rc);
 }
 
 int pg_barrier_shm(struct pg_group *g)
@@ -578,7 +588,7 @@ int pg_barrier_shm(struct pg_group *g)
         rc = check_all(g, g->shm->seq, sig, "barrier");
         finish(g, g->shm->seq, true);
     }
-    return rc;
+    return failed(g, rc);
 }
 
 /* ---- the non-blocking forms: one poll step of a schedule ---- */

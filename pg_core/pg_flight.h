@@ -156,6 +156,29 @@ static inline int pg_flight_attach(struct pg_flight_op op, struct pg_req *req, i
 
 /* ---- the recorded calls (pg.h and pg_coll2.h document them as their _impl) ---- */
 
+/* A blocking collective's wrapper: with the recorder off, a tail call (the 8-byte fast
+ * paths then pay one load and a branch, not a frame around the call). */
+#define PG_FLIGHT_BLOCKING(g, kind, bytes, root, call)                                             \
+    do {                                                                                           \
+        struct pg_flight_op fop_;                                                                  \
+        if (mps_likely(!(g)->flight)) {                                                            \
+            return call;                                                                           \
+        }                                                                                          \
+        fop_ = pg_flight_enter(g, kind, bytes, root);                                              \
+        return pg_flight_leave(g, fop_, call);                                                     \
+    } while (0)
+
+/* The same for a non-blocking call: its entry rides on req. */
+#define PG_FLIGHT_NONBLOCKING(g, kind, bytes, peer, req, call)                                     \
+    do {                                                                                           \
+        struct pg_flight_op fop_;                                                                  \
+        if (mps_likely(!(g)->flight)) {                                                            \
+            return call;                                                                           \
+        }                                                                                          \
+        fop_ = pg_flight_post(g, kind, bytes, peer);                                               \
+        return fop_.rec ? pg_flight_attach(fop_, req, call) : call;                                \
+    } while (0)
+
 int pg_alltoall_impl(struct pg_group *g, const void *in, void *out, size_t bytes);
 
 /* A blocking collective: its inner calls are not recorded again. */
@@ -193,10 +216,7 @@ static inline int pg_isend(struct pg_group *g, const void *buf, size_t len, int 
 static inline int pg_irecv(struct pg_group *g, void *buf, size_t cap, int src, int tag,
                            struct pg_req *req)
 {
-    struct pg_flight_op op = pg_flight_post(g, PG_FL_RECV, cap, src);
-    int rc = pg_irecv_impl(g, buf, cap, src, tag, req);
-
-    return op.rec ? pg_flight_attach(op, req, rc) : rc;
+    PG_FLIGHT_NONBLOCKING(g, PG_FL_RECV, cap, src, req, pg_irecv_impl(g, buf, cap, src, tag, req));
 }
 
 static inline bool pg_recv_direct(struct pg_group *g, void *buf, size_t cap, int src, int tag,
@@ -211,90 +231,63 @@ static inline bool pg_recv_direct(struct pg_group *g, void *buf, size_t cap, int
 
 static inline int pg_ibarrier(struct pg_group *g, struct pg_req *req)
 {
-    struct pg_flight_op op = pg_flight_post(g, PG_COLL_BARRIER, 0, -1);
-    int rc = pg_ibarrier_impl(g, req);
-
-    return op.rec ? pg_flight_attach(op, req, rc) : rc;
+    PG_FLIGHT_NONBLOCKING(g, PG_COLL_BARRIER, 0, -1, req, pg_ibarrier_impl(g, req));
 }
 
 static inline int pg_ibcast(struct pg_group *g, void *buf, size_t bytes, int root,
                             struct pg_req *req)
 {
-    struct pg_flight_op op = pg_flight_post(g, PG_COLL_BCAST, bytes, root);
-    int rc = pg_ibcast_impl(g, buf, bytes, root, req);
-
-    return op.rec ? pg_flight_attach(op, req, rc) : rc;
+    PG_FLIGHT_NONBLOCKING(g, PG_COLL_BCAST, bytes, root, req, pg_ibcast_impl(g, buf, bytes, root, req));
 }
 
 static inline int pg_ireduce(struct pg_group *g, const void *in, void *out, size_t count,
                              const struct pg_op_spec *op, int root, struct pg_req *req)
 {
-    struct pg_flight_op f = pg_flight_post(g, PG_COLL_REDUCE, count * op->elem_size, root);
-    int rc = pg_ireduce_impl(g, in, out, count, op, root, req);
-
-    return f.rec ? pg_flight_attach(f, req, rc) : rc;
+    PG_FLIGHT_NONBLOCKING(g, PG_COLL_REDUCE, count * op->elem_size, root, req, pg_ireduce_impl(g, in, out, count, op, root, req));
 }
 
 static inline int pg_iallreduce(struct pg_group *g, const void *in, void *out, size_t count,
                                 const struct pg_op_spec *op, struct pg_req *req)
 {
-    struct pg_flight_op f = pg_flight_post(g, PG_COLL_ALLREDUCE, count * op->elem_size, -1);
-    int rc = pg_iallreduce_impl(g, in, out, count, op, req);
-
-    return f.rec ? pg_flight_attach(f, req, rc) : rc;
+    PG_FLIGHT_NONBLOCKING(g, PG_COLL_ALLREDUCE, count * op->elem_size, -1, req, pg_iallreduce_impl(g, in, out, count, op, req));
 }
 
 static inline int pg_iallgather(struct pg_group *g, const void *in, void *out, size_t bytes,
                                 struct pg_req *req)
 {
-    struct pg_flight_op op = pg_flight_post(g, PG_COLL_ALLGATHER, bytes, -1);
-    int rc = pg_iallgather_impl(g, in, out, bytes, req);
-
-    return op.rec ? pg_flight_attach(op, req, rc) : rc;
+    PG_FLIGHT_NONBLOCKING(g, PG_COLL_ALLGATHER, bytes, -1, req, pg_iallgather_impl(g, in, out, bytes, req));
 }
 
 static inline int pg_barrier(struct pg_group *g)
 {
-    struct pg_flight_op op = pg_flight_enter(g, PG_COLL_BARRIER, 0, -1);
-
-    return pg_flight_leave(g, op, pg_barrier_impl(g));
+    PG_FLIGHT_BLOCKING(g, PG_COLL_BARRIER, 0, -1, pg_barrier_impl(g));
 }
 
 static inline int pg_bcast(struct pg_group *g, void *buf, size_t bytes, int root)
 {
-    struct pg_flight_op op = pg_flight_enter(g, PG_COLL_BCAST, bytes, root);
-
-    return pg_flight_leave(g, op, pg_bcast_impl(g, buf, bytes, root));
+    PG_FLIGHT_BLOCKING(g, PG_COLL_BCAST, bytes, root, pg_bcast_impl(g, buf, bytes, root));
 }
 
 static inline int pg_reduce(struct pg_group *g, const void *in, void *out, size_t count,
                             const struct pg_op_spec *op, int root)
 {
-    struct pg_flight_op f = pg_flight_enter(g, PG_COLL_REDUCE, count * op->elem_size, root);
-
-    return pg_flight_leave(g, f, pg_reduce_impl(g, in, out, count, op, root));
+    PG_FLIGHT_BLOCKING(g, PG_COLL_REDUCE, count * op->elem_size, root, pg_reduce_impl(g, in, out, count, op, root));
 }
 
 static inline int pg_allreduce(struct pg_group *g, const void *in, void *out, size_t count,
                                const struct pg_op_spec *op)
 {
-    struct pg_flight_op f = pg_flight_enter(g, PG_COLL_ALLREDUCE, count * op->elem_size, -1);
-
-    return pg_flight_leave(g, f, pg_allreduce_impl(g, in, out, count, op));
+    PG_FLIGHT_BLOCKING(g, PG_COLL_ALLREDUCE, count * op->elem_size, -1, pg_allreduce_impl(g, in, out, count, op));
 }
 
 static inline int pg_allgather(struct pg_group *g, const void *in, void *out, size_t bytes)
 {
-    struct pg_flight_op op = pg_flight_enter(g, PG_COLL_ALLGATHER, bytes, -1);
-
-    return pg_flight_leave(g, op, pg_allgather_impl(g, in, out, bytes));
+    PG_FLIGHT_BLOCKING(g, PG_COLL_ALLGATHER, bytes, -1, pg_allgather_impl(g, in, out, bytes));
 }
 
 static inline int pg_alltoall(struct pg_group *g, const void *in, void *out, size_t bytes)
 {
-    struct pg_flight_op op = pg_flight_enter(g, PG_COLL_ALLTOALL, bytes, -1);
-
-    return pg_flight_leave(g, op, pg_alltoall_impl(g, in, out, bytes));
+    PG_FLIGHT_BLOCKING(g, PG_COLL_ALLTOALL, bytes, -1, pg_alltoall_impl(g, in, out, bytes));
 }
 
 #endif
