@@ -346,33 +346,45 @@ int PMPI_T_enum_get_item(MPI_T_enum enumtype, int indx, int *value, char *name, 
     return PMPI_T_enum_get_info(enumtype, NULL, NULL, NULL);
 }
 
-/* ---- control variables ---- */
-
-#pragma weak MPI_T_cvar_get_num = PMPI_T_cvar_get_num
-int PMPI_T_cvar_get_num(int *num_cvar)
+/* The *_get_num calls: n (after the init and NULL checks) into *out. */
+static int get_num(const char *fn, int *out, int n, const char *what)
 {
     int rc;
 
     T_LOCK();
-    rc = check_init(SHIM_FN);
-    if (rc == MPI_SUCCESS && !num_cvar) {
-        rc = t_fail(SHIM_FN, MPI_T_ERR_INVALID, "num_cvar is NULL");
+    rc = check_init(fn);
+    if (rc == MPI_SUCCESS && !out) {
+        rc = t_fail(fn, MPI_T_ERR_INVALID, what);
     } else if (rc == MPI_SUCCESS) {
-        *num_cvar = MPS_CFG_COUNT;
+        *out = n;
     }
     T_UNLOCK();
     return rc;
 }
 
-static int check_cvar_index(const char *fn, int i)
+/* Whether i indexes one of n variables of a kind ("control variable"). */
+static int check_index(const char *fn, int i, int n, const char *kind)
 {
     char why[80];
 
-    if (i >= 0 && i < MPS_CFG_COUNT) {
+    if (i >= 0 && i < n) {
         return MPI_SUCCESS;
     }
-    snprintf(why, sizeof(why), "control variable %d outside 0..%d", i, MPS_CFG_COUNT - 1);
+    snprintf(why, sizeof(why), "%s %d outside 0..%d", kind, i, n - 1);
     return t_fail(fn, MPI_T_ERR_INVALID_INDEX, why);
+}
+
+/* ---- control variables ---- */
+
+#pragma weak MPI_T_cvar_get_num = PMPI_T_cvar_get_num
+int PMPI_T_cvar_get_num(int *num_cvar)
+{
+    return get_num(SHIM_FN, num_cvar, MPS_CFG_COUNT, "num_cvar is NULL");
+}
+
+static int check_cvar_index(const char *fn, int i)
+{
+    return check_index(fn, i, MPS_CFG_COUNT, "control variable");
 }
 
 #pragma weak MPI_T_cvar_get_info = PMPI_T_cvar_get_info
@@ -589,28 +601,12 @@ out:
 #pragma weak MPI_T_pvar_get_num = PMPI_T_pvar_get_num
 int PMPI_T_pvar_get_num(int *num_pvar)
 {
-    int rc;
-
-    T_LOCK();
-    rc = check_init(SHIM_FN);
-    if (rc == MPI_SUCCESS && !num_pvar) {
-        rc = t_fail(SHIM_FN, MPI_T_ERR_INVALID, "num_pvar is NULL");
-    } else if (rc == MPI_SUCCESS) {
-        *num_pvar = NUM_PVARS;
-    }
-    T_UNLOCK();
-    return rc;
+    return get_num(SHIM_FN, num_pvar, NUM_PVARS, "num_pvar is NULL");
 }
 
 static int check_pvar_index(const char *fn, int i)
 {
-    char why[80];
-
-    if (i >= 0 && i < NUM_PVARS) {
-        return MPI_SUCCESS;
-    }
-    snprintf(why, sizeof(why), "performance variable %d outside 0..%d", i, NUM_PVARS - 1);
-    return t_fail(fn, MPI_T_ERR_INVALID_INDEX, why);
+    return check_index(fn, i, NUM_PVARS, "performance variable");
 }
 
 #pragma weak MPI_T_pvar_get_info = PMPI_T_pvar_get_info
@@ -932,17 +928,7 @@ int PMPI_T_pvar_reset(MPI_T_pvar_session session, MPI_T_pvar_handle handle)
 #pragma weak MPI_T_category_get_num = PMPI_T_category_get_num
 int PMPI_T_category_get_num(int *num_cat)
 {
-    int rc;
-
-    T_LOCK();
-    rc = check_init(SHIM_FN);
-    if (rc == MPI_SUCCESS && !num_cat) {
-        rc = t_fail(SHIM_FN, MPI_T_ERR_INVALID, "num_cat is NULL");
-    } else if (rc == MPI_SUCCESS) {
-        *num_cat = NUM_CATS;
-    }
-    T_UNLOCK();
-    return rc;
+    return get_num(SHIM_FN, num_cat, NUM_CATS, "num_cat is NULL");
 }
 
 static int check_cat_index(const char *fn, int c)

@@ -56,11 +56,16 @@ uint32_t pg_coll_sig(enum pg_coll_kind kind, const struct pg_op_spec *op, int ro
     return ((uint32_t)kind & 15u) << 8 | o << 4 | ((uint32_t)(root + 1) & 15u);
 }
 
+const char *pg_coll_kind_name(unsigned kind)
+{
+    return kind < PG_COLL_KINDS && kind_names[kind] ? kind_names[kind] : "?";
+}
+
 /* "allreduce(op=max)", "bcast(root=3)" or "barrier". */
 static void describe(uint32_t sig, char *buf, size_t len)
 {
     unsigned kind = sig >> 8 & 15u, op = sig >> 4 & 15u, root = sig & 15u;
-    const char *name = kind < PG_COLL_KINDS && kind_names[kind] ? kind_names[kind] : "?";
+    const char *name = pg_coll_kind_name(kind);
     int n = snprintf(buf, len, "%s", name);
 
     if (op != SIG_OP_NONE && n >= 0 && (size_t)n < len) {

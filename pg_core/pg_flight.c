@@ -168,30 +168,13 @@ static double ticks_per_us(uint64_t tick_now, uint64_t ns_now)
 #endif
 }
 
+/* The collectives' names are the signatures' (pg_coll_sig.c). */
 static const char *kind_name(int kind)
 {
-    static const char *const names[PG_FL_KINDS] = {
-        [PG_COLL_OTHER] = "collective",
-        [PG_COLL_BARRIER] = "barrier",
-        [PG_COLL_BCAST] = "bcast",
-        [PG_COLL_REDUCE] = "reduce",
-        [PG_COLL_ALLREDUCE] = "allreduce",
-        [PG_COLL_ALLGATHER] = "allgather",
-        [PG_COLL_ALLTOALL] = "alltoall",
-        [PG_COLL_GATHER] = "gather",
-        [PG_COLL_GATHERV] = "gatherv",
-        [PG_COLL_SCATTER] = "scatter",
-        [PG_COLL_SCATTERV] = "scatterv",
-        [PG_COLL_REDUCE_SCATTER] = "reduce_scatter",
-        [PG_COLL_REDUCE_SCATTER_BLOCK] = "reduce_scatter_block",
-        [PG_COLL_SCAN] = "scan",
-        [PG_COLL_EXSCAN] = "exscan",
-        [PG_COLL_NEIGHBOR] = "neighbor",
-        [PG_FL_SEND] = "send",
-        [PG_FL_RECV] = "recv",
-    };
-
-    return kind < PG_FL_KINDS && names[kind] ? names[kind] : "?";
+    if (kind == PG_FL_SEND || kind == PG_FL_RECV) {
+        return kind == PG_FL_SEND ? "send" : "recv";
+    }
+    return pg_coll_kind_name((unsigned)kind);
 }
 
 static const char *state_name(int state)

@@ -117,6 +117,8 @@ extern struct pg_world pg_w;
 #define PG_COLL_SEQ_BITS 18
 /* The signature of a collective: op may be NULL, root < 0 for none. */
 uint32_t pg_coll_sig(enum pg_coll_kind kind, const struct pg_op_spec *op, int root);
+/* A collective kind's name for messages ("allreduce"), "?" for none. */
+const char *pg_coll_kind_name(unsigned kind);
 /* Records, with both sides named, that group rank `rank` sent theirs where this rank runs
  * mine; returns PGC_ERR_MISMATCH. */
 int pg_coll_mismatch(int rank, uint32_t theirs, uint32_t mine);
