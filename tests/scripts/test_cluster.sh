@@ -95,15 +95,17 @@ sgd_reference() {
         sed -n 's/^weights checksum: //p'
 }
 
-# same_checksum NAME A B: the two checksums agree to 1e-9 relative (a different summation
-# order between nodes may change the last digits, not more).
+# same_checksum NAME A B: the two checksums agree to 1e-6 relative. The weights are float32
+# (7 digits) and a different summation order changes their last bits: on one node the
+# reducer's allreduce sums the ranks' gradients in rank order (shared memory), across nodes
+# by recursive doubling; 4 epochs of that differ by a few 1e-8 (seen: 3.4e-8).
 same_checksum() {
     if [ -n "$2" ] && [ -n "$3" ] && awk -v a="$2" -v b="$3" 'BEGIN {
             split(a, x, " "); split(b, y, " ");
             for (i = 1; i <= 2; i++) {
                 d = x[i] - y[i]; if (d < 0) d = -d;
                 m = x[i] < 0 ? -x[i] : x[i]; if (m < 1) m = 1;
-                if (d > 1e-9 * m) exit 1;
+                if (d > 1e-6 * m) exit 1;
             }
             exit 0 }'; then
         ok "$1 ($2, one node: $3)"
