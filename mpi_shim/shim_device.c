@@ -130,9 +130,9 @@ static int finish(const char *fn, MPI_Comm comm, int prc, struct shim_req *r, MP
     return rc;
 }
 
-bool shim_dev_try_allreduce(const char *fn, const void *sendbuf, void *recvbuf, int count,
-                            MPI_Datatype dt, MPI_Op op, MPI_Comm comm, MPI_Request *request,
-                            int *rc)
+bool shim_dev_try_allreduce_slow(const char *fn, const void *sendbuf, void *recvbuf, int count,
+                                 MPI_Datatype dt, MPI_Op op, MPI_Comm comm, MPI_Request *request,
+                                 int *rc)
 {
     struct dev_call k;
     const void *in = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
@@ -151,9 +151,9 @@ bool shim_dev_try_allreduce(const char *fn, const void *sendbuf, void *recvbuf, 
     return true;
 }
 
-bool shim_dev_try_reduce(const char *fn, const void *sendbuf, void *recvbuf, int count,
-                         MPI_Datatype dt, MPI_Op op, int root, MPI_Comm comm, MPI_Request *request,
-                         int *rc)
+bool shim_dev_try_reduce_slow(const char *fn, const void *sendbuf, void *recvbuf, int count,
+                              MPI_Datatype dt, MPI_Op op, int root, MPI_Comm comm,
+                              MPI_Request *request, int *rc)
 {
     struct shim_comm *c;
     struct dev_call k;
@@ -183,8 +183,8 @@ bool shim_dev_try_reduce(const char *fn, const void *sendbuf, void *recvbuf, int
     return true;
 }
 
-bool shim_dev_try_bcast(const char *fn, void *buf, int count, MPI_Datatype dt, int root,
-                        MPI_Comm comm, MPI_Request *request, int *rc)
+bool shim_dev_try_bcast_slow(const char *fn, void *buf, int count, MPI_Datatype dt, int root,
+                             MPI_Comm comm, MPI_Request *request, int *rc)
 {
     struct dev_call k;
     int route_rc;

@@ -21,6 +21,7 @@
 #define SHIM_DEVICE_H
 
 #include "mpi.h"
+#include "pg_device.h"
 
 #include <stdbool.h>
 
@@ -29,14 +30,38 @@
  * all; MPI_SUCCESS for host, pinned and managed memory. Without a GPU: one branch. */
 int shim_dev_host_only(const char *fn, MPI_Comm comm, const void *buf, const char *what);
 
-bool shim_dev_try_allreduce(const char *fn, const void *sendbuf, void *recvbuf, int count,
-                            MPI_Datatype dt, MPI_Op op, MPI_Comm comm, MPI_Request *request,
-                            int *rc);
-bool shim_dev_try_reduce(const char *fn, const void *sendbuf, void *recvbuf, int count,
-                         MPI_Datatype dt, MPI_Op op, int root, MPI_Comm comm, MPI_Request *request,
-                         int *rc);
-bool shim_dev_try_bcast(const char *fn, void *buf, int count, MPI_Datatype dt, int root,
-                        MPI_Comm comm, MPI_Request *request, int *rc);
+/* The small collectives' fast paths ask pg_dev_present inline: without a GPU the call
+ * costs one load and a branch, not a call with ten arguments. */
+bool shim_dev_try_allreduce_slow(const char *fn, const void *sendbuf, void *recvbuf, int count,
+                                 MPI_Datatype dt, MPI_Op op, MPI_Comm comm, MPI_Request *request,
+                                 int *rc);
+bool shim_dev_try_reduce_slow(const char *fn, const void *sendbuf, void *recvbuf, int count,
+                              MPI_Datatype dt, MPI_Op op, int root, MPI_Comm comm,
+                              MPI_Request *request, int *rc);
+bool shim_dev_try_bcast_slow(const char *fn, void *buf, int count, MPI_Datatype dt, int root,
+                             MPI_Comm comm, MPI_Request *request, int *rc);
+
+static inline bool shim_dev_try_allreduce(const char *fn, const void *sendbuf, void *recvbuf,
+                                          int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm,
+                                          MPI_Request *request, int *rc)
+{
+    return pg_dev_present() &&
+           shim_dev_try_allreduce_slow(fn, sendbuf, recvbuf, count, dt, op, comm, request, rc);
+}
+
+static inline bool shim_dev_try_reduce(const char *fn, const void *sendbuf, void *recvbuf,
+                                       int count, MPI_Datatype dt, MPI_Op op, int root,
+                                       MPI_Comm comm, MPI_Request *request, int *rc)
+{
+    return pg_dev_present() &&
+           shim_dev_try_reduce_slow(fn, sendbuf, recvbuf, count, dt, op, root, comm, request, rc);
+}
+
+static inline bool shim_dev_try_bcast(const char *fn, void *buf, int count, MPI_Datatype dt,
+                                      int root, MPI_Comm comm, MPI_Request *request, int *rc)
+{
+    return pg_dev_present() && shim_dev_try_bcast_slow(fn, buf, count, dt, root, comm, request, rc);
+}
 bool shim_dev_try_allgather(const char *fn, const void *sendbuf, int sendcount,
                             MPI_Datatype sendtype, void *recvbuf, int recvcount,
                             MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request, int *rc);

@@ -152,14 +152,15 @@ static bool packed_pairs(const struct shim_dtype *t)
 int shim_op_spec(MPI_Op op, MPI_Datatype dt, const struct shim_dtype *t, struct pg_op_spec *spec,
                  size_t *scale, struct shim_op_call *call)
 {
-    struct shim_op *u = shim_table_get(&ops, op);
     int pop = builtin_op(op);
+    struct shim_op *u;
 
-    if (u) {
-        return user_spec(u, dt, t, spec, scale, call);
-    }
+    /* A predefined op first: the table (and its lock) only for user ops, whose handles are
+     * never predefined ones. */
     if (pop < 0) {
-        return mps_error(MPI_ERR_OP, "invalid reduction operation 0x%x", (unsigned)op);
+        u = shim_table_get(&ops, op);
+        return u ? user_spec(u, dt, t, spec, scale, call)
+                 : mps_error(MPI_ERR_OP, "invalid reduction operation 0x%x", (unsigned)op);
     }
     if (t->base == PG_DTYPE_NONE || !pg_op_valid((enum pg_op)pop, t->base)) {
         return mps_error(MPI_ERR_OP, "the reduction operation is not defined on datatype %s",

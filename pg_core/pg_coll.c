@@ -199,16 +199,12 @@ int pg_iallreduce_impl(struct pg_group *g, const void *in, void *out, size_t cou
     return pg_sched_launch(s);
 }
 
-/* The direct path's question (lock held): whether MPISHIM_COLL_ALLREDUCE forces an
- * algorithm other than recursive doubling on g, and if so, that algorithm's schedule run here
- * (*rc its result), which the non-blocking form would run too. */
 /* The forced algorithm's schedule, run here (lock held): out of line, so that the direct
  * path's question costs no request on its stack. */
-__attribute__((noinline, cold)) static bool allreduce_forced_run(struct pg_group *g,
-                                                                const void *in, void *out,
-                                                                size_t count,
-                                                                const struct pg_op_spec *op,
-                                                                int *rc)
+__attribute__((noinline, cold)) static bool allreduce_forced_run(struct pg_group *g, const void *in,
+                                                                 void *out, size_t count,
+                                                                 const struct pg_op_spec *op,
+                                                                 int *rc)
 {
     struct pg_req req = {0};
     struct pg_sched *s = pg_sched_new(g, op, &req);
@@ -225,6 +221,9 @@ __attribute__((noinline, cold)) static bool allreduce_forced_run(struct pg_group
     return true;
 }
 
+/* The direct path's question (lock held): whether MPISHIM_COLL_ALLREDUCE forces an
+ * algorithm other than recursive doubling on g, and if so, that algorithm's schedule run here
+ * (*rc its result), which the non-blocking form would run too. */
 bool pg_allreduce_forced(struct pg_group *g, const void *in, void *out, size_t count,
                          const struct pg_op_spec *op, int *rc)
 {

@@ -237,25 +237,29 @@ static inline int pg_ibarrier(struct pg_group *g, struct pg_req *req)
 static inline int pg_ibcast(struct pg_group *g, void *buf, size_t bytes, int root,
                             struct pg_req *req)
 {
-    PG_FLIGHT_NONBLOCKING(g, PG_COLL_BCAST, bytes, root, req, pg_ibcast_impl(g, buf, bytes, root, req));
+    PG_FLIGHT_NONBLOCKING(g, PG_COLL_BCAST, bytes, root, req,
+                          pg_ibcast_impl(g, buf, bytes, root, req));
 }
 
 static inline int pg_ireduce(struct pg_group *g, const void *in, void *out, size_t count,
                              const struct pg_op_spec *op, int root, struct pg_req *req)
 {
-    PG_FLIGHT_NONBLOCKING(g, PG_COLL_REDUCE, count * op->elem_size, root, req, pg_ireduce_impl(g, in, out, count, op, root, req));
+    PG_FLIGHT_NONBLOCKING(g, PG_COLL_REDUCE, count * op->elem_size, root, req,
+                          pg_ireduce_impl(g, in, out, count, op, root, req));
 }
 
 static inline int pg_iallreduce(struct pg_group *g, const void *in, void *out, size_t count,
                                 const struct pg_op_spec *op, struct pg_req *req)
 {
-    PG_FLIGHT_NONBLOCKING(g, PG_COLL_ALLREDUCE, count * op->elem_size, -1, req, pg_iallreduce_impl(g, in, out, count, op, req));
+    PG_FLIGHT_NONBLOCKING(g, PG_COLL_ALLREDUCE, count * op->elem_size, -1, req,
+                          pg_iallreduce_impl(g, in, out, count, op, req));
 }
 
 static inline int pg_iallgather(struct pg_group *g, const void *in, void *out, size_t bytes,
                                 struct pg_req *req)
 {
-    PG_FLIGHT_NONBLOCKING(g, PG_COLL_ALLGATHER, bytes, -1, req, pg_iallgather_impl(g, in, out, bytes, req));
+    PG_FLIGHT_NONBLOCKING(g, PG_COLL_ALLGATHER, bytes, -1, req,
+                          pg_iallgather_impl(g, in, out, bytes, req));
 }
 
 static inline int pg_barrier(struct pg_group *g)
@@ -271,13 +275,15 @@ static inline int pg_bcast(struct pg_group *g, void *buf, size_t bytes, int root
 static inline int pg_reduce(struct pg_group *g, const void *in, void *out, size_t count,
                             const struct pg_op_spec *op, int root)
 {
-    PG_FLIGHT_BLOCKING(g, PG_COLL_REDUCE, count * op->elem_size, root, pg_reduce_impl(g, in, out, count, op, root));
+    PG_FLIGHT_BLOCKING(g, PG_COLL_REDUCE, count * op->elem_size, root,
+                       pg_reduce_impl(g, in, out, count, op, root));
 }
 
 static inline int pg_allreduce(struct pg_group *g, const void *in, void *out, size_t count,
                                const struct pg_op_spec *op)
 {
-    PG_FLIGHT_BLOCKING(g, PG_COLL_ALLREDUCE, count * op->elem_size, -1, pg_allreduce_impl(g, in, out, count, op));
+    PG_FLIGHT_BLOCKING(g, PG_COLL_ALLREDUCE, count * op->elem_size, -1,
+                       pg_allreduce_impl(g, in, out, count, op));
 }
 
 static inline int pg_allgather(struct pg_group *g, const void *in, void *out, size_t bytes)
