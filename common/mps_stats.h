@@ -48,10 +48,14 @@ struct mps_stats {
 
 extern struct mps_stats mps_stats;
 
-/* Counts one collective run by algorithm a. */
+/* Counts one collective run by algorithm a. Schedules are built outside the world lock, so
+ * threads may count at once: relaxed atomic loads and stores keep that free of data races
+ * at the cost of a plain increment (a concurrent count may be lost, never torn). */
 static inline void mps_stats_algo(enum mps_algo a)
 {
-    mps_stats.algo[a]++;
+    uint64_t *c = &mps_stats.algo[a];
+
+    __atomic_store_n(c, __atomic_load_n(c, __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED);
 }
 
 #endif

@@ -168,7 +168,9 @@ static uint64_t pvar_raw(int i)
     uint64_t now = 0, most = 0;
 
     if (pvars[i].src == SRC_STAT) {
-        return *(const uint64_t *)((const char *)&mps_stats + pvars[i].offset);
+        /* Atomic: the algorithm counters are counted outside the world lock. */
+        return __atomic_load_n((const uint64_t *)((const char *)&mps_stats + pvars[i].offset),
+                               __ATOMIC_RELAXED);
     }
     pg_unexpected_counts(&now, &most);
     return pvars[i].src == SRC_UNEXP_NOW ? now : most;
