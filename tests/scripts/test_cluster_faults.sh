@@ -36,7 +36,7 @@ trap 'exit 1' INT TERM
 
 # The suite's loopback choice (Makefile.am) is for one-node tests; the nodes choose their own.
 unset PMIX_RANK PMIX_NAMESPACE RANK WORLD_SIZE MASTER_ADDR MASTER_PORT MPISHIM_BOOT_METHOD \
-    FI_TCP_IFACE FI_NET_IFACE \
+    MPISHIM_FABRIC_IFACE \
     SLURM_JOB_ID SLURM_JOBID SLURM_NODELIST SLURM_NTASKS MPISHIM_TIMEOUT
 
 [ -x "$top_builddir/$prog" ] || { echo "test_cluster_faults.sh: $prog is not built"; exit 99; }
