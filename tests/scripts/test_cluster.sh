@@ -7,7 +7,8 @@
 # Cases (each checks its own results; the programs exit non-zero on a wrong value):
 #   srun --mpi=pmix -N 2 at 1, 2 and 3 ranks per node and at -n 16: every pair exchanging
 #   0 B to 4 MiB (mr_p2p), every collective (mr_coll, mr_coll2), the pgc_ API with its
-#   default store (mr_pgc, mr_pgc_init), pgc examples, distributed SGD (same checksum as on
+#   default store (mr_pgc, mr_pgc_init), blocking and async pgc calls mixed (mr_pgc_mix),
+#   pgc examples, distributed SGD (same checksum as on
 #   one node); sbatch of examples/slurm/pgc_sgd.sbatch; salloc + srun; Open MPI's mpirun
 #   with a host file and `cluster.sh rsh` as its rsh agent; a torch-style env://
 #   launch, one rank per node, whose MASTER_ADDR is the other node's address; a rank that
@@ -47,7 +48,7 @@ unset PMIX_RANK PMIX_NAMESPACE RANK WORLD_SIZE MASTER_ADDR MASTER_PORT MPISHIM_B
 export MPISHIM_TIMEOUT=${MPISHIM_TIMEOUT:-60}
 
 for p in tests/mr/mr_p2p tests/mr/mr_coll tests/mr/mr_coll2 tests/mr/mr_pgc tests/mr/mr_pgc_init \
-    tests/mr/mr_smoke tests/mr/mr_coll_hier; do
+    tests/mr/mr_smoke tests/mr/mr_coll_hier tests/mr/mr_pgc_mix; do
     [ -x "$top_builddir/$p" ] || { echo "test_cluster.sh: $top_builddir/$p is not built"; exit 99; }
 done
 
@@ -287,6 +288,10 @@ else
     job "mr_coll_mismatch" 2 tests/mr/mr_coll_mismatch
     job "mr_intercomm (intercommunicators, 5 ranks)" 5 tests/mr/mr_intercomm
     job "mr_pgc (pgc_ API and the default store)" 4 tests/mr/mr_pgc
+    # Blocking and async pgc calls mixed between ranks (one runs the blocking path, its peer
+    # the schedule), and on a group of more than one node per rank the node-aware forms.
+    job "mr_pgc_mix" 4 tests/mr/mr_pgc_mix
+    job "mr_pgc_mix" 6 tests/mr/mr_pgc_mix
     # 3 ranks per node.
     job "mr_p2p" 6 tests/mr/mr_p2p
     job "mr_coll" 6 tests/mr/mr_coll
