@@ -489,10 +489,11 @@ static int catch_up(struct pg_group *g, const char *what)
 }
 
 /* A blocking collective that failed after taking its sequence number still counts as
- * finished here, so that the next one does not wait for it (catch_up). */
+ * finished here, so that the next one does not wait for it (catch_up). Only after catch_up
+ * succeeded: until then fin marks the non-blocking ones before it, which still run. */
 static int failed(struct pg_group *g, int rc)
 {
-    if (rc != PGC_OK && g->shm->fin != g->shm->seq) {
+    if (rc != PGC_OK) {
         g->shm->fin = g->shm->seq;
     }
     return rc;
@@ -537,9 +538,10 @@ int pg_allreduce_shm(struct pg_group *g, const void *in, void *out, size_t count
     uint64_t sig = slot_sig(pg_coll_sig(PG_COLL_ALLREDUCE, op, -1), count * op->elem_size);
     int rc = catch_up(g, "allreduce");
 
-    if (rc == PGC_OK) {
-        rc = post(g, in, count * op->elem_size, sig, "allreduce");
+    if (rc != PGC_OK) {
+        return rc;
     }
+    rc = post(g, in, count * op->elem_size, sig, "allreduce");
     if (rc == PGC_OK) {
         rc = wait_slots(g, g->shm->seq, 0, g->size, "allreduce");
     }
@@ -556,16 +558,17 @@ int pg_bcast_shm(struct pg_group *g, void *buf, size_t bytes, int root)
     uint64_t sig = slot_sig(pg_coll_sig(PG_COLL_BCAST, NULL, root), bytes);
     int rc = catch_up(g, "bcast");
 
-    if (rc == PGC_OK && g->rank == root) {
+    if (rc != PGC_OK) {
+        return rc;
+    }
+    if (g->rank == root) {
         rc = post(g, buf, bytes, sig, "bcast");
         if (rc == PGC_OK) {
             finish(g, s->seq, false);
         }
         return failed(g, rc);
     }
-    if (rc == PGC_OK) {
-        rc = wait_slots(g, ++s->seq, root, root + 1, "bcast");
-    }
+    rc = wait_slots(g, ++s->seq, root, root + 1, "bcast");
     if (rc == PGC_OK) {
         rc = read_root(g, s->seq, buf, bytes, root, sig);
         finish(g, s->seq, false);
@@ -578,9 +581,10 @@ int pg_barrier_shm(struct pg_group *g)
     uint64_t sig = slot_sig(pg_coll_sig(PG_COLL_BARRIER, NULL, -1), 0);
     int rc = catch_up(g, "barrier");
 
-    if (rc == PGC_OK) {
-        rc = post(g, NULL, 0, sig, "barrier");
+    if (rc != PGC_OK) {
+        return rc;
     }
+    rc = post(g, NULL, 0, sig, "barrier");
     if (rc == PGC_OK) {
         rc = wait_slots(g, g->shm->seq, 0, g->size, "barrier");
     }
