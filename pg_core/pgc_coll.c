@@ -365,18 +365,90 @@ int pgc_all_reduce(pgc_tensor *tensor, pgc_reduce_op op, pgc_group *group, int a
     return reduction("pgc_all_reduce", tensor, -1, op, group, async_op, work);
 }
 
-/* ---- scatter, gather ---- */
+/* ---- the list forms: MPI's algorithms on one contiguous buffer ---- */
+
+/*
+ * torch passes gather, scatter and all_gather one tensor per rank. They run the algorithms
+ * of MPI_Gather, MPI_Scatter and MPI_Allgather on one buffer of n blocks: the list's own
+ * when its tensors lie end to end, else scratch that is filled from them before (scatter)
+ * or copied into them after (gather, all_gather, by the work's finish). Which of the two a
+ * rank uses changes how it copies, never the protocol the group runs.
+ */
+
+/* Whether the n tensors of list lie end to end, bytes each. */
+static bool list_flat(const pgc_tensor *list, int n, size_t bytes)
+{
+    for (int i = 1; i < n && bytes; i++) {
+        if ((const char *)list[i].data != (const char *)list[0].data + (size_t)i * bytes) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* Scratch of n blocks of bytes keeps the addresses of the tensors they go to behind them,
+ * from this offset on. */
+static size_t list_addrs_at(int n, size_t bytes)
+{
+    return ((size_t)n * bytes + sizeof(void *) - 1) / sizeof(void *) * sizeof(void *);
+}
+
+static void **list_addrs(void *scratch, int n, size_t bytes)
+{
+    return (void **)((char *)scratch + list_addrs_at(n, bytes));
+}
+
+/* w->tmp holds the n blocks of w->count bytes: each to its tensor. */
+static int finish_unpack_list(struct pgc_work *w)
+{
+    void **to = list_addrs(w->tmp, w->g->size, w->count);
+
+    for (int i = 0; i < w->g->size; i++) {
+        memcpy(to[i], (char *)w->tmp + (size_t)i * w->count, w->count);
+    }
+    return PGC_OK;
+}
+
+/* One buffer for the n tensors of list, bytes each (see above): the list's own, or scratch
+ * owned by w, packed from the tensors now (pack) or unpacked into them by w's finish.
+ * NULL, with the error set, when out of memory. */
+static char *list_buffer(struct pgc_work *w, const pgc_tensor *list, size_t bytes, bool pack)
+{
+    int n = w->g->size;
+    void **to;
+
+    if (list_flat(list, n, bytes)) {
+        return list[0].data;
+    }
+    w->tmp = malloc(list_addrs_at(n, bytes) + (size_t)n * sizeof(void *));
+    if (!w->tmp) {
+        mps_error(PGC_ERR_NOMEM, "no memory for %d x %zu bytes", n, bytes);
+        return NULL;
+    }
+    to = list_addrs(w->tmp, n, bytes);
+    for (int i = 0; i < n; i++) {
+        if (pack) {
+            memcpy((char *)w->tmp + (size_t)i * bytes, list[i].data, bytes);
+        }
+        to[i] = list[i].data;
+    }
+    if (!pack) {
+        w->count = bytes;
+        w->finish = finish_unpack_list;
+    }
+    return w->tmp;
+}
 
 /* Scatter (the root's list to one tensor per rank) or gather (the reverse): the same
- * checks, and the same linear schedule with the direction of each message swapped. */
+ * checks; MPI_Scatter's and MPI_Gather's binomial trees. */
 static int rooted_list(const char *call, pgc_tensor *one, pgc_tensor *list, int root,
                        bool gather, pgc_group *group, int async_op, pgc_work **work)
 {
     const char *what = gather ? "the input" : "the output";
     struct pgc_work stack, *w;
-    struct pg_sched *s;
     struct pg_group *g;
     size_t n;
+    char *all = NULL;
     int rc = coll_begin(call, group, async_op, work, &g);
 
     if (rc == PGC_OK) {
@@ -395,29 +467,20 @@ static int rooted_list(const char *call, pgc_tensor *one, pgc_tensor *list, int 
         return rc;
     }
     w = coll_work(call, g, async_op, &stack);
-    s = w ? pg_sched_new(g, NULL, &w->req) : NULL;
-    if (!s) {
-        return w ? coll_start(w, PGC_ERR_NOMEM, async_op, work) : PGC_ERR_NOMEM;
+    if (!w) {
+        return PGC_ERR_NOMEM;
     }
-    pg_sched_sig(s, gather ? PG_COLL_GATHER : PG_COLL_SCATTER, NULL, root);
     n = nbytes(one);
-    for (int i = 0; i < g->size && g->rank == root; i++) {
-        if (i != root && gather) {
-            pg_sched_recv(s, list[i].data, n, i);
-        } else if (i != root) {
-            pg_sched_send(s, list[i].data, n, i);
-        }
-    }
-    if (g->rank != root && gather) {
-        pg_sched_send(s, one->data, n, root);
-    } else if (g->rank != root) {
-        pg_sched_recv(s, one->data, n, root);
-    } else if (gather) {
-        pg_sched_copy(s, list[root].data, one->data, n);
+    if (g->rank == root && !(all = list_buffer(w, list, n, !gather))) {
+        rc = PGC_ERR_NOMEM;
+    } else if (gather && all) {
+        memcpy(all + (size_t)root * n, one->data, n);
+        rc = pg_igather(g, all + (size_t)root * n, all, n, root, &w->req);
     } else {
-        pg_sched_copy(s, one->data, list[root].data, n);
+        rc = gather ? pg_igather(g, one->data, NULL, n, root, &w->req)
+                    : pg_iscatter(g, all, one->data, n, root, &w->req);
     }
-    return coll_start(w, pg_sched_launch(s), async_op, work);
+    return coll_start(w, rc, async_op, work);
 }
 
 int pgc_scatter(pgc_tensor *output, const pgc_tensor *scatter_list, int src, pgc_group *group,
@@ -436,13 +499,15 @@ int pgc_gather(const pgc_tensor *input, pgc_tensor *gather_list, int dst, pgc_gr
 
 /* ---- all_gather ---- */
 
+/* MPI_Allgather's path: blocking, pg's blocking form (into the buffer, then the tensors),
+ * async its non-blocking twin. */
 int pgc_all_gather(pgc_tensor *output_list, const pgc_tensor *input, pgc_group *group, int async_op,
                    pgc_work **work)
 {
     const char *call = "pgc_all_gather";
     struct pgc_work stack, *w;
-    struct pg_sched *s;
     struct pg_group *g;
+    char *all;
     int rc = coll_begin(call, group, async_op, work, &g);
 
     if (rc == PGC_OK) {
@@ -458,19 +523,20 @@ int pgc_all_gather(pgc_tensor *output_list, const pgc_tensor *input, pgc_group *
         return rc;
     }
     w = coll_work(call, g, async_op, &stack);
-    s = w ? pg_sched_new(g, NULL, &w->req) : NULL;
-    if (!s) {
-        return w ? coll_start(w, PGC_ERR_NOMEM, async_op, work) : PGC_ERR_NOMEM;
+    if (!w) {
+        return PGC_ERR_NOMEM;
     }
-    pg_sched_sig(s, PG_COLL_ALLGATHER, NULL, -1);
-    for (int i = 0; i < g->size; i++) {
-        if (i != g->rank) {
-            pg_sched_send(s, input->data, nbytes(input), i);
-            pg_sched_recv(s, output_list[i].data, nbytes(input), i);
+    all = list_buffer(w, output_list, nbytes(input), false);
+    if (all && blocking_flat(async_op, input, g)) {
+        rc = pg_allgather(g, input->data, all, nbytes(input));
+        if (rc == PGC_OK && w->finish) {
+            rc = w->finish(w);
         }
+        pgc_work_discard(w);
+        return blocking_done(call, g, rc);
     }
-    pg_sched_copy(s, output_list[g->rank].data, input->data, nbytes(input));
-    return coll_start(w, pg_sched_launch(s), async_op, work);
+    rc = all ? pg_iallgather(g, input->data, all, nbytes(input), &w->req) : PGC_ERR_NOMEM;
+    return coll_start(w, rc, async_op, work);
 }
 
 int pgc_all_gather_into_tensor(pgc_tensor *output, const pgc_tensor *input, pgc_group *group,
@@ -493,12 +559,8 @@ int pgc_all_gather_into_tensor(pgc_tensor *output, const pgc_tensor *input, pgc_
     if (rc == PGC_OK) {
         rc = same_dtype(call, g, output, input);
     }
-    if (rc == PGC_OK && output->numel / (size_t)g->size != input->numel) {
-        rc = pgc_fail(PGC_ERR_INVALID_COUNT, call, g,
-                      "the output has %zu elements; it needs %d x %zu (group size x input)",
-                      output->numel, g->size, input->numel);
-    }
-    if (rc == PGC_OK && output->numel % (size_t)g->size) {
+    if (rc == PGC_OK &&
+        (output->numel % (size_t)g->size || output->numel / (size_t)g->size != input->numel)) {
         rc = pgc_fail(PGC_ERR_INVALID_COUNT, call, g,
                       "the output has %zu elements; it needs %d x %zu (group size x input)",
                       output->numel, g->size, input->numel);
