@@ -20,12 +20,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+bool pgc_initialized;
+
 static struct {
-    bool initialized;
     bool owns_world; /* false when MPI_Init created the world before us */
     const char *backend;
-    pgc_debug_level debug;
 } pgc_state;
+
+pgc_debug_level pgc_debug;
 
 /* ---- errors, names, checks ---- */
 
@@ -87,11 +89,11 @@ int pgc_fail(int status, const char *call, struct pg_group *g, const char *fmt, 
     return mps_error(status, "%s on %s: %s", call, gd, cause);
 }
 
-int pgc_resolve_group(const char *call, pgc_group *in, struct pg_group **out)
+int pgc_resolve_group_slow(const char *call, pgc_group *in, struct pg_group **out)
 {
     struct pg_group *g = pgc_pg(in);
 
-    if (!pgc_state.initialized) {
+    if (!pgc_initialized) {
         return pgc_fail(PGC_ERR_NOT_INITIALIZED, call, NULL,
                         "the process group is not initialized (call pgc_init_process_group)");
     }
@@ -137,8 +139,8 @@ const char *pgc_reduce_op_name(pgc_reduce_op op)
 }
 
 /* The checks every tensor gets; allow_cuda: the call has a device path. */
-static int check_tensor(const char *call, struct pg_group *g, const pgc_tensor *t,
-                        const char *what, bool allow_cuda)
+int pgc_check_tensor_slow(const char *call, struct pg_group *g, const pgc_tensor *t,
+                          const char *what, bool allow_cuda)
 {
     size_t esz;
 
@@ -174,17 +176,6 @@ static int check_tensor(const char *call, struct pg_group *g, const pgc_tensor *
     return PGC_OK;
 }
 
-int pgc_check_tensor(const char *call, struct pg_group *g, const pgc_tensor *t, const char *what)
-{
-    return check_tensor(call, g, t, what, false);
-}
-
-int pgc_check_tensor_dev(const char *call, struct pg_group *g, const pgc_tensor *t,
-                         const char *what)
-{
-    return check_tensor(call, g, t, what, true);
-}
-
 int pgc_op_spec(const char *call, struct pg_group *g, pgc_reduce_op op, pgc_dtype dt,
                 struct pg_op_spec *spec)
 {
@@ -212,12 +203,12 @@ int pgc_op_spec(const char *call, struct pg_group *g, pgc_reduce_op op, pgc_dtyp
 
 void pgc_set_debug_level(pgc_debug_level level)
 {
-    pgc_state.debug = level;
+    pgc_debug = level;
 }
 
 pgc_debug_level pgc_get_debug_level(void)
 {
-    return pgc_state.debug;
+    return pgc_debug;
 }
 
 static pgc_debug_level debug_from_env(void)
@@ -272,16 +263,12 @@ static int compare_fingerprints(const char *call, struct pg_group *g,
     return PGC_OK;
 }
 
-int pgc_check_args(const char *call, struct pg_group *g, int dtype, int op, int root,
-                   uint64_t numel)
+int pgc_check_args_detail(const char *call, struct pg_group *g, int dtype, int op, int root,
+                          uint64_t numel)
 {
     struct pgc_fingerprint mine, *all;
     int rc;
 
-    /* Before anything else: this runs at every collective, and hashing the name costs. */
-    if (pgc_state.debug != PGC_DEBUG_DETAIL || g->size == 1) {
-        return PGC_OK;
-    }
     mine = (struct pgc_fingerprint){hash_name(call), dtype, op, root, numel};
     all = malloc(sizeof(*all) * (size_t)g->size);
     if (!all) {
@@ -348,7 +335,7 @@ int pgc_init_process_group(const pgc_init_opts *opts)
     const char *backend = NULL;
     int rc;
 
-    if (pgc_state.initialized) {
+    if (pgc_initialized) {
         return mps_error(PGC_ERR_ALREADY_INITIALIZED,
                          "pgc_init_process_group: the process group is already initialized");
     }
@@ -366,8 +353,8 @@ int pgc_init_process_group(const pgc_init_opts *opts)
         return rc;
     }
     pgc_state.backend = backend;
-    pgc_state.debug = debug_from_env();
-    pgc_state.initialized = true;
+    pgc_debug = debug_from_env();
+    pgc_initialized = true;
     /* The default store is optional (pgc_default_store explains a failure). */
     pgc_store_default_open();
     mps_clear_error();
@@ -378,12 +365,12 @@ int pgc_destroy_process_group(void)
 {
     int rc = PGC_OK;
 
-    if (!pgc_state.initialized) {
+    if (!pgc_initialized) {
         return mps_error(PGC_ERR_NOT_INITIALIZED,
                          "pgc_destroy_process_group: the process group is not initialized");
     }
     pgc_store_default_close();
-    pgc_state.initialized = false;
+    pgc_initialized = false;
     if (pgc_state.owns_world && pg_is_initialized()) {
         rc = pg_finalize();
         if (rc != PGC_OK) {
@@ -397,7 +384,7 @@ int pgc_destroy_process_group(void)
 
 int pgc_is_initialized(void)
 {
-    return pgc_state.initialized && pg_is_initialized();
+    return pgc_initialized && pg_is_initialized();
 }
 
 #define NEED_INIT(call)                                                                            \

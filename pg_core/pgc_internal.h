@@ -13,6 +13,7 @@
 #include "pgc.h"
 
 #include <stdbool.h>
+#include <stdint.h>
 
 static inline struct pg_group *pgc_pg(pgc_group *g)
 {
@@ -73,21 +74,63 @@ int pgc_fail(int status, const char *call, struct pg_group *g, const char *fmt, 
 int pgc_wrap(int status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* "world (4 ranks)" or "group of 2 ranks [0 1]". */
 void pgc_group_desc(struct pg_group *g, char *buf, size_t len);
-/* NULL -> world; checks init and membership. */
-int pgc_resolve_group(const char *call, pgc_group *in, struct pg_group **out);
+/* Whether pgc_init_process_group (or MPI_Init) made the pgc world. */
+extern bool pgc_initialized;
+/* The full pgc_resolve_group, which raises the precise error. */
+int pgc_resolve_group_slow(const char *call, pgc_group *in, struct pg_group **out);
+/* NULL -> world; checks init and membership (inline: every collective asks). */
+static inline int pgc_resolve_group(const char *call, pgc_group *in, struct pg_group **out)
+{
+    struct pg_group *g = in ? pgc_pg(in) : pg_world_group();
+
+    if (__builtin_expect(pgc_initialized && g && (unsigned)g->rank < (unsigned)g->size, 1)) {
+        *out = g;
+        return PGC_OK;
+    }
+    return pgc_resolve_group_slow(call, in, out);
+}
+/* The full check of a tensor, which raises the precise error (allow_cuda: see below). */
+int pgc_check_tensor_slow(const char *call, struct pg_group *g, const pgc_tensor *t,
+                          const char *what, bool allow_cuda);
+/* What every valid host tensor passes, in a few instructions: the collectives check their
+ * tensors at every call, and an 8-byte all_reduce costs a few hundred in all. The element
+ * count bound is that of the widest dtype (8 bytes). */
+static inline bool pgc_host_tensor_fine(const pgc_tensor *t)
+{
+    return t && (unsigned)t->dtype < PGC_DTYPE_COUNT && t->device == PGC_DEVICE_HOST &&
+           t->numel <= SIZE_MAX / 8 && (t->data || !t->numel);
+}
 /* A host tensor with a valid dtype and a buffer for its elements. */
-int pgc_check_tensor(const char *call, struct pg_group *g, const pgc_tensor *t, const char *what);
+static inline int pgc_check_tensor(const char *call, struct pg_group *g, const pgc_tensor *t,
+                                   const char *what)
+{
+    return pgc_host_tensor_fine(t) ? PGC_OK : pgc_check_tensor_slow(call, g, t, what, false);
+}
 /* The same, also accepting a CUDA tensor when a device is usable (calls with a device path). */
-int pgc_check_tensor_dev(const char *call, struct pg_group *g, const pgc_tensor *t,
-                         const char *what);
+static inline int pgc_check_tensor_dev(const char *call, struct pg_group *g, const pgc_tensor *t,
+                                       const char *what)
+{
+    return pgc_host_tensor_fine(t) ? PGC_OK : pgc_check_tensor_slow(call, g, t, what, true);
+}
 /* The reduction of op on dtype (AVG reduces as SUM); PGC_ERR_INVALID_OP if undefined. */
 int pgc_op_spec(const char *call, struct pg_group *g, pgc_reduce_op op, pgc_dtype dt,
                 struct pg_op_spec *spec);
 enum pg_dtype pgc_to_pg_dtype(pgc_dtype dt);
+/* The debug level (pgc_set_debug_level, PGC_DEBUG): read at every collective. */
+extern pgc_debug_level pgc_debug;
+int pgc_check_args_detail(const char *call, struct pg_group *g, int dtype, int op, int root,
+                          uint64_t numel);
 /* DETAIL debug level: every member compares (call, dtype, op, root, numel) with the
- * others; PGC_ERR_MISMATCH on every rank when they differ. A no-op otherwise. */
-int pgc_check_args(const char *call, struct pg_group *g, int dtype, int op, int root,
-                   uint64_t numel);
+ * others; PGC_ERR_MISMATCH on every rank when they differ. A no-op otherwise, decided
+ * inline before the name is hashed. */
+static inline int pgc_check_args(const char *call, struct pg_group *g, int dtype, int op, int root,
+                                 uint64_t numel)
+{
+    if (__builtin_expect(pgc_debug != PGC_DEBUG_DETAIL || g->size == 1, 1)) {
+        return PGC_OK;
+    }
+    return pgc_check_args_detail(call, g, dtype, op, root, numel);
+}
 
 /* pgc_store.c */
 /* The default store: wraps the bootstrap's store, or serves one from rank 0 (collective). */

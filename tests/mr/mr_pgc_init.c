@@ -215,6 +215,12 @@ int main(int argc, char **argv)
     pgc_tensor t = pgc_host_tensor(&v, 1, PGC_INT64);
 
     parse(argc, argv, &a);
+    /* Before any world: a collective fails at once, saying so. */
+    rc = pgc_all_reduce(&t, PGC_SUM, NULL, 0, NULL);
+    if (rc != PGC_ERR_NOT_INITIALIZED || !strstr(pgc_last_error(), "not initialized")) {
+        FAIL("pgc_all_reduce before init returned %s (%s)", pgc_status_name(rc),
+             pgc_last_error());
+    }
     if (a.mpi && MPI_Init(&argc, &argv) != MPI_SUCCESS) {
         FAIL("MPI_Init");
     }
