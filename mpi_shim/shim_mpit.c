@@ -1011,33 +1011,42 @@ static int access_pvar(const char *fn, MPI_T_pvar_session session, MPI_T_pvar_ha
     return rc;
 }
 
+/* The init check, then buf: an uninitialised interface says so first, as everywhere. */
+static int check_buf(const char *fn, const void *buf)
+{
+    int rc;
+
+    T_LOCK();
+    rc = check_init(fn);
+    T_UNLOCK();
+    return rc == MPI_SUCCESS && !buf ? t_fail(fn, MPI_T_ERR_INVALID, "buf is NULL") : rc;
+}
+
 #pragma weak MPI_T_pvar_read = PMPI_T_pvar_read
 int PMPI_T_pvar_read(MPI_T_pvar_session session, MPI_T_pvar_handle handle, void *buf)
 {
-    if (!buf) {
-        return t_fail(SHIM_FN, MPI_T_ERR_INVALID, "buf is NULL");
-    }
-    return access_pvar(SHIM_FN, session, handle, buf, NULL);
+    int rc = check_buf(SHIM_FN, buf);
+
+    return rc != MPI_SUCCESS ? rc : access_pvar(SHIM_FN, session, handle, buf, NULL);
 }
 
 #pragma weak MPI_T_pvar_readreset = PMPI_T_pvar_readreset
 int PMPI_T_pvar_readreset(MPI_T_pvar_session session, MPI_T_pvar_handle handle, void *buf)
 {
     static const uint64_t zero = 0;
+    int rc = check_buf(SHIM_FN, buf);
 
-    if (!buf) {
-        return t_fail(SHIM_FN, MPI_T_ERR_INVALID, "buf is NULL");
-    }
-    return access_pvar(SHIM_FN, session, handle, buf, &zero);
+    return rc != MPI_SUCCESS ? rc : access_pvar(SHIM_FN, session, handle, buf, &zero);
 }
 
 #pragma weak MPI_T_pvar_write = PMPI_T_pvar_write
 int PMPI_T_pvar_write(MPI_T_pvar_session session, MPI_T_pvar_handle handle, const void *buf)
 {
     uint64_t v;
+    int rc = check_buf(SHIM_FN, buf);
 
-    if (!buf) {
-        return t_fail(SHIM_FN, MPI_T_ERR_INVALID, "buf is NULL");
+    if (rc != MPI_SUCCESS) {
+        return rc;
     }
     v = *(const unsigned long long *)buf;
     return access_pvar(SHIM_FN, session, handle, NULL, &v);

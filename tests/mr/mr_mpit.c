@@ -445,6 +445,8 @@ static void check_not_initialized(void)
     CHECK(MPI_T_source_get_num(&n) == e, "source_get_num");
     CHECK(MPI_T_source_get_timestamp(0, &ts) == e, "source_get_timestamp");
     CHECK(MPI_T_event_read(NULL, 0, &n) == e, "event_read");
+    CHECK(MPI_T_pvar_read(NULL, NULL, NULL) == e, "pvar_read");
+    CHECK(MPI_T_pvar_write(NULL, NULL, NULL) == e, "pvar_write");
     CHECK(MPI_T_init_thread(MPI_THREAD_MULTIPLE + 1, &n) == MPI_T_ERR_INVALID, "bad level");
     CHECK(MPI_T_cvar_get_num(&n) == e, "initialised by a refused init");
 }
