@@ -1241,6 +1241,29 @@ typedef struct mpishim_t_enum *MPI_T_enum;
 typedef struct mpishim_t_cvar_handle *MPI_T_cvar_handle;
 typedef struct mpishim_t_pvar_handle *MPI_T_pvar_handle;
 typedef struct mpishim_t_pvar_session *MPI_T_pvar_session;
+/* MPI-4.0 events (15.3.8): mpishim has no event types, so no registration or instance
+ * ever exists; the types are MPICH 4.0's, for tools that probe. */
+typedef struct mpishim_t_event_registration *MPI_T_event_registration;
+typedef struct mpishim_t_event_instance *MPI_T_event_instance;
+typedef enum MPI_T_cb_safety {
+    MPI_T_CB_REQUIRE_NONE = 0,
+    MPI_T_CB_REQUIRE_MPI_RESTRICTED,
+    MPI_T_CB_REQUIRE_THREAD_SAFE,
+    MPI_T_CB_REQUIRE_ASYNC_SIGNAL_SAFE
+} MPI_T_cb_safety;
+typedef enum MPI_T_source_order {
+    MPI_T_SOURCE_ORDERED = 0,
+    MPI_T_SOURCE_UNORDERED
+} MPI_T_source_order;
+typedef void(MPI_T_event_cb_function)(MPI_T_event_instance event_instance,
+                                      MPI_T_event_registration event_registration,
+                                      MPI_T_cb_safety cb_safety, void *user_data);
+typedef void(MPI_T_event_free_cb_function)(MPI_T_event_registration event_registration,
+                                           MPI_T_cb_safety cb_safety, void *user_data);
+typedef void(MPI_T_event_dropped_cb_function)(MPI_Count count,
+                                              MPI_T_event_registration event_registration,
+                                              int source_index, MPI_T_cb_safety cb_safety,
+                                              void *user_data);
 
 MPISHIM_API extern struct mpishim_t_pvar_handle *const MPI_T_PVAR_ALL_HANDLES;
 #define MPI_T_ENUM_NULL ((MPI_T_enum)0)
@@ -1307,6 +1330,7 @@ MPISHIM_API extern struct mpishim_t_pvar_handle *const MPI_T_PVAR_ALL_HANDLES;
 #define MPI_T_ERR_INVALID 74
 #define MPI_T_ERR_NOT_SUPPORTED 78
 
+/* The tool information interface, MPI_T (MPI-3.1). */
 MPISHIM_PROTO(int, T_init_thread, (int required, int *provided))
 MPISHIM_PROTO(int, T_finalize, (void))
 MPISHIM_PROTO(int, T_enum_get_info, (MPI_T_enum enumtype, int *num, char *name, int *name_len))
@@ -1350,6 +1374,49 @@ MPISHIM_PROTO(int, T_category_get_cvars, (int cat_index, int len, int indices[])
 MPISHIM_PROTO(int, T_category_get_pvars, (int cat_index, int len, int indices[]))
 MPISHIM_PROTO(int, T_category_get_categories, (int cat_index, int len, int indices[]))
 MPISHIM_PROTO(int, T_category_changed, (int *update_number))
+/* Events of the tool interface (MPI-4.0; mpishim has no event type, and says so). */
+MPISHIM_PROTO(int, T_event_get_num, (int *num_events))
+MPISHIM_PROTO(int, T_event_get_info,
+              (int event_index, char *name, int *name_len, int *verbosity,
+               MPI_Datatype array_of_datatypes[], MPI_Aint array_of_displacements[],
+               int *num_elements, MPI_T_enum *enumtype, MPI_Info *info, char *desc,
+               int *desc_len, int *bind))
+MPISHIM_PROTO(int, T_event_get_index, (const char *name, int *event_index))
+MPISHIM_PROTO(int, T_event_handle_alloc, (int event_index, void *obj_handle, MPI_Info info,
+                                          MPI_T_event_registration *event_registration))
+MPISHIM_PROTO(int, T_event_handle_set_info,
+              (MPI_T_event_registration event_registration, MPI_Info info))
+MPISHIM_PROTO(int, T_event_handle_get_info,
+              (MPI_T_event_registration event_registration, MPI_Info *info_used))
+MPISHIM_PROTO(int, T_event_register_callback,
+              (MPI_T_event_registration event_registration, MPI_T_cb_safety cb_safety,
+               MPI_Info info, void *user_data, MPI_T_event_cb_function event_cb_function))
+MPISHIM_PROTO(int, T_event_callback_set_info,
+              (MPI_T_event_registration event_registration, MPI_T_cb_safety cb_safety,
+               MPI_Info info))
+MPISHIM_PROTO(int, T_event_callback_get_info,
+              (MPI_T_event_registration event_registration, MPI_T_cb_safety cb_safety,
+               MPI_Info *info_used))
+MPISHIM_PROTO(int, T_event_handle_free,
+              (MPI_T_event_registration event_registration, void *user_data,
+               MPI_T_event_free_cb_function free_cb_function))
+MPISHIM_PROTO(int, T_event_set_dropped_handler,
+              (MPI_T_event_registration event_registration,
+               MPI_T_event_dropped_cb_function dropped_cb_function))
+MPISHIM_PROTO(int, T_event_read,
+              (MPI_T_event_instance event_instance, int element_index, void *buffer))
+MPISHIM_PROTO(int, T_event_copy, (MPI_T_event_instance event_instance, void *buffer))
+MPISHIM_PROTO(int, T_event_get_timestamp,
+              (MPI_T_event_instance event_instance, MPI_Count *event_timestamp))
+MPISHIM_PROTO(int, T_event_get_source, (MPI_T_event_instance event_instance, int *source_index))
+MPISHIM_PROTO(int, T_source_get_num, (int *num_sources))
+MPISHIM_PROTO(int, T_source_get_info,
+              (int source_index, char *name, int *name_len, char *desc, int *desc_len,
+               MPI_T_source_order *ordering, MPI_Count *ticks_per_second, MPI_Count *max_ticks,
+               MPI_Info *info))
+MPISHIM_PROTO(int, T_source_get_timestamp, (int source_index, MPI_Count *timestamp))
+MPISHIM_PROTO(int, T_category_get_num_events, (int cat_index, int *num_events))
+MPISHIM_PROTO(int, T_category_get_events, (int cat_index, int len, int indices[]))
 /* ---- End of MPI_T. ---- */
 
 #undef MPISHIM_PROTO

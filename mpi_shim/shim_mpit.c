@@ -5,18 +5,26 @@
  * Control variables: one per MPISHIM_* variable of common/mps_config.h, in the table's
  * order, named as in the environment, with its doc as description. A value reads as the
  * library sees it (the environment's, else the default). Counts and sizes are
- * MPI_UNSIGNED_LONG_LONG, booleans MPI_INT, seconds MPI_DOUBLE, names and enums MPI_CHAR
- * strings of at most MPIT_STRING_MAX bytes. Most settings are read once, when MPI_Init or
+ * MPI_UNSIGNED_LONG_LONG, booleans MPI_INT, seconds MPI_DOUBLE, names MPI_CHAR strings of at
+ * most MPIT_STRING_MAX bytes. A setting that is one of a fixed set of choices (LOG_LEVEL,
+ * the collective algorithms) is an MPI_INT holding the choice's position in the table, with
+ * an enumeration (MPI_T_enum) naming the positions; MPISHIM_BOOT_METHOD stays a string, as
+ * tcp://host:port is no fixed choice. Most settings are read once, when MPI_Init or
  * pgc_init_process_group starts the library: they can be written until then (scope
- * MPI_T_SCOPE_LOCAL) and are read-only from then on (MPI_T_SCOPE_READONLY, a write is
- * MPI_T_ERR_CVAR_SET_NEVER). The few the library reads again at each use (dynamic[] below)
- * stay writable.
+ * MPI_T_SCOPE_LOCAL) and are read-only from then on (MPI_T_SCOPE_READONLY; a write is
+ * MPI_T_ERR_CVAR_SET_NEVER once MPI started, which it cannot do again, and
+ * MPI_T_ERR_CVAR_SET_NOT_NOW while only a pgc world runs, as the next pgc world reads them
+ * afresh). The few the library reads again at each use (dynamic[] below) stay writable.
  *
  * Performance variables: the counters of common/mps_stats.h (messages and bytes sent per
  * transport, collectives per algorithm) and the unexpected-message queue's length and
  * high-water mark. Counters are continuous (always counting: no start or stop) and
  * per-handle: a handle reads 0 when allocated, then what happened since, and may be reset or
  * written; the counters underneath are never cleared.
+ *
+ * Events (MPI-4.0 15.3.8): there are none. The query side answers consistently (no event
+ * type, one time source); calls on a registration or an instance, which cannot exist, are
+ * MPI_T_ERR_INVALID_HANDLE.
  *
  * Every function holds one lock, so the interface is MPI_THREAD_MULTIPLE. None calls an
  * error handler (MPI-3.1 14.3.10): a misuse returns its MPI_T_ERR_* code, with a debug
@@ -32,11 +40,13 @@
 #include "pgc_status.h"
 #include "shim.h"
 
+#include <limits.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* The count of an MPI_CHAR control variable: room for its longest value and the NUL. */
 #define MPIT_STRING_MAX 256
@@ -88,14 +98,22 @@ static bool is_dynamic(int i)
     return false;
 }
 
-/* Whether the library has started (it read its settings), now or earlier. */
-static bool library_started(void)
+/* Whether MPI started the library, now or earlier: MPI cannot start again, so a setting
+ * read then can never be set again in this process. */
+static bool mpi_started(void)
 {
     int init = 0, fini = 0;
 
     PMPI_Initialized(&init);
     PMPI_Finalized(&fini);
-    return init || fini || pg_world_group() != NULL;
+    return init || fini;
+}
+
+/* Whether the library runs (it read its settings) or MPI ran it. A pgc world alone may end
+ * (pgc_destroy_process_group), and the next one reads the settings afresh. */
+static bool library_started(void)
+{
+    return mpi_started() || pg_world_group() != NULL;
 }
 
 static int cvar_scope(int i)
@@ -106,8 +124,74 @@ static int cvar_scope(int i)
     return library_started() ? MPI_T_SCOPE_READONLY : MPI_T_SCOPE_LOCAL;
 }
 
+/* ---- settings with a fixed set of choices ---- */
+
+/* Whether control variable i is one of a fixed set of names: an ENUM of the table none of
+ * whose choices is a prefix ("tcp://" takes any host and port after it). */
+static bool is_choice(int i)
+{
+    const struct mps_config_desc *d = mps_config_desc((enum mps_config_id)i);
+
+    if (d->type != MPS_CFG_ENUM) {
+        return false;
+    }
+    for (const char *const *c = d->choices; *c; c++) {
+        if (strstr(*c, "://")) {
+            return false;
+        }
+    }
+    return true;
+}
+
+static int num_choices(int i)
+{
+    int n = 0;
+
+    while (mps_config_desc((enum mps_config_id)i)->choices[n]) {
+        n++;
+    }
+    return n;
+}
+
+/* The position of value v among the choices of i; v is one of them, as the table spells it
+ * (mps_config_str gives no other). */
+static int choice_position(int i, const char *v)
+{
+    const char *const *c = mps_config_desc((enum mps_config_id)i)->choices;
+
+    for (int k = 0; c[k]; k++) {
+        if (strcmp(c[k], v) == 0) {
+            return k;
+        }
+    }
+    return 0;
+}
+
+/* The enumeration of control variable i is &t_enums[i]: only its address matters, so a
+ * handle is checked by where it points, and no enumeration is ever allocated or freed. */
+struct mpishim_t_enum {
+    unsigned char unused;
+};
+static struct mpishim_t_enum t_enums[MPS_CFG_COUNT];
+
+/* The control variable whose enumeration e is, or -1 when e is none. */
+static int enum_cvar(MPI_T_enum e)
+{
+    uintptr_t p = (uintptr_t)e, base = (uintptr_t)t_enums;
+    int i;
+
+    if (p < base || p >= base + sizeof(t_enums) || (p - base) % sizeof(t_enums[0]) != 0) {
+        return -1;
+    }
+    i = (int)((p - base) / sizeof(t_enums[0]));
+    return is_choice(i) ? i : -1;
+}
+
 static MPI_Datatype cvar_type(int i)
 {
+    if (is_choice(i)) {
+        return MPI_INT;
+    }
     switch (mps_config_desc((enum mps_config_id)i)->type) {
     case MPS_CFG_INT:
     case MPS_CFG_SIZE:
@@ -326,28 +410,6 @@ int PMPI_T_finalize(void)
     return rc;
 }
 
-/* ---- enums: no variable has one (enumerated settings are strings) ---- */
-
-#pragma weak MPI_T_enum_get_info = PMPI_T_enum_get_info
-int PMPI_T_enum_get_info(MPI_T_enum enumtype, int *num, char *name, int *name_len)
-{
-    int rc;
-
-    T_LOCK();
-    rc = check_init(SHIM_FN);
-    T_UNLOCK();
-    return rc != MPI_SUCCESS
-               ? rc
-               : t_fail(SHIM_FN, MPI_T_ERR_INVALID_HANDLE,
-                        "no variable of mpishim has an enum (their names are strings)");
-}
-
-#pragma weak MPI_T_enum_get_item = PMPI_T_enum_get_item
-int PMPI_T_enum_get_item(MPI_T_enum enumtype, int indx, int *value, char *name, int *name_len)
-{
-    return PMPI_T_enum_get_info(enumtype, NULL, NULL, NULL);
-}
-
 /* The *_get_num calls: n (after the init and NULL checks) into *out. */
 static int get_num(const char *fn, int *out, int n, const char *what)
 {
@@ -374,6 +436,59 @@ static int check_index(const char *fn, int i, int n, const char *kind)
     }
     snprintf(why, sizeof(why), "%s %d outside 0..%d", kind, i, n - 1);
     return t_fail(fn, MPI_T_ERR_INVALID_INDEX, why);
+}
+
+/* ---- enumerations ---- */
+
+/* The control variable of enumeration e after the init check, or -1 with *rc set. */
+static int check_enum(const char *fn, MPI_T_enum e, int *rc)
+{
+    int i;
+
+    *rc = check_init(fn);
+    if (*rc != MPI_SUCCESS) {
+        return -1;
+    }
+    i = enum_cvar(e);
+    if (i < 0) {
+        *rc = t_fail(fn, MPI_T_ERR_INVALID_HANDLE,
+                     "not an enumeration (MPI_T_cvar_get_info gives them)");
+    }
+    return i;
+}
+
+#pragma weak MPI_T_enum_get_info = PMPI_T_enum_get_info
+int PMPI_T_enum_get_info(MPI_T_enum enumtype, int *num, char *name, int *name_len)
+{
+    int rc, i;
+
+    T_LOCK();
+    i = check_enum(SHIM_FN, enumtype, &rc);
+    if (i >= 0) {
+        /* Named after its one variable: a tool shows "MPISHIM_LOG_LEVEL: warn". */
+        set_int(num, num_choices(i));
+        copy_out(name, name_len, mps_config_desc((enum mps_config_id)i)->name);
+    }
+    T_UNLOCK();
+    return rc;
+}
+
+#pragma weak MPI_T_enum_get_item = PMPI_T_enum_get_item
+int PMPI_T_enum_get_item(MPI_T_enum enumtype, int indx, int *value, char *name, int *name_len)
+{
+    int rc, i;
+
+    T_LOCK();
+    i = check_enum(SHIM_FN, enumtype, &rc);
+    /* An item out of range: MPI-4.0's MPI_T_ERR_INVALID_INDEX, as MPICH 4 and Open MPI
+     * return (MPI-3.1's MPI_T_ERR_INVALID_ITEM is deprecated since). */
+    rc = i >= 0 ? check_index(SHIM_FN, indx, num_choices(i), "enumeration item") : rc;
+    if (rc == MPI_SUCCESS) {
+        set_int(value, indx);
+        copy_out(name, name_len, mps_config_desc((enum mps_config_id)i)->choices[indx]);
+    }
+    T_UNLOCK();
+    return rc;
 }
 
 /* ---- control variables ---- */
@@ -412,7 +527,7 @@ int PMPI_T_cvar_get_info(int cvar_index, char *name, int *name_len, int *verbosi
         *datatype = cvar_type(cvar_index);
     }
     if (enumtype) {
-        *enumtype = MPI_T_ENUM_NULL;
+        *enumtype = is_choice(cvar_index) ? &t_enums[cvar_index] : MPI_T_ENUM_NULL;
     }
     set_int(bind, MPI_T_BIND_NO_OBJECT);
     set_int(scope, cvar_scope(cvar_index));
@@ -534,6 +649,13 @@ int PMPI_T_cvar_read(MPI_T_cvar_handle handle, void *buf)
     case MPS_CFG_BOOL:
         *(int *)buf = (int)mps_config_int(id);
         break;
+    case MPS_CFG_ENUM:
+        if (is_choice(id)) {
+            *(int *)buf = choice_position(id, mps_config_str(id));
+        } else {
+            snprintf(buf, MPIT_STRING_MAX, "%s", mps_config_str(id));
+        }
+        break;
     case MPS_CFG_DOUBLE:
         *(double *)buf = mps_config_double(id);
         break;
@@ -546,9 +668,23 @@ out:
     return rc;
 }
 
-/* The text form of a value written as the variable's MPI type. */
-static void value_text(enum mps_config_id id, const void *buf, char *out, size_t n)
+/* The text form of a value written as the variable's MPI type; false, with why saying so,
+ * for an enumerated variable's value that is no item of its enumeration. */
+static bool value_text(enum mps_config_id id, const void *buf, char *out, size_t n, char *why,
+                       size_t why_n)
 {
+    int k;
+
+    if (is_choice(id)) {
+        k = *(const int *)buf;
+        if (k < 0 || k >= num_choices(id)) {
+            snprintf(why, why_n, "%s: %d is no item of its enumeration (0..%d)",
+                     mps_config_desc(id)->name, k, num_choices(id) - 1);
+            return false;
+        }
+        snprintf(out, n, "%s", mps_config_desc(id)->choices[k]);
+        return true;
+    }
     switch (mps_config_desc(id)->type) {
     case MPS_CFG_INT:
     case MPS_CFG_SIZE:
@@ -564,6 +700,7 @@ static void value_text(enum mps_config_id id, const void *buf, char *out, size_t
         snprintf(out, n, "%.*s", MPIT_STRING_MAX - 1, (const char *)buf);
         break;
     }
+    return true;
 }
 
 #pragma weak MPI_T_cvar_write = PMPI_T_cvar_write
@@ -580,13 +717,16 @@ int PMPI_T_cvar_write(MPI_T_cvar_handle handle, const void *buf)
     }
     id = (enum mps_config_id)handle->index;
     if (cvar_scope(handle->index) == MPI_T_SCOPE_READONLY) {
-        snprintf(why, sizeof(why), "%s is read when the library starts, which it did",
-                 mps_config_desc(id)->name);
-        rc = t_fail(SHIM_FN, MPI_T_ERR_CVAR_SET_NEVER, why);
+        /* MPI cannot start again: never. A pgc world alone: until it is destroyed. */
+        snprintf(why, sizeof(why), "%s is read when the library starts, which %s",
+                 mps_config_desc(id)->name,
+                 mpi_started() ? "MPI did" : "the running pgc world did (destroy it first)");
+        rc = t_fail(SHIM_FN, mpi_started() ? MPI_T_ERR_CVAR_SET_NEVER : MPI_T_ERR_CVAR_SET_NOT_NOW,
+                    why);
         goto out;
     }
-    value_text(id, buf, text, sizeof(text));
-    if (mps_config_set(id, text, why, sizeof(why)) != PGC_OK) {
+    if (!value_text(id, buf, text, sizeof(text), why, sizeof(why)) ||
+        mps_config_set(id, text, why, sizeof(why)) != PGC_OK) {
         rc = t_fail(SHIM_FN, MPI_T_ERR_INVALID, why);
         goto out;
     }
@@ -871,33 +1011,42 @@ static int access_pvar(const char *fn, MPI_T_pvar_session session, MPI_T_pvar_ha
     return rc;
 }
 
+/* The init check, then buf: an uninitialised interface says so first, as everywhere. */
+static int check_buf(const char *fn, const void *buf)
+{
+    int rc;
+
+    T_LOCK();
+    rc = check_init(fn);
+    T_UNLOCK();
+    return rc == MPI_SUCCESS && !buf ? t_fail(fn, MPI_T_ERR_INVALID, "buf is NULL") : rc;
+}
+
 #pragma weak MPI_T_pvar_read = PMPI_T_pvar_read
 int PMPI_T_pvar_read(MPI_T_pvar_session session, MPI_T_pvar_handle handle, void *buf)
 {
-    if (!buf) {
-        return t_fail(SHIM_FN, MPI_T_ERR_INVALID, "buf is NULL");
-    }
-    return access_pvar(SHIM_FN, session, handle, buf, NULL);
+    int rc = check_buf(SHIM_FN, buf);
+
+    return rc != MPI_SUCCESS ? rc : access_pvar(SHIM_FN, session, handle, buf, NULL);
 }
 
 #pragma weak MPI_T_pvar_readreset = PMPI_T_pvar_readreset
 int PMPI_T_pvar_readreset(MPI_T_pvar_session session, MPI_T_pvar_handle handle, void *buf)
 {
     static const uint64_t zero = 0;
+    int rc = check_buf(SHIM_FN, buf);
 
-    if (!buf) {
-        return t_fail(SHIM_FN, MPI_T_ERR_INVALID, "buf is NULL");
-    }
-    return access_pvar(SHIM_FN, session, handle, buf, &zero);
+    return rc != MPI_SUCCESS ? rc : access_pvar(SHIM_FN, session, handle, buf, &zero);
 }
 
 #pragma weak MPI_T_pvar_write = PMPI_T_pvar_write
 int PMPI_T_pvar_write(MPI_T_pvar_session session, MPI_T_pvar_handle handle, const void *buf)
 {
     uint64_t v;
+    int rc = check_buf(SHIM_FN, buf);
 
-    if (!buf) {
-        return t_fail(SHIM_FN, MPI_T_ERR_INVALID, "buf is NULL");
+    if (rc != MPI_SUCCESS) {
+        return rc;
     }
     v = *(const unsigned long long *)buf;
     return access_pvar(SHIM_FN, session, handle, NULL, &v);
@@ -1051,4 +1200,235 @@ int PMPI_T_category_changed(int *update_number)
     }
     T_UNLOCK();
     return rc;
+}
+
+/* ---- events (MPI-4.0 15.3.8): none, and one time source ---- */
+
+/* No event type exists, so no registration (made by MPI_T_event_handle_alloc from an event
+ * index) and no instance (passed only to a callback) can: a tool that probes sees an empty
+ * set, and whatever handle it passes is not one of ours. */
+#define NUM_EVENTS 0
+
+#pragma weak MPI_T_event_get_num = PMPI_T_event_get_num
+int PMPI_T_event_get_num(int *num_events)
+{
+    return get_num(SHIM_FN, num_events, NUM_EVENTS, "num_events is NULL");
+}
+
+/* The init check, then the index check against no event at all. */
+static int check_event_index(const char *fn, int i)
+{
+    int rc;
+
+    T_LOCK();
+    rc = check_init(fn);
+    T_UNLOCK();
+    return rc != MPI_SUCCESS ? rc : check_index(fn, i, NUM_EVENTS, "event type");
+}
+
+#pragma weak MPI_T_event_get_info = PMPI_T_event_get_info
+int PMPI_T_event_get_info(int event_index, char *name, int *name_len, int *verbosity,
+                          MPI_Datatype array_of_datatypes[], MPI_Aint array_of_displacements[],
+                          int *num_elements, MPI_T_enum *enumtype, MPI_Info *info, char *desc,
+                          int *desc_len, int *bind)
+{
+    return check_event_index(SHIM_FN, event_index);
+}
+
+#pragma weak MPI_T_event_get_index = PMPI_T_event_get_index
+int PMPI_T_event_get_index(const char *name, int *event_index)
+{
+    int rc;
+
+    T_LOCK();
+    rc = check_init(SHIM_FN);
+    if (rc == MPI_SUCCESS && (!name || !event_index)) {
+        rc = t_fail(SHIM_FN, MPI_T_ERR_INVALID, "name or event_index is NULL");
+    } else if (rc == MPI_SUCCESS) {
+        rc = t_fail(SHIM_FN, MPI_T_ERR_INVALID_NAME, "no event type (mpishim has none)");
+    }
+    T_UNLOCK();
+    return rc;
+}
+
+#pragma weak MPI_T_event_handle_alloc = PMPI_T_event_handle_alloc
+int PMPI_T_event_handle_alloc(int event_index, void *obj_handle, MPI_Info info,
+                              MPI_T_event_registration *event_registration)
+{
+    return check_event_index(SHIM_FN, event_index);
+}
+
+/* Every call on a registration or an instance: after the init check, the handle is not
+ * one (none exists). */
+static int no_such_handle(const char *fn, const char *kind)
+{
+    char why[80];
+    int rc;
+
+    T_LOCK();
+    rc = check_init(fn);
+    T_UNLOCK();
+    if (rc != MPI_SUCCESS) {
+        return rc;
+    }
+    snprintf(why, sizeof(why), "not an event %s (mpishim has no event types)", kind);
+    return t_fail(fn, MPI_T_ERR_INVALID_HANDLE, why);
+}
+
+#pragma weak MPI_T_event_handle_set_info = PMPI_T_event_handle_set_info
+int PMPI_T_event_handle_set_info(MPI_T_event_registration event_registration, MPI_Info info)
+{
+    return no_such_handle(SHIM_FN, "registration");
+}
+
+#pragma weak MPI_T_event_handle_get_info = PMPI_T_event_handle_get_info
+int PMPI_T_event_handle_get_info(MPI_T_event_registration event_registration, MPI_Info *info_used)
+{
+    return no_such_handle(SHIM_FN, "registration");
+}
+
+#pragma weak MPI_T_event_register_callback = PMPI_T_event_register_callback
+int PMPI_T_event_register_callback(MPI_T_event_registration event_registration,
+                                   MPI_T_cb_safety cb_safety, MPI_Info info, void *user_data,
+                                   MPI_T_event_cb_function event_cb_function)
+{
+    return no_such_handle(SHIM_FN, "registration");
+}
+
+#pragma weak MPI_T_event_callback_set_info = PMPI_T_event_callback_set_info
+int PMPI_T_event_callback_set_info(MPI_T_event_registration event_registration,
+                                   MPI_T_cb_safety cb_safety, MPI_Info info)
+{
+    return no_such_handle(SHIM_FN, "registration");
+}
+
+#pragma weak MPI_T_event_callback_get_info = PMPI_T_event_callback_get_info
+int PMPI_T_event_callback_get_info(MPI_T_event_registration event_registration,
+                                   MPI_T_cb_safety cb_safety, MPI_Info *info_used)
+{
+    return no_such_handle(SHIM_FN, "registration");
+}
+
+#pragma weak MPI_T_event_handle_free = PMPI_T_event_handle_free
+int PMPI_T_event_handle_free(MPI_T_event_registration event_registration, void *user_data,
+                             MPI_T_event_free_cb_function free_cb_function)
+{
+    return no_such_handle(SHIM_FN, "registration");
+}
+
+#pragma weak MPI_T_event_set_dropped_handler = PMPI_T_event_set_dropped_handler
+int PMPI_T_event_set_dropped_handler(MPI_T_event_registration event_registration,
+                                     MPI_T_event_dropped_cb_function dropped_cb_function)
+{
+    return no_such_handle(SHIM_FN, "registration");
+}
+
+#pragma weak MPI_T_event_read = PMPI_T_event_read
+int PMPI_T_event_read(MPI_T_event_instance event_instance, int element_index, void *buffer)
+{
+    return no_such_handle(SHIM_FN, "instance");
+}
+
+#pragma weak MPI_T_event_copy = PMPI_T_event_copy
+int PMPI_T_event_copy(MPI_T_event_instance event_instance, void *buffer)
+{
+    return no_such_handle(SHIM_FN, "instance");
+}
+
+#pragma weak MPI_T_event_get_timestamp = PMPI_T_event_get_timestamp
+int PMPI_T_event_get_timestamp(MPI_T_event_instance event_instance, MPI_Count *event_timestamp)
+{
+    return no_such_handle(SHIM_FN, "instance");
+}
+
+#pragma weak MPI_T_event_get_source = PMPI_T_event_get_source
+int PMPI_T_event_get_source(MPI_T_event_instance event_instance, int *source_index)
+{
+    return no_such_handle(SHIM_FN, "instance");
+}
+
+/* The one source: the monotonic clock in nanoseconds, which any event would be stamped
+ * with. A tool can read it (MPI_T_source_get_timestamp) to align its own timeline. */
+#pragma weak MPI_T_source_get_num = PMPI_T_source_get_num
+int PMPI_T_source_get_num(int *num_sources)
+{
+    return get_num(SHIM_FN, num_sources, 1, "num_sources is NULL");
+}
+
+static int check_source_index(const char *fn, int i)
+{
+    int rc = check_init(fn);
+
+    return rc != MPI_SUCCESS ? rc : check_index(fn, i, 1, "source");
+}
+
+#pragma weak MPI_T_source_get_info = PMPI_T_source_get_info
+int PMPI_T_source_get_info(int source_index, char *name, int *name_len, char *desc, int *desc_len,
+                           MPI_T_source_order *ordering, MPI_Count *ticks_per_second,
+                           MPI_Count *max_ticks, MPI_Info *info)
+{
+    int rc;
+
+    T_LOCK();
+    rc = check_source_index(SHIM_FN, source_index);
+    if (rc == MPI_SUCCESS) {
+        copy_out(name, name_len, "mpishim_clock");
+        copy_out(desc, desc_len, "the monotonic clock of this process, in nanoseconds");
+        if (ordering) {
+            *ordering = MPI_T_SOURCE_ORDERED;
+        }
+        if (ticks_per_second) {
+            *ticks_per_second = 1000000000;
+        }
+        if (max_ticks) {
+            *max_ticks = LLONG_MAX;
+        }
+        if (info) {
+            /* No hints: the caller has nothing to free. */
+            *info = MPI_INFO_NULL;
+        }
+    }
+    T_UNLOCK();
+    return rc;
+}
+
+#pragma weak MPI_T_source_get_timestamp = PMPI_T_source_get_timestamp
+int PMPI_T_source_get_timestamp(int source_index, MPI_Count *timestamp)
+{
+    struct timespec ts;
+    int rc;
+
+    T_LOCK();
+    rc = check_source_index(SHIM_FN, source_index);
+    if (rc == MPI_SUCCESS && !timestamp) {
+        rc = t_fail(SHIM_FN, MPI_T_ERR_INVALID, "timestamp is NULL");
+    } else if (rc == MPI_SUCCESS) {
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        *timestamp = (MPI_Count)ts.tv_sec * 1000000000 + ts.tv_nsec;
+    }
+    T_UNLOCK();
+    return rc;
+}
+
+#pragma weak MPI_T_category_get_num_events = PMPI_T_category_get_num_events
+int PMPI_T_category_get_num_events(int cat_index, int *num_events)
+{
+    int rc;
+
+    T_LOCK();
+    rc = check_cat_index(SHIM_FN, cat_index);
+    if (rc == MPI_SUCCESS && !num_events) {
+        rc = t_fail(SHIM_FN, MPI_T_ERR_INVALID, "num_events is NULL");
+    } else if (rc == MPI_SUCCESS) {
+        *num_events = NUM_EVENTS;
+    }
+    T_UNLOCK();
+    return rc;
+}
+
+#pragma weak MPI_T_category_get_events = PMPI_T_category_get_events
+int PMPI_T_category_get_events(int cat_index, int len, int indices[])
+{
+    /* No category holds an event: nothing is stored. */
+    return category_members(SHIM_FN, cat_index, false, 0, NULL);
 }

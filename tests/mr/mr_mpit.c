@@ -9,12 +9,24 @@
  *   - message counters before and after a known exchange: rank 0 sends one 100-byte eager
  *     message and one 1 MiB rendezvous message to rank 1, and its counters of the transport
  *     in use grow by exactly 2 messages and 100 + 1 MiB bytes;
- *   - categories cover every variable once; bad handles and indices give their errors.
+ *   - categories cover every variable once; bad handles and indices give their errors;
+ *   - every setting with a fixed set of choices is an MPI_INT with an enumeration whose name,
+ *     items, values and item names are those of the table in common/mps_config.h (expanded
+ *     here from the table's macro, not asked of the library); the others have none;
+ *   - MPI-3.1's error cases: every call before MPI_T_init_thread is
+ *     MPI_T_ERR_NOT_INITIALIZED, indices and handles out of range or stale are refused;
+ *   - the MPI-4.0 events: none (0 event types, 1 time source, errors for any index or handle).
  * Arguments NAME=VALUE go to the environment first; --fabric says that messages go
- * through a libfabric provider (MPISHIM_FABRIC_PROVIDER or MPISHIM_SHM_RING=0).
+ * through a libfabric provider (MPISHIM_FABRIC_PROVIDER or MPISHIM_SHM_RING=0). --pgc runs
+ * no MPI: a pgc world instead, while which a setting read at init is
+ * MPI_T_ERR_CVAR_SET_NOT_NOW, and writable again once the world is destroyed.
  */
 #include "mrtest.h"
 
+#include "mps_config.h"
+
+#include <limits.h>
+#include <pgc.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <strings.h>
@@ -22,6 +34,54 @@
 #define BIG (1 << 20)
 
 static char big[BIG];
+
+/* The settings as common/mps_config.h declares them, in its order. */
+struct setting {
+    const char *name;
+    bool is_enum;
+    const char *const *choices;
+};
+#define SETTING(id, name, type, def, choices, doc) {name, MPS_CFG_##type == MPS_CFG_ENUM, choices},
+static const struct setting table[] = {MPS_CONFIG_LIST(SETTING)};
+#undef SETTING
+#define NUM_SETTINGS ((int)(sizeof(table) / sizeof(table[0])))
+
+/* Whether setting i takes one of a fixed set of names (no choice is a prefix like tcp://). */
+static bool fixed_choices(int i)
+{
+    if (!table[i].is_enum) {
+        return false;
+    }
+    for (const char *const *c = table[i].choices; *c; c++) {
+        if (strstr(*c, "://")) {
+            return false;
+        }
+    }
+    return true;
+}
+
+static int table_index(const char *name)
+{
+    for (int i = 0; i < NUM_SETTINGS; i++) {
+        if (strcmp(table[i].name, name) == 0) {
+            return i;
+        }
+    }
+    CHECK(0, "%s is not in the table", name);
+    return -1;
+}
+
+/* The position of choice v (any case) among setting i's. */
+static int choice_of(int i, const char *v)
+{
+    for (int k = 0; table[i].choices[k]; k++) {
+        if (strcasecmp(table[i].choices[k], v) == 0) {
+            return k;
+        }
+    }
+    CHECK(0, "%s is no choice of %s", v, table[i].name);
+    return -1;
+}
 
 /* The value of a size in the environment's syntax (32k), parsed independently. */
 static unsigned long long parse_size(const char *s)
@@ -86,7 +146,7 @@ static void check_cvars(bool started)
     char names[64][64];
 
     CHECK_MPI(MPI_T_cvar_get_num(&n));
-    CHECK(n >= 30 && n <= 64, "%d control variables", n);
+    CHECK(n == NUM_SETTINGS && n <= 64, "%d control variables, the table has %d", n, NUM_SETTINGS);
     for (int i = 0; i < n; i++) {
         char name[64], desc[512], val[256];
         int name_len = sizeof(name), desc_len = sizeof(desc), scope, bind, verb;
@@ -98,8 +158,10 @@ static void check_cvars(bool started)
                                       &scope));
         CHECK(strncmp(name, "MPISHIM_", 8) == 0 && name_len == (int)strlen(name) + 1,
               "cvar %d is %s (len %d)", i, name, name_len);
-        CHECK(desc_len > 10 && bind == MPI_T_BIND_NO_OBJECT && et == MPI_T_ENUM_NULL,
-              "%s: desc_len %d bind %d", name, desc_len, bind);
+        CHECK(desc_len > 10 && bind == MPI_T_BIND_NO_OBJECT, "%s: desc_len %d bind %d", name,
+              desc_len, bind);
+        CHECK(strcmp(table[i].name, name) == 0, "cvar %d is %s, the table's %s", i, name,
+              table[i].name);
         for (int j = 0; j < i; j++) {
             CHECK(strcmp(names[j], name) != 0, "%s listed twice", name);
         }
@@ -119,6 +181,8 @@ static void check_cvars(bool started)
         set++;
         if (dt == MPI_UNSIGNED_LONG_LONG) {
             matched += *(unsigned long long *)val == parse_size(env);
+        } else if (dt == MPI_INT && et != MPI_T_ENUM_NULL) {
+            matched += *(int *)val == choice_of(i, env);
         } else if (dt == MPI_INT) {
             matched += *(int *)val == atoi(env);
         } else if (dt == MPI_DOUBLE) {
@@ -216,24 +280,29 @@ static void check_exchange(struct counters *c, int rank, int size, bool fabric)
 }
 
 /* 8 bytes ran the direct algorithm (MPISHIM_COLL_SHM=0 written before init); 1 MiB the
- * ring, written just before. */
+ * ring, written just before (as its item of MPISHIM_COLL_ALLREDUCE's enumeration). */
 static void check_collectives(struct counters *c)
 {
     static double in[BIG / 8], out[BIG / 8];
     double x = 1, y = 0;
     unsigned long long all = colls(c), direct = value(c, "coll_allreduce_direct");
     unsigned long long ring = value(c, "coll_allreduce_ring");
+    int algo = table_index("MPISHIM_COLL_ALLREDUCE"), ring_item = choice_of(algo, "ring"), now;
 
     CHECK_MPI(MPI_Allreduce(&x, &y, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD));
     CHECK(value(c, "coll_allreduce_direct") - direct == 1 && colls(c) - all == 1,
           "direct %llu, all %llu", value(c, "coll_allreduce_direct") - direct, colls(c) - all);
-    CHECK(write_cvar("MPISHIM_COLL_ALLREDUCE", "ring") == MPI_SUCCESS, "write refused");
+    /* The algorithm is an enumeration item: its position in the table. */
+    CHECK(write_cvar("MPISHIM_COLL_ALLREDUCE", &ring_item) == MPI_SUCCESS, "write refused");
+    read_cvar(algo, &now);
+    CHECK(now == ring_item, "wrote item %d, read %d", ring_item, now);
     in[0] = 1;
     CHECK_MPI(MPI_Allreduce(in, out, BIG / 8, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD));
     CHECK(value(c, "coll_allreduce_ring") - ring == 1 && colls(c) - all == 2, "ring %llu, all %llu",
           value(c, "coll_allreduce_ring") - ring, colls(c) - all);
     CHECK(out[0] == y && y >= 1, "sums %g %g", out[0], y);
-    CHECK(write_cvar("MPISHIM_COLL_ALLREDUCE", "auto") == MPI_SUCCESS, "write refused");
+    CHECK(write_cvar("MPISHIM_COLL_ALLREDUCE", &(int){choice_of(algo, "auto")}) == MPI_SUCCESS,
+          "write refused");
 }
 
 /* Reset, write and read-only refusals on handle 0 (a counter) and the level. */
@@ -291,28 +360,242 @@ static void check_categories(void)
     }
 }
 
+/* Each setting with fixed choices has an enumeration that is the table's list; no other
+ * variable has one, and what is not an enumeration is refused as one. */
+static void check_enums(void)
+{
+    int enums = 0, expected = 0, num = -1, len, value;
+    char name[64], item[64];
+
+    for (int i = 0; i < NUM_SETTINGS; i++) {
+        MPI_Datatype dt;
+        MPI_T_enum et;
+        int n = 0;
+
+        CHECK_MPI(MPI_T_cvar_get_info(i, NULL, NULL, NULL, &dt, &et, NULL, NULL, NULL, NULL));
+        if (!fixed_choices(i)) {
+            CHECK(et == MPI_T_ENUM_NULL, "%s has an enumeration", table[i].name);
+            CHECK(!table[i].is_enum || dt == MPI_CHAR, "%s (prefix choices) is no string",
+                  table[i].name);
+            continue;
+        }
+        expected++;
+        CHECK(dt == MPI_INT && et != MPI_T_ENUM_NULL, "%s: type %x, no enumeration", table[i].name,
+              (unsigned)dt);
+        while (table[i].choices[n]) {
+            n++;
+        }
+        len = sizeof(name);
+        CHECK_MPI(MPI_T_enum_get_info(et, &num, name, &len));
+        CHECK(num == n && strcmp(name, table[i].name) == 0 && len == (int)strlen(name) + 1,
+              "%s: enumeration %s of %d items (len %d), expected %d", table[i].name, name, num, len,
+              n);
+        for (int k = 0; k < n; k++) {
+            len = sizeof(item);
+            value = -1;
+            CHECK_MPI(MPI_T_enum_get_item(et, k, &value, item, &len));
+            CHECK(value == k && strcmp(item, table[i].choices[k]) == 0 &&
+                      len == (int)strlen(item) + 1,
+                  "%s item %d: %d %s, expected %s", table[i].name, k, value, item,
+                  table[i].choices[k]);
+        }
+        /* A length of 0: only the length needed (MPI-3.1 14.3.3). */
+        len = 0;
+        CHECK_MPI(MPI_T_enum_get_item(et, n - 1, &value, NULL, &len));
+        CHECK(len == (int)strlen(table[i].choices[n - 1]) + 1, "length %d", len);
+        CHECK(MPI_T_enum_get_item(et, n, &value, item, &len) == MPI_T_ERR_INVALID_INDEX,
+              "%s: item %d of %d", table[i].name, n, n);
+        CHECK(MPI_T_enum_get_item(et, -1, &value, item, &len) == MPI_T_ERR_INVALID_INDEX,
+              "%s: item -1", table[i].name);
+        enums++;
+    }
+    /* LOG_LEVEL, DEVICE_COLL, the three algorithms and PGC_DEBUG at least. */
+    CHECK(enums == expected && expected >= 6, "%d enumerations, %d expected", enums, expected);
+    CHECK(MPI_T_enum_get_info(MPI_T_ENUM_NULL, &num, NULL, NULL) == MPI_T_ERR_INVALID_HANDLE,
+          "MPI_T_ENUM_NULL");
+    CHECK(MPI_T_enum_get_info((MPI_T_enum)(void *)name, &num, NULL, NULL) ==
+              MPI_T_ERR_INVALID_HANDLE,
+          "a pointer to a local array");
+    CHECK(MPI_T_enum_get_item(MPI_T_ENUM_NULL, 0, &value, NULL, NULL) == MPI_T_ERR_INVALID_HANDLE,
+          "item of MPI_T_ENUM_NULL");
+}
+
+/* MPI-3.1 14.3.4: before MPI_T_init_thread every call but it is MPI_T_ERR_NOT_INITIALIZED
+ * (MPI-4.0's event calls too). */
+static void check_not_initialized(void)
+{
+    const int e = MPI_T_ERR_NOT_INITIALIZED;
+    MPI_T_pvar_session s;
+    MPI_T_cvar_handle h;
+    MPI_Count ts;
+    int n, i;
+
+    CHECK(MPI_T_finalize() == e, "finalize");
+    CHECK(MPI_T_cvar_get_num(&n) == e, "cvar_get_num");
+    CHECK(MPI_T_cvar_get_info(0, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL) == e,
+          "cvar_get_info");
+    CHECK(MPI_T_cvar_get_index("MPISHIM_TIMEOUT", &i) == e, "cvar_get_index");
+    CHECK(MPI_T_cvar_handle_alloc(0, NULL, &h, &n) == e, "cvar_handle_alloc");
+    CHECK(MPI_T_pvar_get_num(&n) == e, "pvar_get_num");
+    CHECK(MPI_T_pvar_session_create(&s) == e, "pvar_session_create");
+    CHECK(MPI_T_category_get_num(&n) == e, "category_get_num");
+    CHECK(MPI_T_category_changed(&n) == e, "category_changed");
+    CHECK(MPI_T_enum_get_info(MPI_T_ENUM_NULL, &n, NULL, NULL) == e, "enum_get_info");
+    CHECK(MPI_T_event_get_num(&n) == e, "event_get_num");
+    CHECK(MPI_T_source_get_num(&n) == e, "source_get_num");
+    CHECK(MPI_T_source_get_timestamp(0, &ts) == e, "source_get_timestamp");
+    CHECK(MPI_T_event_read(NULL, 0, &n) == e, "event_read");
+    CHECK(MPI_T_pvar_read(NULL, NULL, NULL) == e, "pvar_read");
+    CHECK(MPI_T_pvar_write(NULL, NULL, NULL) == e, "pvar_write");
+    CHECK(MPI_T_init_thread(MPI_THREAD_MULTIPLE + 1, &n) == MPI_T_ERR_INVALID, "bad level");
+    CHECK(MPI_T_cvar_get_num(&n) == e, "initialised by a refused init");
+}
+
+/* MPI-4.0 15.3.8: no event type, one source, and every index or handle refused. */
+static void check_events(void)
+{
+    int n = -1, ncat, i, len;
+    char name[64];
+    MPI_T_source_order order;
+    MPI_Count tps = 0, max = 0, t0 = -1, t1 = -1;
+    MPI_Info info = MPI_INFO_ENV;
+    MPI_T_event_registration reg = NULL;
+
+    CHECK_MPI(MPI_T_event_get_num(&n));
+    CHECK(n == 0, "%d event types", n);
+    CHECK(MPI_T_event_get_info(0, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+                               NULL) == MPI_T_ERR_INVALID_INDEX,
+          "event 0");
+    CHECK(MPI_T_event_get_index("mpishim_any", &i) == MPI_T_ERR_INVALID_NAME, "event name");
+    CHECK(MPI_T_event_handle_alloc(0, NULL, MPI_INFO_NULL, &reg) == MPI_T_ERR_INVALID_INDEX,
+          "handle_alloc 0");
+    CHECK(MPI_T_event_register_callback(reg, MPI_T_CB_REQUIRE_NONE, MPI_INFO_NULL, NULL, NULL) ==
+              MPI_T_ERR_INVALID_HANDLE,
+          "register_callback");
+    CHECK(MPI_T_event_handle_free(reg, NULL, NULL) == MPI_T_ERR_INVALID_HANDLE, "handle_free");
+    CHECK(MPI_T_event_set_dropped_handler(reg, NULL) == MPI_T_ERR_INVALID_HANDLE, "dropped");
+    CHECK(MPI_T_event_read(NULL, 0, &n) == MPI_T_ERR_INVALID_HANDLE, "read");
+    CHECK(MPI_T_event_copy(NULL, &n) == MPI_T_ERR_INVALID_HANDLE, "copy");
+    CHECK(MPI_T_event_get_timestamp(NULL, &t0) == MPI_T_ERR_INVALID_HANDLE, "timestamp");
+    CHECK(MPI_T_event_get_source(NULL, &i) == MPI_T_ERR_INVALID_HANDLE, "source");
+    CHECK_MPI(MPI_T_source_get_num(&n));
+    CHECK(n == 1, "%d sources", n);
+    len = sizeof(name);
+    CHECK_MPI(MPI_T_source_get_info(0, name, &len, NULL, NULL, &order, &tps, &max, &info));
+    CHECK(len == (int)strlen(name) + 1 && len > 1 && order == MPI_T_SOURCE_ORDERED &&
+              tps == 1000000000 && max == LLONG_MAX && info == MPI_INFO_NULL,
+          "source %s: order %d, %lld ticks/s, max %lld", name, (int)order, tps, max);
+    CHECK_MPI(MPI_T_source_get_timestamp(0, &t0));
+    CHECK_MPI(MPI_T_source_get_timestamp(0, &t1));
+    CHECK(t0 > 0 && t1 >= t0, "ordered source went from %lld to %lld", t0, t1);
+    CHECK(MPI_T_source_get_info(1, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL) ==
+              MPI_T_ERR_INVALID_INDEX,
+          "source 1");
+    CHECK(MPI_T_source_get_timestamp(-1, &t0) == MPI_T_ERR_INVALID_INDEX, "source -1");
+    CHECK_MPI(MPI_T_category_get_num(&ncat));
+    for (int k = 0; k < ncat; k++) {
+        n = -1;
+        CHECK_MPI(MPI_T_category_get_num_events(k, &n));
+        CHECK(n == 0, "category %d has %d events", k, n);
+        CHECK_MPI(MPI_T_category_get_events(k, 0, NULL));
+    }
+    CHECK(MPI_T_category_get_num_events(ncat, &n) == MPI_T_ERR_INVALID_INDEX, "category");
+}
+
+/* MPI-3.1 14.3: indices out of range, unknown names, stale handles, values refused. */
 static void check_errors(void)
 {
     MPI_T_cvar_handle h;
-    int count, i;
+    MPI_T_pvar_session s, dead;
+    MPI_T_pvar_handle ph;
+    int count, i, ncv, npv, ncat, idx[4];
     char buf[256];
 
+    CHECK_MPI(MPI_T_cvar_get_num(&ncv));
+    CHECK_MPI(MPI_T_pvar_get_num(&npv));
+    CHECK_MPI(MPI_T_category_get_num(&ncat));
     CHECK(MPI_T_cvar_get_info(-1, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL) ==
               MPI_T_ERR_INVALID_INDEX,
           "index -1");
+    CHECK(MPI_T_cvar_get_info(ncv, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL) ==
+              MPI_T_ERR_INVALID_INDEX,
+          "cvar index %d", ncv);
+    CHECK(MPI_T_cvar_handle_alloc(ncv, NULL, &h, &count) == MPI_T_ERR_INVALID_INDEX, "alloc");
+    CHECK(MPI_T_pvar_get_info(npv, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+                              NULL) == MPI_T_ERR_INVALID_INDEX,
+          "pvar index %d", npv);
+    CHECK(MPI_T_category_get_info(ncat, NULL, NULL, NULL, NULL, NULL, NULL, NULL) ==
+              MPI_T_ERR_INVALID_INDEX,
+          "category index %d", ncat);
+    CHECK(MPI_T_category_get_cvars(-1, 4, idx) == MPI_T_ERR_INVALID_INDEX, "category -1");
+    CHECK(MPI_T_category_get_index("mpishim_none", &i) == MPI_T_ERR_INVALID_NAME, "category");
+    CHECK_MPI(MPI_T_pvar_session_create(&s));
+    CHECK(MPI_T_pvar_handle_alloc(s, npv, NULL, &ph, &count) == MPI_T_ERR_INVALID_INDEX,
+          "pvar alloc %d", npv);
+    CHECK_MPI(MPI_T_pvar_handle_alloc(s, 0, NULL, &ph, &count));
+    CHECK_MPI(MPI_T_pvar_session_create(&dead));
+    CHECK(MPI_T_pvar_read(dead, ph, buf) == MPI_T_ERR_INVALID_HANDLE, "another session's");
+    CHECK_MPI(MPI_T_pvar_session_free(&dead));
+    CHECK(dead == MPI_T_PVAR_SESSION_NULL, "session not cleared");
+    CHECK(MPI_T_pvar_read(dead, ph, buf) == MPI_T_ERR_INVALID_SESSION, "freed session");
+    CHECK_MPI(MPI_T_pvar_session_free(&s));
+    CHECK(MPI_T_pvar_handle_free(s, &ph) == MPI_T_ERR_INVALID_SESSION, "handle of a freed one");
+    CHECK(MPI_T_cvar_write(MPI_T_CVAR_HANDLE_NULL, buf) == MPI_T_ERR_INVALID_HANDLE, "null");
     CHECK(MPI_T_cvar_get_index("MPISHIM_NO_SUCH", &i) == MPI_T_ERR_INVALID_NAME, "name");
     CHECK_MPI(MPI_T_cvar_handle_alloc(cvar_index("MPISHIM_TIMEOUT"), NULL, &h, &count));
     CHECK_MPI(MPI_T_cvar_handle_free(&h));
     CHECK(MPI_T_cvar_read(h, buf) == MPI_T_ERR_INVALID_HANDLE, "freed handle read");
-    CHECK(write_cvar("MPISHIM_COLL_ALLREDUCE", "bogus") == MPI_T_ERR_INVALID, "bad value");
+    CHECK(write_cvar("MPISHIM_COLL_ALLREDUCE", &(int){-1}) == MPI_T_ERR_INVALID, "item -1");
+    CHECK(write_cvar("MPISHIM_COLL_ALLREDUCE", &(int){99}) == MPI_T_ERR_INVALID, "item 99");
     CHECK(write_cvar("MPISHIM_EAGER_MAX", &(unsigned long long){4096}) == MPI_T_ERR_CVAR_SET_NEVER,
           "a setting read at init was written after it");
+}
+
+/* The scope control variable name reports now. */
+static int scope_of(const char *name)
+{
+    int scope = -1;
+
+    CHECK_MPI(MPI_T_cvar_get_info(cvar_index(name), NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+                                  &scope));
+    return scope;
+}
+
+/* --pgc: no MPI. While a pgc world runs, a setting it read at init cannot be set now
+ * (MPI_T_ERR_CVAR_SET_NOT_NOW: destroying the world makes it writable, and the next world
+ * reads it); MPISHIM_LOG_LEVEL, read at each use, stays writable. */
+static int run_pgc(void)
+{
+    pgc_init_opts o = PGC_INIT_OPTS_DEFAULT;
+    unsigned long long eager = 8192, now = 0;
+    int provided, level = table_index("MPISHIM_LOG_LEVEL"), item = -1;
+
+    CHECK_MPI(MPI_T_init_thread(MPI_THREAD_SINGLE, &provided));
+    CHECK(scope_of("MPISHIM_EAGER_MAX") == MPI_T_SCOPE_LOCAL, "read-only before the world");
+    CHECK(pgc_init_process_group(&o) == PGC_OK, "pgc_init_process_group: %s", pgc_last_error());
+    mrt_rank = pgc_get_rank();
+    CHECK(scope_of("MPISHIM_EAGER_MAX") == MPI_T_SCOPE_READONLY, "writable in a pgc world");
+    CHECK(write_cvar("MPISHIM_EAGER_MAX", &eager) == MPI_T_ERR_CVAR_SET_NOT_NOW,
+          "a setting read by the running pgc world was not refused for now");
+    read_cvar(level, &item);
+    CHECK(write_cvar("MPISHIM_LOG_LEVEL", &item) == MPI_SUCCESS, "log level refused");
+    CHECK(pgc_barrier(NULL, 0, NULL) == PGC_OK, "barrier: %s", pgc_last_error());
+    CHECK(pgc_destroy_process_group() == PGC_OK, "destroy: %s", pgc_last_error());
+    CHECK(scope_of("MPISHIM_EAGER_MAX") == MPI_T_SCOPE_LOCAL, "read-only after the world");
+    CHECK(write_cvar("MPISHIM_EAGER_MAX", &eager) == MPI_SUCCESS, "refused after the world");
+    read_cvar(cvar_index("MPISHIM_EAGER_MAX"), &now);
+    CHECK(now == eager, "wrote %llu, read %llu", eager, now);
+    CHECK_MPI(MPI_T_finalize());
+    if (mrt_rank == 0) {
+        printf("mr_mpit --pgc: %d checks passed on rank 0\n", mrt_checks);
+    }
+    return 0;
 }
 
 int main(int argc, char **argv)
 {
     int provided, n, rank, size, off = 0;
-    bool fabric = false;
+    bool fabric = false, pgc = false;
     struct counters c;
 
     for (int i = 1; i < argc; i++) {
@@ -320,6 +603,11 @@ int main(int argc, char **argv)
             putenv(argv[i]);
         }
         fabric |= strcmp(argv[i], "--fabric") == 0;
+        pgc |= strcmp(argv[i], "--pgc") == 0;
+    }
+    check_not_initialized();
+    if (pgc) {
+        return run_pgc();
     }
     /* Before MPI_Init, twice, then once less: still initialised. */
     CHECK_MPI(MPI_T_init_thread(MPI_THREAD_SINGLE, &provided));
@@ -327,6 +615,8 @@ int main(int argc, char **argv)
     CHECK(provided == MPI_THREAD_MULTIPLE, "provided %d", provided);
     CHECK_MPI(MPI_T_finalize());
     check_cvars(false);
+    check_enums();
+    check_events();
     CHECK(write_cvar("MPISHIM_COLL_SHM", &off) == MPI_SUCCESS, "pre-init write refused");
     mrt_init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -338,6 +628,7 @@ int main(int argc, char **argv)
     check_handles(&c);
     check_categories();
     check_errors();
+    check_enums();
     CHECK_MPI(MPI_T_pvar_handle_free(c.s, &c.h[0]));
     CHECK_MPI(MPI_T_pvar_session_free(&c.s));
     CHECK_MPI(MPI_T_finalize());
@@ -346,6 +637,8 @@ int main(int argc, char **argv)
     /* After MPI_Finalize the interface still answers. */
     CHECK_MPI(MPI_T_init_thread(MPI_THREAD_SINGLE, &provided));
     CHECK_MPI(MPI_T_cvar_get_num(&n));
+    CHECK(write_cvar("MPISHIM_EAGER_MAX", &(unsigned long long){4096}) == MPI_T_ERR_CVAR_SET_NEVER,
+          "a setting MPI read was writable after MPI_Finalize");
     CHECK_MPI(MPI_T_finalize());
     return 0;
 }
