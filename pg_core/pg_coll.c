@@ -295,6 +295,7 @@ static int iallgather_pairs(struct pg_group *g, const void *in, void *out, size_
         return PGC_ERR_NOMEM;
     }
     pg_sched_sig(s, PG_COLL_ALLGATHER, NULL, -1);
+    pg_sched_algo(s, "all pairs");
     for (int p = 0; p < g->size; p++) {
         if (p != g->rank) {
             pg_sched_recv(s, (char *)out + (size_t)p * bytes, bytes, p);

@@ -17,6 +17,7 @@ void pg_allgather_bruck(struct pg_sched *s, void *out, size_t block)
     char *o = out;
     char *tmp = pg_sched_alloc(s, block * (size_t)n);
 
+    pg_sched_algo(s, "Bruck's allgather");
     mps_stats_algo(MPS_ALGO_ALLGATHER_BRUCK);
     if (!tmp) {
         return;

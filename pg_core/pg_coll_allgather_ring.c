@@ -14,6 +14,7 @@ void pg_allgatherv_ring(struct pg_sched *s, const void *own, void *buf, const si
     int right = (r + 1) % n, left = (r - 1 + n) % n;
     char *b = buf;
 
+    pg_sched_algo(s, "the ring");
     mps_stats_algo(MPS_ALGO_ALLGATHER_RING);
     for (int step = 0; step < n - 1; step++) {
         int sb = (r - step + n) % n, rb = (r - step - 1 + n) % n;

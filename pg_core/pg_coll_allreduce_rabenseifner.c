@@ -58,6 +58,7 @@ void pg_allreduce_rabenseifner(struct pg_sched *s, void *acc, size_t count)
     char *tmp = pg_sched_alloc(s, count * s->op.elem_size);
     struct pg_fold f = pg_fold_in(s, acc, tmp, count);
 
+    pg_sched_algo(s, "Rabenseifner");
     mps_stats_algo(MPS_ALGO_ALLREDUCE_RABENSEIFNER);
     if (f.vr < 0) {
         return;

@@ -28,6 +28,7 @@ void pg_allreduce_recursive_doubling(struct pg_sched *s, void *acc, size_t count
     void *tmp = pg_sched_alloc(s, bytes);
     struct pg_fold f = pg_fold_in(s, acc, tmp, count);
 
+    pg_sched_algo(s, "recursive doubling");
     mps_stats_algo(MPS_ALGO_ALLREDUCE_RECURSIVE_DOUBLING);
     if (f.vr < 0) {
         return;

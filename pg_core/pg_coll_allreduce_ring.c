@@ -26,6 +26,7 @@ void pg_allreduce_ring(struct pg_sched *s, void *acc, size_t count)
     char *a = acc;
     char *tmp = pg_sched_alloc(s, maxc * es);
 
+    pg_sched_algo(s, "the ring");
     mps_stats_algo(MPS_ALGO_ALLREDUCE_RING);
     for (int step = 0; step < n - 1; step++) {
         int sc = (r - step + n) % n, rc = (r - step - 1 + n) % n;

@@ -21,6 +21,7 @@ void pg_alltoallv_pairwise(struct pg_sched *s, const void *in, const size_t *sco
     const char *i8 = in;
     char *o8 = out;
 
+    pg_sched_algo(s, "pairwise exchange");
     for (int k0 = 1; k0 < n; k0 += PG_A2A_WINDOW) {
         for (int k = k0; k < k0 + PG_A2A_WINDOW && k < n; k++) {
             int src = (r - k + n) % n, dst = (r + k) % n;

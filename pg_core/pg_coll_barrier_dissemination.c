@@ -12,6 +12,7 @@ void pg_barrier_dissemination(struct pg_sched *s)
 {
     int n = s->g->size, r = s->g->rank;
 
+    pg_sched_algo(s, "dissemination");
     mps_stats_algo(MPS_ALGO_BARRIER_DISSEMINATION);
     for (int k = 1; k < n; k <<= 1) {
         pg_sched_send(s, NULL, 0, (r + k) % n);

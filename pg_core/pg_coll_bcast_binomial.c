@@ -13,6 +13,7 @@ void pg_bcast_binomial(struct pg_sched *s, void *buf, size_t bytes, int root)
     int n = s->g->size, vr = (s->g->rank - root + n) % n;
     int mask = 1;
 
+    pg_sched_algo(s, "the binomial tree");
     mps_stats_algo(MPS_ALGO_BCAST_BINOMIAL);
     /* Find my parent: the lowest set bit of my relative rank. */
     while (mask < n) {

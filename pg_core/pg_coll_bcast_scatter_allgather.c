@@ -48,6 +48,7 @@ void pg_bcast_scatter_allgather(struct pg_sched *s, void *buf, size_t bytes, int
     int n = s->g->size;
     size_t *cd = pg_sched_alloc(s, sizeof(size_t) * 2 * (size_t)n);
 
+    pg_sched_algo(s, "scatter + allgather");
     mps_stats_algo(MPS_ALGO_BCAST_SCATTER_ALLGATHER);
     if (!cd) {
         return;

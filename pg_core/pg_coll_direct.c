@@ -17,6 +17,21 @@
 
 #include <string.h>
 
+const char *pg_direct_algo(unsigned kind)
+{
+    switch (kind) {
+    case PG_COLL_ALLREDUCE:
+        return "direct recursive doubling";
+    case PG_COLL_BCAST:
+    case PG_COLL_REDUCE:
+        return "direct binomial tree";
+    case PG_COLL_BARRIER:
+        return "direct dissemination";
+    default:
+        return "direct all pairs";
+    }
+}
+
 /* One exchange with a peer: send my buffer, receive theirs, wait for both. */
 static int exchange(struct pg_group *g, uint64_t ctx, int tag, const void *out, size_t obytes,
                     void *in, size_t ibytes, int send_to, int recv_from)

@@ -33,6 +33,7 @@ void pg_gather_binomial(struct pg_sched *s, const void *in, void *out, size_t by
     int sub = span < n - vr ? span : n - vr;
     char *acc;
 
+    pg_sched_algo(s, "the binomial tree");
     if (sub == 1 && vr != 0) {
         pg_sched_send(s, in, bytes, (vr - span + root) % n);
         return;

@@ -14,6 +14,7 @@ void pg_gatherv_linear(struct pg_sched *s, const void *in, size_t inbytes, void 
     int n = s->g->size, r = s->g->rank;
     char *o = out;
 
+    pg_sched_algo(s, "linear gatherv");
     if (r != root) {
         pg_sched_send(s, in, inbytes, root);
         return;

@@ -20,6 +20,7 @@ void pg_reduce_binomial(struct pg_sched *s, void *acc, size_t count, int root)
     size_t bytes = count * s->op.elem_size;
     void *tmp = pg_sched_alloc(s, bytes);
 
+    pg_sched_algo(s, "the binomial tree");
     for (int mask = 1; mask < n; mask <<= 1) {
         if (vr & mask) {
             pg_sched_send(s, acc, bytes, (vr - mask + base) % n);

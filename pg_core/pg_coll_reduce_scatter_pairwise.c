@@ -22,6 +22,7 @@ void pg_reduce_scatter_pairwise(struct pg_sched *s, const void *in, void *out, c
     char *slots = pg_sched_alloc(s, mine * (size_t)n);
     const char *i8 = in;
 
+    pg_sched_algo(s, "pairwise exchange");
     if (!offs || !slots) {
         return;
     }

@@ -20,6 +20,7 @@ void pg_scan_recursive_doubling(struct pg_sched *s, const void *in, void *out, s
     char *partial = pg_sched_alloc(s, bytes), *tmp = pg_sched_alloc(s, bytes);
     bool have = !exclusive;
 
+    pg_sched_algo(s, "recursive doubling");
     if (!partial || !tmp) {
         return;
     }

@@ -48,6 +48,7 @@ void pg_scatter_binomial(struct pg_sched *s, const void *in, void *out, size_t b
     int sub = span < n - vr ? span : n - vr;
     const char *blocks;
 
+    pg_sched_algo(s, "the binomial tree");
     if (vr == 0) {
         blocks = root_blocks(s, in, bytes, root);
         pg_sched_copy(s, out, (const char *)in + (size_t)root * bytes, bytes);

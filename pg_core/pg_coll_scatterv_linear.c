@@ -14,6 +14,7 @@ void pg_scatterv_linear(struct pg_sched *s, const void *in, const size_t *counts
     int n = s->g->size, r = s->g->rank;
     const char *b = in;
 
+    pg_sched_algo(s, "linear scatterv");
     if (r != root) {
         pg_sched_recv(s, out, outbytes, root);
         return;

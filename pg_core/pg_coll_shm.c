@@ -50,6 +50,7 @@
 
 #include <inttypes.h>
 #include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -342,14 +343,35 @@ static bool shm_ready(void *arg)
     return true;
 }
 
+/* For a timeout's message (pg_await.c): the members w still waits for, and why. */
+static void shm_awaited(const struct shm_wait *w, struct pg_awaited *a)
+{
+    struct shm_wait at = *w;
+    int missing[PG_DIRECT_RANKS], n = 0;
+
+    for (; at.next < at.end; at.next++) {
+        if (!is_there(&at)) {
+            missing[n++] = at.next;
+        }
+    }
+    pg_ranks_str(missing, n, a->who, sizeof(a->who));
+    snprintf(a->how, sizeof(a->how), "one round through shared memory: %s",
+             w->done_lines ? "not done with the last collective that used this rank's slot"
+             : n > 1       ? "their slots are not written"
+                           : "its slot is not written");
+}
+
 static int shm_wait(struct shm_wait *w, const char *what)
 {
     int rc = pg_wait_until_locked(shm_ready, w, -1);
+    struct pg_awaited a;
 
     if (rc == PGC_ERR_TIMEOUT) {
-        rc = mps_error(rc, "%s: rank %d did not arrive within %.0f s (a peer may have died, or "
-                       "the ranks do not call the same collectives)", what, w->next,
-                       pg_w.timeout);
+        shm_awaited(w, &a);
+        rc = mps_error(rc,
+                       "%s: timed out after %g s waiting for %s (%s; a peer may have died, "
+                       "or the ranks do not call the same collectives)",
+                       what, pg_w.timeout, a.who, a.how);
     }
     return rc;
 }
@@ -673,6 +695,21 @@ static int shm_op_poll(void *arg, bool *done)
     return rc;
 }
 
+/* A poll step's account of what it waits for (pg_sched_poll_desc). */
+static bool shm_op_desc(void *arg, struct pg_awaited *a)
+{
+    struct shm_op *o = arg;
+    struct shm_wait reuse = reuse_wait(o->g, o->seq);
+
+    if (o->seq == 0 || o->g->shm->fin != o->seq - 1) {
+        snprintf(a->who, sizeof(a->who), "the group's earlier non-blocking collectives");
+        snprintf(a->how, sizeof(a->how), "one round through shared memory, in order");
+        return true;
+    }
+    shm_awaited(o->posted || !writes(o) ? &o->arrive : &reuse, a);
+    return true;
+}
+
 void pg_shm_sched(struct pg_sched *sc, enum pg_shm_coll coll, const void *in, void *out,
                   size_t count, int root)
 {
@@ -693,4 +730,6 @@ void pg_shm_sched(struct pg_sched *sc, enum pg_shm_coll coll, const void *in, vo
         o->op = *op;
     }
     pg_sched_poll(sc, shm_op_poll, o);
+    pg_sched_poll_desc(sc, shm_op_desc);
+    pg_sched_algo(sc, "shared memory");
 }

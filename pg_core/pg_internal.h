@@ -197,6 +197,23 @@ int pg_wait_locked(struct pg_req *req, double timeout);
  * message after timeout seconds (< 0: MPISHIM_TIMEOUT), the caller knowing what it awaited. */
 int pg_wait_until_locked(bool (*ready)(void *arg), void *arg, double timeout);
 
+/* pg_await.c: what a wait that timed out waited for, worked out only then (the waits
+ * themselves record nothing for it). */
+struct pg_awaited {
+    char what[32]; /* the collective: "allreduce" */
+    char who[128]; /* "rank 2", "ranks 1, 2 and 5" (ranks of the collective's group) */
+    char how[192]; /* "step 5 of 7 of recursive doubling: a receive of 8 B from rank 2" */
+};
+/* Writes ranks[0..n), group ranks in increasing order without repeats, as "rank 3",
+ * "ranks 1, 2 and 5" or, past PG_AWAITED_SHOWN + 1, "ranks 0, 1, 2, 3 and 12 more". */
+#define PG_AWAITED_SHOWN 4
+void pg_ranks_str(const int *ranks, int n, char *buf, size_t len);
+/* What req, not completed, waits for: a collective's schedule, or one message of a
+ * collective run without one (pg_coll_direct.c); false when req is neither. */
+bool pg_req_awaited(const struct pg_req *req, struct pg_awaited *a);
+/* pg_coll_direct.c: the algorithm its collective of kind (enum pg_coll_kind) runs. */
+const char *pg_direct_algo(unsigned kind);
+
 /* pg_sched.c */
 int pg_sched_progress(void);
 /* A collective whose waiter gave up: it runs on but completes no request. */

@@ -563,6 +563,10 @@ int pg_isend_ctx(struct pg_group *g, uint64_t ctx, const void *buf, size_t len, 
     }
     req_reset(req, PG_REQ_SEND);
     req->len = len;
+    /* Off the eager fast path: what a wait that times out names (pg_await.c). */
+    req->ctx = ctx;
+    req->match_src = dst;
+    req->match_tag = tag;
     if (dst == PG_PROC_NULL) {
         pg_req_complete(req, PGC_OK);
         return PGC_OK;

@@ -121,8 +121,17 @@ static bool give_up(struct pg_req *req)
     return req->kind == PG_REQ_RECV && pg_unpost_recv(req);
 }
 
+/* The message of a request given up after timeout seconds. A collective's names the ranks
+ * it was still waiting for, read off its state before it is given up (pg_await.c). */
 static int wait_timed_out(struct pg_req *req, double timeout)
 {
+    struct pg_awaited a;
+
+    if (pg_req_awaited(req, &a)) {
+        give_up(req);
+        return mps_error(PGC_ERR_TIMEOUT, "%s: timed out after %g s waiting for %s (%s)", a.what,
+                         timeout, a.who, a.how);
+    }
     if (give_up(req)) {
         return mps_error(PGC_ERR_TIMEOUT,
                          "no message from source %d with tag %d arrived within %.0f s", req->match_src,
@@ -260,6 +269,22 @@ static bool first_done(void *arg)
     return false;
 }
 
+/* pg_wait_any's timeout: names what the first collective among reqs waits for. */
+static int none_done(struct pg_req **reqs, int n, double timeout)
+{
+    struct pg_awaited a;
+
+    for (int i = 0; i < n; i++) {
+        if (reqs[i] && pg_req_awaited(reqs[i], &a)) {
+            return mps_error(PGC_ERR_TIMEOUT,
+                             "none of %d requests completed within %g s; "
+                             "request %d, %s, is waiting for %s (%s)",
+                             n, timeout, i, a.what, a.who, a.how);
+        }
+    }
+    return mps_error(PGC_ERR_TIMEOUT, "none of %d requests completed within %.0f s", n, timeout);
+}
+
 int pg_wait_any(struct pg_req **reqs, int n, int *index, double timeout)
 {
     struct any_done a = {reqs, n, -1};
@@ -270,10 +295,10 @@ int pg_wait_any(struct pg_req **reqs, int n, int *index, double timeout)
     }
     PG_LOCK();
     rc = pg_wait_until_locked(first_done, &a, timeout);
+    if (rc == PGC_ERR_TIMEOUT) {
+        rc = none_done(reqs, n, timeout);
+    }
     PG_UNLOCK();
     *index = a.index;
-    if (rc != PGC_OK) {
-        rc = mps_error(rc, "none of %d requests completed within %.0f s", n, timeout);
-    }
-    return rc;
+    return rc; /* a dead peer: the wait recorded which */
 }

@@ -6,6 +6,7 @@
 #include "mps_log.h"
 #include "pgc_status.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -65,6 +66,7 @@ static struct pg_sched *sched_get(void)
     s->page_offset = 0;
     s->send_flags = 0;
     s->sig = 0;
+    s->algo = NULL;
     memset(&s->op, 0, sizeof(s->op));
     return s;
 }
@@ -164,6 +166,13 @@ void pg_sched_poll(struct pg_sched *s, pg_step_poll_fn fn, void *arg)
     if (st) {
         st->poll = fn;
         st->dst = arg;
+    }
+}
+
+void pg_sched_poll_desc(struct pg_sched *s, pg_step_desc_fn desc)
+{
+    if (s->status == PGC_OK && s->n > 0 && s->steps[s->n - 1].kind == PG_STEP_POLL) {
+        s->steps[s->n - 1].desc = desc;
     }
 }
 
@@ -468,4 +477,92 @@ int pg_sched_progress(void)
         }
     }
     return PGC_OK;
+}
+
+/* ---- what a schedule waits for (only when a wait for it timed out) ---- */
+
+static struct pg_sched *sched_of(const struct pg_req *req)
+{
+    struct mps_list *pos;
+
+    mps_list_for_each(pos, &pg_w.scheds)
+    {
+        struct pg_sched *s = container_of(pos, struct pg_sched, link);
+        if (s->req == req) {
+            return s;
+        }
+    }
+    return NULL;
+}
+
+/* Whether step st was issued and has not completed: a transfer the schedule waits for. */
+static bool pending(const struct pg_sched *s, const struct pg_step *st)
+{
+    return st - s->steps < s->next && (st->kind == PG_STEP_SEND || st->kind == PG_STEP_RECV) &&
+           !pg_req_is_done(&st->req);
+}
+
+/* The peers of the pending transfers, in increasing order without repeats, into ranks
+ * (g->size entries); how many. */
+static int pending_peers(const struct pg_sched *s, int *ranks)
+{
+    int n = 0;
+
+    for (int p = 0; p < s->g->size; p++) {
+        for (int i = 0; i < s->next; i++) {
+            if (s->steps[i].peer == p && pending(s, &s->steps[i])) {
+                ranks[n++] = p;
+                break;
+            }
+        }
+    }
+    return n;
+}
+
+/* "step 5 of 7 of recursive doubling: a receive of 8 B from rank 2 (and 1 more transfer)" */
+static void describe_step(const struct pg_sched *s, const struct pg_step *st, int npending,
+                          struct pg_awaited *a)
+{
+    bool recv = st->kind == PG_STEP_RECV;
+    int off = snprintf(a->how, sizeof(a->how), "step %d of %d of %s: a %s of %zu B %s rank %d",
+                       (int)(st - s->steps) + 1, s->n, s->algo ? s->algo : "its schedule",
+                       recv ? "receive" : "send", st->n, recv ? "from" : "to", st->peer);
+
+    if (npending > 1 && off > 0 && (size_t)off < sizeof(a->how)) {
+        snprintf(a->how + off, sizeof(a->how) - (size_t)off, " (and %d more transfer%s)",
+                 npending - 1, npending > 2 ? "s" : "");
+    }
+}
+
+bool pg_sched_awaited(const struct pg_req *req, struct pg_awaited *a)
+{
+    struct pg_sched *s = sched_of(req);
+    const struct pg_step *first = NULL;
+    int npending = 0, nranks;
+    int *ranks;
+
+    if (!s) {
+        return false;
+    }
+    snprintf(a->what, sizeof(a->what), "%s", pg_coll_kind_name(s->sig >> 8 & 15u));
+    for (int i = 0; i < s->next; i++) {
+        if (pending(s, &s->steps[i])) {
+            first = first ? first : &s->steps[i];
+            npending++;
+        }
+    }
+    if (!first) {
+        /* Nothing in flight: a poll step holds the schedule (pg_coll_shm.c's forms). */
+        const struct pg_step *st = s->next < s->n ? &s->steps[s->next] : NULL;
+        return st && st->kind == PG_STEP_POLL && st->desc && st->desc(st->dst, a);
+    }
+    ranks = malloc(sizeof(*ranks) * (size_t)s->g->size);
+    if (!ranks) {
+        return false;
+    }
+    nranks = pending_peers(s, ranks);
+    pg_ranks_str(ranks, nranks, a->who, sizeof(a->who));
+    free(ranks);
+    describe_step(s, first, npending, a);
+    return true;
 }

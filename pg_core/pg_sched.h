@@ -32,6 +32,12 @@ enum pg_step_kind {
  * the schedule stops at it and calls it again at each progress. */
 typedef int (*pg_step_poll_fn)(void *arg, bool *done);
 
+struct pg_awaited; /* pg_internal.h */
+
+/* A poll step's account of what it waits for (a->who and a->how; a->what is filled in):
+ * false when it cannot name anyone. */
+typedef bool (*pg_step_desc_fn)(void *arg, struct pg_awaited *a);
+
 #define PG_SCHED_INLINE 1024 /* bytes of scratch kept inside a schedule */
 
 struct pg_sched;
@@ -48,6 +54,7 @@ struct pg_step {
     const void *src;   /* send buffer, reduce input, copy source */
     size_t n;          /* bytes (send/recv/copy) or elements (reduce) */
     pg_step_poll_fn poll; /* a poll step's function; dst is its argument */
+    pg_step_desc_fn desc; /* a poll step's account for a timeout message, or NULL */
     struct pg_sched *s;
     struct pg_req req;
 };
@@ -60,6 +67,7 @@ struct pg_sched {
     uint32_t sig; /* the collective's signature (pg_sched_sig), in its tag */
     int status;
     unsigned send_flags; /* pg_isend_ctx's flags for every send (pg_sched_rooted) */
+    const char *algo;    /* the algorithm's name for a timeout message (pg_sched_algo) */
     struct pg_op_spec op;
     struct pg_step *steps;
     int n, cap, next, inflight;
@@ -80,6 +88,14 @@ struct pg_sched *pg_sched_new(struct pg_group *g, const struct pg_op_spec *op,
  * instead of matching each other's messages. */
 void pg_sched_sig(struct pg_sched *s, enum pg_coll_kind kind, const struct pg_op_spec *op,
                   int root);
+/* Names the algorithm s runs, for the message of a wait that times out ("step 3 of 7 of
+ * recursive doubling"). The first name stays: an algorithm built of others keeps its own. */
+static inline void pg_sched_algo(struct pg_sched *s, const char *name)
+{
+    if (!s->algo) {
+        s->algo = name;
+    }
+}
 /* Marks s as a rooted collective's schedule (PG_SEND_ROOTED on its sends). */
 void pg_sched_rooted(struct pg_sched *s);
 void pg_sched_send(struct pg_sched *s, const void *buf, size_t bytes, int peer);
@@ -92,6 +108,11 @@ void pg_sched_fence(struct pg_sched *s);
  * before it. A schedule of poll steps only takes no collective tag: its protocol is not
  * messages (pg_coll_shm.c's non-blocking forms), and its blocking twin takes none either. */
 void pg_sched_poll(struct pg_sched *s, pg_step_poll_fn fn, void *arg);
+/* Gives the poll step just added its account of what it waits for (called with its arg,
+ * only when a wait for the schedule times out). */
+void pg_sched_poll_desc(struct pg_sched *s, pg_step_desc_fn desc);
+/* What the schedule completing req (not done) waits for: false if req has no schedule. */
+bool pg_sched_awaited(const struct pg_req *req, struct pg_awaited *a);
 /* Large scratch allocated after this call sits at the same offset within a page as
  * user_buf (single-copy reads between buffers at different offsets are much slower). */
 void pg_sched_align_like(struct pg_sched *s, const void *user_buf);

@@ -74,9 +74,17 @@ int pgc_wrap(int status, const char *fmt, ...)
     return mps_error(status, "%s: %s", prefix, cause);
 }
 
+void pgc_call_desc(const char *call, struct pg_group *g, char *buf, size_t len)
+{
+    char gd[96];
+
+    pgc_group_desc(g, gd, sizeof(gd));
+    snprintf(buf, len, "%s (rank %d) on %s", call, pg_world_rank(), gd);
+}
+
 int pgc_fail(int status, const char *call, struct pg_group *g, const char *fmt, ...)
 {
-    char cause[256], gd[96];
+    char cause[320], cd[160];
     va_list ap;
 
     va_start(ap, fmt);
@@ -85,8 +93,8 @@ int pgc_fail(int status, const char *call, struct pg_group *g, const char *fmt, 
     if (!g) {
         return mps_error(status, "%s: %s", call, cause);
     }
-    pgc_group_desc(g, gd, sizeof(gd));
-    return mps_error(status, "%s on %s: %s", call, gd, cause);
+    pgc_call_desc(call, g, cd, sizeof(cd));
+    return mps_error(status, "%s: %s", cd, cause);
 }
 
 int pgc_resolve_group_slow(const char *call, pgc_group *in, struct pg_group **out)

@@ -30,7 +30,7 @@ struct pgc_work;
  * error: converts float16 back, divides an AVG, copies a result out. Returns a status. */
 typedef int (*pgc_finish_fn)(struct pgc_work *w);
 
-#define PGC_WORK_MSG_MAX 320
+#define PGC_WORK_MSG_MAX 512
 
 struct pgc_work {
     struct pg_req req;   /* the request of single-request operations */
@@ -67,13 +67,17 @@ int pgc_work_launch(struct pgc_work *w, int async_op, pgc_work **out);
 bool pgc_work_poll(struct pgc_work *w);
 
 /* pgc_api.c */
-/* Records "call on <group>: cause" and returns status. g may be NULL (no group). */
+/* Records "call (rank R) on <group>: cause" and returns status. g may be NULL (no group:
+ * "call: cause"). */
 int pgc_fail(int status, const char *call, struct pg_group *g, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 /* Records "<formatted>: <the cause recorded before>" and returns status. */
 int pgc_wrap(int status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* "world (4 ranks)" or "group of 2 ranks [0 1]". */
 void pgc_group_desc(struct pg_group *g, char *buf, size_t len);
+/* "pgc_all_reduce (rank 2) on world (4 ranks)": a message's prefix, with this process's
+ * global rank. */
+void pgc_call_desc(const char *call, struct pg_group *g, char *buf, size_t len);
 /* Whether pgc_init_process_group (or MPI_Init) made the pgc world. */
 extern bool pgc_initialized;
 /* The full pgc_resolve_group, which raises the precise error. */

@@ -71,24 +71,25 @@ void pgc_work_discard(struct pgc_work *w)
     }
 }
 
-/* The message of a failed request, naming the call and the group. */
-static void describe_failure(struct pgc_work *w, int status)
+/* The message of a failed request, naming the call and the group. fresh: the wait that
+ * gave the request up just recorded the cause (which ranks a timed-out collective awaited). */
+static void describe_failure(struct pgc_work *w, int status, bool fresh)
 {
-    char gd[96] = "no group";
+    char cd[160];
     const char *cause = pgc_strerror(status);
 
-    if (w->g) {
-        pgc_group_desc(w->g, gd, sizeof(gd));
-    }
+    pgc_call_desc(w->call, w->g, cd, sizeof(cd));
     if (status == PGC_ERR_MISMATCH) {
         cause = "a peer sent more data than this rank's tensor holds: the ranks passed "
                 "tensors of different sizes";
     } else if (status == PGC_ERR_TIMEOUT) {
-        cause = "did not complete within the timeout: a peer may have died or not called it";
+        cause = fresh && *mps_last_error() ? mps_last_error()
+                                           : "did not complete within the timeout: a peer may "
+                                             "have died or not called it";
     } else if (status == PGC_ERR_PEER_DEAD) {
         cause = mps_last_error(); /* which rank, from the wait that found it */
     }
-    snprintf(w->err, sizeof(w->err), "%s on %s: %s", w->call, gd, cause);
+    snprintf(w->err, sizeof(w->err), "%s: %s", cd, cause);
 }
 
 /* The status of the requests once all are done: the first error, truncation reported as a
@@ -124,14 +125,14 @@ static void work_complete(struct pgc_work *w)
             snprintf(w->err, sizeof(w->err), "%s", mps_last_error());
         }
     } else if (st == PGC_ERR_MISMATCH && w->check_len && w->req.status == PGC_OK) {
-        char gd[96];
-        pgc_group_desc(w->g, gd, sizeof(gd));
+        char cd[160];
+        pgc_call_desc(w->call, w->g, cd, sizeof(cd));
         snprintf(w->err, sizeof(w->err),
-                 "%s on %s: received %zu bytes from rank %d but the tensor holds %zu: the "
-                 "ranks passed tensors of different sizes",
-                 w->call, gd, w->req.len, w->req.source, w->expect_len);
+                 "%s: received %zu bytes from rank %d but the tensor holds %zu: the ranks "
+                 "passed tensors of different sizes",
+                 cd, w->req.len, w->req.source, w->expect_len);
     } else if (st != PGC_OK) {
-        describe_failure(w, st);
+        describe_failure(w, st, false);
     }
     w->status = st;
     work_release(w);
@@ -184,7 +185,7 @@ static int work_wait_final(struct pgc_work *w, double timeout)
     for (int i = 0; i < w->nreqs; i++) {
         int rc = pg_wait(&w->reqs[i], timeout);
         if (gave_up(rc) && !pg_req_is_done(&w->reqs[i])) {
-            describe_failure(w, rc);
+            describe_failure(w, rc, true);
             w->status = rc;
             return rc;
         }
@@ -228,6 +229,27 @@ int pgc_work_is_completed(pgc_work *work)
     return work && pgc_work_poll((struct pgc_work *)work);
 }
 
+/* pgc_work_wait's timeout: the work stays pending; says what it still waits for. */
+static int still_running(struct pgc_work *w, double timeout)
+{
+    char cd[160], awaits[sizeof(struct pg_awaited) + 32] = "";
+    struct pg_awaited a;
+    int i = 0;
+
+    pgc_call_desc(w->call, w->g, cd, sizeof(cd));
+    PG_LOCK();
+    while (i < w->nreqs && pg_req_is_done(&w->reqs[i])) {
+        i++;
+    }
+    if (i < w->nreqs && pg_req_awaited(&w->reqs[i], &a)) {
+        snprintf(awaits, sizeof(awaits), ": %s: waiting for %s (%s)", a.what, a.who, a.how);
+    }
+    PG_UNLOCK();
+    return mps_error(PGC_ERR_TIMEOUT,
+                     "pgc_work_wait: %s still running after %g s (the work stays pending)%s", cd,
+                     timeout, awaits);
+}
+
 int pgc_work_wait(pgc_work *work, double timeout)
 {
     struct pgc_work *w = (struct pgc_work *)work;
@@ -244,14 +266,7 @@ int pgc_work_wait(pgc_work *work, double timeout)
         PG_UNLOCK();
     }
     if (rc == PGC_ERR_TIMEOUT) {
-        char gd[96] = "no group";
-        if (w->g) {
-            pgc_group_desc(w->g, gd, sizeof(gd));
-        }
-        return mps_error(PGC_ERR_TIMEOUT,
-                         "pgc_work_wait: %s on %s still running after %.1f s (the work "
-                         "stays pending)",
-                         w->call, gd, timeout > 0 ? timeout : pg_timeout());
+        return still_running(w, timeout > 0 ? timeout : pg_timeout());
     }
     if (rc != PGC_OK) {
         /* A dead peer: the work fails, its requests given up. */

@@ -145,7 +145,7 @@ link_down() {
         not_ok "cn2's link down mid-collective: the loop never started" "$tmp/out"
     elif [ $rc = 0 ] || [ $rc = 124 ] || [ $rc = 137 ]; then
         not_ok "cn2's link down mid-collective: the step ends non-zero (exit $rc, $t s)" "$tmp/out"
-    elif ! grep -Eq 'MPI_Allreduce \(rank [01]\): .*(within 10 s|died|unreachable|reach)' "$tmp/out"; then
+    elif ! grep -Eq 'MPI_Allreduce \(rank [01]\): .*(timed out after 10 s|within 10 s|died|unreachable|reach)' "$tmp/out"; then
         not_ok "cn2's link down mid-collective: an error from MPI_Allreduce" "$tmp/out"
     else
         ok "cn2's link down mid-collective: MPI_Allreduce fails, the step ends (exit $rc) $t s after the cut"
