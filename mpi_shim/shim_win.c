@@ -94,13 +94,27 @@ static int win_alloc_arrays(struct shim_win *w)
                                                                                  : PGC_ERR_NOMEM;
 }
 
+/* The window's private communicator: a duplicate of comm's group, without comm's
+ * attributes (MPI_Comm_dup would run the user's copy callbacks, and MPI_Comm_free their
+ * delete callbacks at MPI_Win_free, on a communicator the user never sees). */
+static int win_comm(const char *fn, struct shim_comm *c, MPI_Comm comm, MPI_Comm *out)
+{
+    struct pg_group *g;
+    int rc = pg_group_dup(c->g, &g);
+
+    if (rc != PGC_OK) {
+        return shim_error_pg(comm, fn, rc);
+    }
+    return shim_comm_wrap(fn, c, comm, g, out);
+}
+
 /* The collective part of every creation: the duplicate communicator, the posted receive
  * of requests and the shapes. On an error the window is destroyed and *out left alone. */
 static int win_setup(const char *fn, struct shim_comm *c, MPI_Comm comm, struct shim_win *w,
                      MPI_Win *out)
 {
     struct shim_comm *dc;
-    int rc = PMPI_Comm_dup(comm, &w->comm);
+    int rc = win_comm(fn, c, comm, &w->comm);
 
     if (rc != MPI_SUCCESS) {
         goto fail;
@@ -156,6 +170,11 @@ static int create_check(const char *fn, MPI_Comm comm, MPI_Aint size, int disp_u
         return shim_error(comm, fn, MPI_ERR_ARG, "the window pointer is NULL");
     }
     *win = MPI_WIN_NULL;
+    if ((*c)->inter) {
+        return shim_error(comm, fn, MPI_ERR_COMM,
+                          "a window needs an intracommunicator (MPI-3.1 11.2), not an "
+                          "intercommunicator");
+    }
     if (size < 0) {
         return shim_error(comm, fn, MPI_ERR_SIZE, "window size %ld < 0", (long)size);
     }

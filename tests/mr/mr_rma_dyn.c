@@ -293,6 +293,54 @@ static int count_delete(MPI_Win win, int keyval, void *val, void *extra)
     return MPI_SUCCESS;
 }
 
+/* The communicator keyval callbacks' record. */
+static int comm_copies, comm_deletes;
+
+static int count_comm_copy(MPI_Comm comm, int keyval, void *extra, void *in, void *out, int *flag)
+{
+    (void)comm;
+    (void)keyval;
+    (void)extra;
+    comm_copies++;
+    *(void **)out = in;
+    *flag = 1;
+    return MPI_SUCCESS;
+}
+
+static int count_comm_delete(MPI_Comm comm, int keyval, void *val, void *extra)
+{
+    (void)comm;
+    (void)keyval;
+    (void)val;
+    (void)extra;
+    comm_deletes++;
+    return MPI_SUCCESS;
+}
+
+/* A window made from a communicator with attributes neither copies nor deletes them: the
+ * window's own communicator is not the user's to see (it once was an MPI_Comm_dup). */
+static void test_comm_attributes_untouched(void)
+{
+    int kv, v = 5, *buf;
+    MPI_Comm dup;
+    MPI_Win win;
+
+    CHECK_MPI(MPI_Comm_create_keyval(count_comm_copy, count_comm_delete, &kv, NULL));
+    CHECK_MPI(MPI_Comm_dup(MPI_COMM_WORLD, &dup));
+    CHECK_MPI(MPI_Comm_set_attr(dup, kv, &v));
+    CHECK_MPI(MPI_Win_allocate(sizeof(int), sizeof(int), MPI_INFO_NULL, dup, &buf, &win));
+    CHECK_MPI(MPI_Win_free(&win));
+    CHECK_MPI(MPI_Win_create_dynamic(MPI_INFO_NULL, dup, &win));
+    CHECK_MPI(MPI_Win_free(&win));
+    CHECK(comm_copies == 0 && comm_deletes == 0,
+          "creating and freeing windows ran %d copy and %d delete callbacks of the "
+          "communicator's attribute",
+          comm_copies, comm_deletes);
+    CHECK_MPI(MPI_Comm_free(&dup));
+    CHECK(comm_deletes == 1, "MPI_Comm_free ran %d delete callbacks", comm_deletes);
+    CHECK_MPI(MPI_Comm_free_keyval(&kv));
+}
+
 /* Set, overwrite (deletes the old value), delete, set again and free the window (deletes
  * it); a window is never duplicated, so the copy callback never runs. A keyval freed while
  * an attribute uses it still calls its delete callback at MPI_Win_free. */
@@ -376,5 +424,6 @@ int main(int argc, char **argv)
     test_concurrent_fetch_and_op();
     test_errors();
     test_keyvals();
+    test_comm_attributes_untouched();
     return mrt_finish("mr_rma_dyn");
 }
