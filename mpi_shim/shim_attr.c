@@ -1,14 +1,15 @@
 /*
- * shim_attr.c - attributes cached on communicators and on datatypes, their keyvals, and
+ * shim_attr.c - attributes cached on communicators, datatypes and windows, their keyvals, and
  * the predefined communicator attributes (MPI_TAG_UB, MPI_HOST, MPI_IO,
  * MPI_WTIME_IS_GLOBAL, MPI_UNIVERSE_SIZE, MPI_APPNUM, MPI_LASTUSEDCODE).
  *
  * An object's attributes are a short linked list (programs set a handful), newest first,
  * so that deleting from the head deletes in the reverse order of setting, as MPI-3.1
  * section 6.7 asks of MPI_Finalize's deletion of MPI_COMM_SELF's attributes. The copy
- * callback runs on MPI_Comm_dup and MPI_Type_dup, the delete callback on an explicit
- * delete, on overwrite and when the object is freed. A keyval belongs to one kind of
- * object: a communicator keyval used on a datatype, or the reverse, is MPI_ERR_KEYVAL. A
+ * callback runs on MPI_Comm_dup and MPI_Type_dup (a window is never duplicated, so a window
+ * keyval's copy callback is never called), the delete callback on an explicit delete, on
+ * overwrite and when the object is freed. A keyval belongs to one kind of object: a
+ * communicator keyval used on a datatype or a window, or any such mix, is MPI_ERR_KEYVAL. A
  * keyval freed while attributes still use it stays alive until the last of them goes, as
  * the standard requires.
  */
@@ -16,18 +17,19 @@
 
 #include "shim_comm.h"
 #include "shim_datatype.h"
+#include "shim_win.h"
 #include "mps_log.h"
 #include "pg.h"
 
 #include <stdbool.h>
 #include <stdlib.h>
 
-enum attr_kind { ATTR_COMM, ATTR_TYPE };
+enum attr_kind { ATTR_COMM, ATTR_TYPE, ATTR_WIN };
 
-static const char *const kind_name[] = {"communicator", "datatype"};
+static const char *const kind_name[] = {"communicator", "datatype", "window"};
 
-/* MPI_Comm and MPI_Datatype are both int here, so the communicator and datatype callback
- * types are one C type and a keyval keeps either kind's in the same fields. */
+/* MPI_Comm, MPI_Datatype and MPI_Win are all int here, so the three kinds' callback types
+ * are one C type and a keyval keeps any kind's in the same fields. */
 struct shim_keyval {
     enum attr_kind kind;
     MPI_Comm_copy_attr_function *copy;
@@ -428,6 +430,65 @@ int shim_attr_type_copy_all(MPI_Datatype oldtype, MPI_Datatype newtype)
 int shim_attr_type_delete_all(struct shim_dtype *t)
 {
     return attr_delete_all(&(struct attr_owner){ATTR_TYPE, t->handle, &t->attrs, MPI_COMM_WORLD});
+}
+
+/* ---- windows ---- */
+
+/* A window's attribute errors are raised on the window (its handler, MPI-3.1 8.3.2). */
+static int win_owner(MPI_Win win, const char *fn, struct attr_owner *o)
+{
+    struct shim_win *w;
+    int rc = shim_win_enter(fn, win, &w);
+
+    if (rc == MPI_SUCCESS) {
+        *o = (struct attr_owner){ATTR_WIN, win, &w->attrs, w->comm};
+    }
+    return rc;
+}
+
+#pragma weak MPI_Win_create_keyval = PMPI_Win_create_keyval
+int PMPI_Win_create_keyval(MPI_Win_copy_attr_function *copy_fn,
+                           MPI_Win_delete_attr_function *delete_fn, int *keyval,
+                           void *extra_state)
+{
+    return keyval_create(ATTR_WIN, copy_fn, delete_fn, keyval, extra_state, SHIM_FN);
+}
+
+#pragma weak MPI_Win_free_keyval = PMPI_Win_free_keyval
+int PMPI_Win_free_keyval(int *keyval)
+{
+    return keyval_free(ATTR_WIN, keyval, SHIM_FN);
+}
+
+#pragma weak MPI_Win_set_attr = PMPI_Win_set_attr
+int PMPI_Win_set_attr(MPI_Win win, int keyval, void *val)
+{
+    struct attr_owner o;
+    int rc = win_owner(win, SHIM_FN, &o);
+
+    return rc == MPI_SUCCESS ? attr_set(&o, keyval, val, SHIM_FN) : rc;
+}
+
+#pragma weak MPI_Win_delete_attr = PMPI_Win_delete_attr
+int PMPI_Win_delete_attr(MPI_Win win, int keyval)
+{
+    struct attr_owner o;
+    int rc = win_owner(win, SHIM_FN, &o);
+
+    return rc == MPI_SUCCESS ? attr_delete(&o, keyval, SHIM_FN) : rc;
+}
+
+/* MPI_Win_get_attr (shim_win.c) asks here for what is not a predefined attribute. */
+int shim_attr_win_get(struct shim_win *w, int keyval, void *val, int *flag, const char *fn)
+{
+    struct attr_owner o = {ATTR_WIN, w->handle, &w->attrs, w->comm};
+
+    return attr_get(&o, keyval, val, flag, fn);
+}
+
+int shim_attr_win_delete_all(struct shim_win *w)
+{
+    return attr_delete_all(&(struct attr_owner){ATTR_WIN, w->handle, &w->attrs, w->comm});
 }
 
 /* ---- the MPI-1 names ---- */

@@ -233,10 +233,25 @@ int PMPI_Comm_set_errhandler(MPI_Comm comm, MPI_Errhandler errhandler)
         return shim_error(comm, SHIM_FN, MPI_ERR_ARG, "invalid error handler 0x%x",
                           (unsigned)errhandler);
     }
-    shim_errhandler_retain(errhandler);
-    shim_errhandler_release(c->errh);
-    c->errh = errhandler;
+    if (shim_errhandler_kind(errhandler) == SHIM_ERRH_WIN) {
+        return shim_error(comm, SHIM_FN, MPI_ERR_ARG,
+                          "error handler 0x%x was made by MPI_Win_create_errhandler: it is for "
+                          "windows, not communicators",
+                          (unsigned)errhandler);
+    }
+    shim_comm_set_errh(comm, errhandler);
     return MPI_SUCCESS;
+}
+
+void shim_comm_set_errh(MPI_Comm comm, MPI_Errhandler h)
+{
+    struct shim_comm *c;
+
+    if (shim_comm_get(comm, &c) == MPI_SUCCESS) {
+        shim_errhandler_retain(h);
+        shim_errhandler_release(c->errh);
+        c->errh = h;
+    }
 }
 
 #pragma weak MPI_Comm_get_errhandler = PMPI_Comm_get_errhandler

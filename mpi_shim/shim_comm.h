@@ -21,6 +21,7 @@ struct shim_comm {
     struct shim_topo *topo;   /* Cartesian or graph topology, or NULL (shim_topo.c) */
     struct shim_inter *inter; /* intercommunicator state, or NULL (shim_intercomm.c); then g
                                * is the remote view: its size is the remote group's */
+    MPI_Win win;              /* the window this is the private communicator of, or 0 */
     bool in_use;
 };
 
@@ -56,8 +57,15 @@ void shim_comm_fini(void);
 int shim_attr_copy_all(MPI_Comm oldcomm, MPI_Comm newcomm);
 int shim_attr_delete_all(MPI_Comm comm);
 
-/* Error handlers: the handler a communicator raises errors with. */
+/* Error handlers: the handler a communicator raises errors with. A window's errors are
+ * raised on its private communicator, whose handler is then a window handler (or a
+ * predefined one, which are of every kind). */
+enum shim_errh_kind { SHIM_ERRH_ANY, SHIM_ERRH_COMM, SHIM_ERRH_WIN };
 int shim_errhandler_check(MPI_Errhandler h);
+/* The kind of a valid handler: SHIM_ERRH_ANY for the predefined ones. */
+enum shim_errh_kind shim_errhandler_kind(MPI_Errhandler h);
+/* Sets comm's handler to h (valid, checked by the caller). */
+void shim_comm_set_errh(MPI_Comm comm, MPI_Errhandler h);
 /* Runs h for comm; returns when the handler returns (fatal ones do not). */
 void shim_errhandler_invoke(MPI_Errhandler h, MPI_Comm comm, int code, const char *msg);
 void shim_errhandler_retain(MPI_Errhandler h);

@@ -12,8 +12,11 @@
 #include <string.h>
 #include <unistd.h>
 
+/* MPI_Comm and MPI_Win are both int here, so a communicator handler and a window
+ * handler are one C type: kind says which handle it is called with. */
 struct shim_errh {
     MPI_Comm_errhandler_function *fn;
+    enum shim_errh_kind kind;
     int refs;
 };
 
@@ -27,6 +30,13 @@ static bool is_predefined(MPI_Errhandler h)
 int shim_errhandler_check(MPI_Errhandler h)
 {
     return is_predefined(h) || shim_table_get(&errhs, h) ? MPI_SUCCESS : MPI_ERR_ARG;
+}
+
+enum shim_errh_kind shim_errhandler_kind(MPI_Errhandler h)
+{
+    struct shim_errh *e = shim_table_get(&errhs, h);
+
+    return e ? e->kind : SHIM_ERRH_ANY;
 }
 
 void shim_errhandler_retain(MPI_Errhandler h)
@@ -48,6 +58,14 @@ void shim_errhandler_release(MPI_Errhandler h)
     }
 }
 
+/* The window whose private communicator comm is (a window handler is set nowhere else). */
+static MPI_Win window_of(MPI_Comm comm)
+{
+    struct shim_comm *c;
+
+    return shim_comm_get(comm, &c) == MPI_SUCCESS && c->win ? c->win : MPI_WIN_NULL;
+}
+
 void shim_errhandler_invoke(MPI_Errhandler h, MPI_Comm comm, int code, const char *msg)
 {
     struct shim_errh *e;
@@ -59,7 +77,9 @@ void shim_errhandler_invoke(MPI_Errhandler h, MPI_Comm comm, int code, const cha
     e = shim_table_get(&errhs, h);
     if (e) {
         int c = code;
-        e->fn(&comm, &c, msg);
+        int handle = e->kind == SHIM_ERRH_WIN ? window_of(comm) : comm;
+
+        e->fn(&handle, &c, msg);
         return;
     }
     /* MPI_ERRORS_ARE_FATAL and MPI_ERRORS_ABORT: say what failed, then end the job. */
@@ -75,25 +95,41 @@ void shim_errhandler_invoke(MPI_Errhandler h, MPI_Comm comm, int code, const cha
     _exit(code ? code : 1);
 }
 
-#pragma weak MPI_Comm_create_errhandler = PMPI_Comm_create_errhandler
-int PMPI_Comm_create_errhandler(MPI_Comm_errhandler_function *fn, MPI_Errhandler *errhandler)
+static int errhandler_create(MPI_Comm_errhandler_function *fn, enum shim_errh_kind kind,
+                             MPI_Errhandler *errhandler, const char *name)
 {
     struct shim_errh *e;
 
-    if (!fn) {
-        return shim_error(MPI_COMM_WORLD, SHIM_FN, MPI_ERR_ARG, "the handler function is NULL");
+    if (!fn || !errhandler) {
+        return shim_error(MPI_COMM_WORLD, name, MPI_ERR_ARG,
+                          "the handler function or the handle pointer is NULL");
     }
+    *errhandler = MPI_ERRHANDLER_NULL;
     e = calloc(1, sizeof(*e));
     if (e) {
         e->fn = fn;
+        e->kind = kind;
         e->refs = 1;
         *errhandler = shim_table_add(&errhs, e);
     }
     if (!e || !*errhandler) {
         free(e);
-        return shim_error(MPI_COMM_WORLD, SHIM_FN, MPI_ERR_NO_MEM, "no memory for a handler");
+        *errhandler = MPI_ERRHANDLER_NULL;
+        return shim_error(MPI_COMM_WORLD, name, MPI_ERR_NO_MEM, "no memory for a handler");
     }
     return MPI_SUCCESS;
+}
+
+#pragma weak MPI_Comm_create_errhandler = PMPI_Comm_create_errhandler
+int PMPI_Comm_create_errhandler(MPI_Comm_errhandler_function *fn, MPI_Errhandler *errhandler)
+{
+    return errhandler_create(fn, SHIM_ERRH_COMM, errhandler, SHIM_FN);
+}
+
+#pragma weak MPI_Win_create_errhandler = PMPI_Win_create_errhandler
+int PMPI_Win_create_errhandler(MPI_Win_errhandler_function *fn, MPI_Errhandler *errhandler)
+{
+    return errhandler_create(fn, SHIM_ERRH_WIN, errhandler, SHIM_FN);
 }
 
 /* The MPI-1 names (removed in MPI-3.0, still shipped by MPICH): thin wrappers. */

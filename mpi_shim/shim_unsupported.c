@@ -1,9 +1,8 @@
 /*
- * shim_unsupported.c - the MPI functions that mpi.h declares but mpishim does not provide:
- * the one-sided calls not built yet (dynamic windows, user window keyvals and error
- * handlers; the rest is in shim_win*.c). At the end, four small calls that no other file
- * defines and that are simple enough to do properly here rather than refuse: MPI_Pcontrol
- * and the status setters.
+ * shim_unsupported.c - the MPI functions that mpi.h declares but mpishim does not provide
+ * (none at present: the macros stay for the next one), and four small calls that no other
+ * file defines and that are simple enough to do properly here rather than refuse:
+ * MPI_Pcontrol and the status setters.
  *
  * They exist as symbols, with their PMPI_ twins, because benchmark and utility code often
  * references them without calling them, and such a program must still link. Calling one
@@ -43,24 +42,6 @@
         }                                                                                          \
         return shim_error(MPI_COMM_WORLD, SHIM_FN, MPI_ERR_UNSUPPORTED_OPERATION, "%s", cause);    \
     }
-
-#define RMA_CAUSE "this one-sided (RMA) call is not supported by mpishim yet"
-
-SHIM_UNSUPPORTED_OUT(Win_create_dynamic, (MPI_Info info, MPI_Comm comm, MPI_Win *win), RMA_CAUSE,
-                     win, MPI_WIN_NULL)
-SHIM_UNSUPPORTED(Win_attach, (MPI_Win win, void *base, MPI_Aint size), RMA_CAUSE)
-SHIM_UNSUPPORTED(Win_detach, (MPI_Win win, const void *base), RMA_CAUSE)
-SHIM_UNSUPPORTED_OUT(Win_create_keyval,
-                     (MPI_Win_copy_attr_function * win_copy_attr_fn,
-                      MPI_Win_delete_attr_function *win_delete_attr_fn, int *win_keyval,
-                      void *extra_state),
-                     RMA_CAUSE, win_keyval, MPI_KEYVAL_INVALID)
-SHIM_UNSUPPORTED(Win_free_keyval, (int *win_keyval), RMA_CAUSE)
-SHIM_UNSUPPORTED(Win_set_attr, (MPI_Win win, int win_keyval, void *attribute_val), RMA_CAUSE)
-SHIM_UNSUPPORTED(Win_delete_attr, (MPI_Win win, int win_keyval), RMA_CAUSE)
-SHIM_UNSUPPORTED(Win_create_errhandler,
-                 (MPI_Win_errhandler_function * win_errhandler_fn, MPI_Errhandler *errhandler),
-                 RMA_CAUSE)
 
 /* ------------------------------------------------------------------------------------- */
 /* Supported: small calls with no better home                                            */

@@ -1,8 +1,9 @@
 /*
- * shim_win.c - RMA windows: creation (MPI_Win_create, MPI_Win_allocate) and MPI_Win_free,
- * the window handle table, and the window's own calls (group, name, error handler,
- * predefined attributes). The protocol is in shim_win_am.c, synchronisation in
- * shim_win_sync.c, the data-moving calls in shim_win_ops.c.
+ * shim_win.c - RMA windows: creation (MPI_Win_create, MPI_Win_allocate,
+ * MPI_Win_create_dynamic) and MPI_Win_free, the window handle table, and the window's own
+ * calls (group, name, error handlers, predefined attributes; user attributes are in
+ * shim_attr.c, attach and detach in shim_win_dyn.c). The protocol is in shim_win_am.c,
+ * synchronisation in shim_win_sync.c, the data-moving calls in shim_win_ops.c.
  */
 #include "config.h"
 
@@ -50,6 +51,8 @@ static void win_destroy(struct shim_win *w)
         free(w->base);
     }
     shim_win_shm_unmap(w);
+    shim_win_dyn_free(w);
+    pthread_mutex_destroy(&w->regions_lock);
     free(w->sizes);
     free(w->disp_units);
     free(w->locked);
@@ -91,13 +94,27 @@ static int win_alloc_arrays(struct shim_win *w)
                                                                                  : PGC_ERR_NOMEM;
 }
 
+/* The window's private communicator: a duplicate of comm's group, without comm's
+ * attributes (MPI_Comm_dup would run the user's copy callbacks, and MPI_Comm_free their
+ * delete callbacks at MPI_Win_free, on a communicator the user never sees). */
+static int win_comm(const char *fn, struct shim_comm *c, MPI_Comm comm, MPI_Comm *out)
+{
+    struct pg_group *g;
+    int rc = pg_group_dup(c->g, &g);
+
+    if (rc != PGC_OK) {
+        return shim_error_pg(comm, fn, rc);
+    }
+    return shim_comm_wrap(fn, c, comm, g, out);
+}
+
 /* The collective part of every creation: the duplicate communicator, the posted receive
  * of requests and the shapes. On an error the window is destroyed and *out left alone. */
 static int win_setup(const char *fn, struct shim_comm *c, MPI_Comm comm, struct shim_win *w,
                      MPI_Win *out)
 {
     struct shim_comm *dc;
-    int rc = PMPI_Comm_dup(comm, &w->comm);
+    int rc = win_comm(fn, c, comm, &w->comm);
 
     if (rc != MPI_SUCCESS) {
         goto fail;
@@ -131,6 +148,8 @@ static int win_setup(const char *fn, struct shim_comm *c, MPI_Comm comm, struct 
         rc = shim_error(comm, fn, MPI_ERR_NO_MEM, "no memory for a window handle");
         goto fail;
     }
+    /* A user window error handler is called with the window, found from its communicator. */
+    dc->win = w->handle;
     *out = w->handle;
     return MPI_SUCCESS;
 fail:
@@ -151,6 +170,11 @@ static int create_check(const char *fn, MPI_Comm comm, MPI_Aint size, int disp_u
         return shim_error(comm, fn, MPI_ERR_ARG, "the window pointer is NULL");
     }
     *win = MPI_WIN_NULL;
+    if ((*c)->inter) {
+        return shim_error(comm, fn, MPI_ERR_COMM,
+                          "a window needs an intracommunicator (MPI-3.1 11.2), not an "
+                          "intercommunicator");
+    }
     if (size < 0) {
         return shim_error(comm, fn, MPI_ERR_SIZE, "window size %ld < 0", (long)size);
     }
@@ -170,6 +194,7 @@ static struct shim_win *win_new(int flavor, void *base, MPI_Aint size, int disp_
         w->my_size = size;
         w->my_disp_unit = disp_unit;
         w->comm = MPI_COMM_NULL;
+        pthread_mutex_init(&w->regions_lock, NULL);
     }
     return w;
 }
@@ -191,6 +216,26 @@ int PMPI_Win_create(void *base, MPI_Aint size, int disp_unit, MPI_Info info, MPI
                           (long)size);
     }
     w = win_new(MPI_WIN_FLAVOR_CREATE, base, size, disp_unit);
+    if (!w) {
+        return shim_error(comm, SHIM_FN, MPI_ERR_NO_MEM, "no memory for a window");
+    }
+    return win_setup(SHIM_FN, c, comm, w, win);
+}
+
+/* A window of no memory yet: base MPI_BOTTOM and unit 1, so that a displacement is an
+ * address; MPI_Win_attach exposes memory (shim_win_dyn.c). */
+#pragma weak MPI_Win_create_dynamic = PMPI_Win_create_dynamic
+int PMPI_Win_create_dynamic(MPI_Info info, MPI_Comm comm, MPI_Win *win)
+{
+    struct shim_comm *c;
+    struct shim_win *w;
+    int rc = create_check(SHIM_FN, comm, 0, 1, win, &c);
+
+    (void)info;
+    if (rc != MPI_SUCCESS) {
+        return rc;
+    }
+    w = win_new(MPI_WIN_FLAVOR_DYNAMIC, MPI_BOTTOM, 0, 1);
     if (!w) {
         return shim_error(comm, SHIM_FN, MPI_ERR_NO_MEM, "no memory for a window");
     }
@@ -274,10 +319,17 @@ int PMPI_Win_free(MPI_Win *win)
     if (rc != MPI_SUCCESS) {
         return rc;
     }
+    /* The attributes go first, while the window is still whole: a delete callback gets
+     * its handle (MPI-3.1 6.7.3). One that fails does not keep the window alive. */
+    rc = shim_attr_win_delete_all(w);
+    if (rc != MPI_SUCCESS) {
+        rc = shim_error(w->comm, SHIM_FN, rc, "an attribute delete callback failed (code %d)",
+                        rc);
+    }
     shim_table_remove(&wins, w->handle);
     win_destroy(w);
     *win = MPI_WIN_NULL;
-    return MPI_SUCCESS;
+    return rc;
 }
 
 #pragma weak MPI_Win_get_group = PMPI_Win_get_group
@@ -334,14 +386,17 @@ int PMPI_Win_set_errhandler(MPI_Win win, MPI_Errhandler errhandler)
     if (rc != MPI_SUCCESS) {
         return rc;
     }
-    /* Only the predefined handlers: a user window handler (MPI_Win_create_errhandler)
-     * would need to be called with the window, which the communicator's cannot do. */
-    if (errhandler != MPI_ERRORS_ARE_FATAL && errhandler != MPI_ERRORS_RETURN) {
+    /* The window's errors are raised on its private communicator, so that is where its
+     * handler lives; shim_errhandler_invoke calls a window handler with the window. */
+    if (shim_errhandler_check(errhandler) != MPI_SUCCESS ||
+        shim_errhandler_kind(errhandler) == SHIM_ERRH_COMM) {
         return shim_error(w->comm, SHIM_FN, MPI_ERR_ARG,
-                          "only MPI_ERRORS_ARE_FATAL and MPI_ERRORS_RETURN can be set on a "
-                          "window");
+                          "0x%x is not a window error handler (MPI_Win_create_errhandler or a "
+                          "predefined one)",
+                          (unsigned)errhandler);
     }
-    return PMPI_Comm_set_errhandler(w->comm, errhandler);
+    shim_comm_set_errh(w->comm, errhandler);
+    return MPI_SUCCESS;
 }
 
 #pragma weak MPI_Win_get_errhandler = PMPI_Win_get_errhandler
@@ -412,10 +467,7 @@ int PMPI_Win_get_attr(MPI_Win win, int win_keyval, void *attribute_val, int *fla
         return shim_error(w->comm, SHIM_FN, MPI_ERR_ARG, "attribute_val or flag is NULL");
     }
     if (predefined_attr(w, win_keyval, attribute_val, flag) != MPI_SUCCESS) {
-        return shim_error(w->comm, SHIM_FN, MPI_ERR_KEYVAL,
-                          "keyval 0x%x is not a window attribute (user window keyvals are not "
-                          "supported)",
-                          (unsigned)win_keyval);
+        return shim_attr_win_get(w, win_keyval, attribute_val, flag, SHIM_FN);
     }
     return MPI_SUCCESS;
 }

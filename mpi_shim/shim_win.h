@@ -25,9 +25,18 @@
 #include "shim.h"
 #include "shim_datatype.h"
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+struct shim_attr;
+
+/* A memory region attached to a dynamic window (MPI_Win_attach): absolute addresses. */
+struct shim_win_region {
+    uintptr_t base;
+    size_t len;
+};
 
 /* A lock request that the target could not grant yet. */
 struct shim_win_waiter {
@@ -47,6 +56,13 @@ struct shim_win {
     MPI_Aint *sizes; /* [size] every member's window size in bytes */
     int *disp_units; /* [size] */
     char name[MPI_MAX_OBJECT_NAME];
+    struct shim_attr *attrs; /* user attributes (shim_attr.c) */
+    /* MPI_Win_create_dynamic: base is MPI_BOTTOM, a displacement is an address, and the
+     * target accepts only ranges inside these regions. They change in the user's thread
+     * (attach, detach) while progress reads them, in any thread: regions_lock. */
+    struct shim_win_region *regions;
+    int nregions, cap_regions;
+    pthread_mutex_t regions_lock;
     /* MPI_Win_allocate_shared: every member's memory, one mapping of one memfd, rank r's
      * part at offsets[r] (contiguous in rank order, as MPI's default asks). */
     unsigned char *shm;
@@ -55,7 +71,9 @@ struct shim_win {
 
     /* Origin side. */
     int pending;       /* requests whose reply has not arrived (atomic) */
-    int remote_err;    /* the first error a target reported, as an MPI class (atomic) */
+    /* The first error a target reported: its rank << 32 | the MPI class, 0 if none
+     * (atomic: one exchange takes both). */
+    int64_t remote_err;
     uint32_t next_tag; /* reply tags (atomic) */
     bool fence_epoch;  /* a fence opened an access epoch */
     int lock_all;      /* MPI_Win_lock_all is held */
@@ -148,6 +166,12 @@ int shim_win_control(struct shim_win *w, enum shim_am_kind kind, int target, int
 int shim_win_drain(struct shim_win *w, const char *fn);
 /* The same for the operations that count in *counter (a request-based operation's). */
 int shim_win_drain_counter(struct shim_win *w, const char *fn, int *counter);
+/* shim_win_drain in two halves, for the calls that must finish their synchronisation even
+ * when a target refused an operation (fence's barrier, unlock's release, complete's
+ * notices; otherwise the peers would wait for them until the timeout): settle waits and
+ * reports only a failure to wait; refusal then raises a target's refusal, if any. */
+int shim_win_settle(struct shim_win *w, const char *fn);
+int shim_win_refusal(struct shim_win *w, const char *fn);
 /* Progresses until *counter >= want (PSCW notices). */
 int shim_win_wait_count(struct shim_win *w, const char *fn, int *counter, int want,
                         const char *what);
@@ -156,6 +180,16 @@ int shim_win_wait_count(struct shim_win *w, const char *fn, int *counter, int wa
  * *baseptr gets this rank's part. */
 int shim_win_create_flavor(const char *fn, int flavor, MPI_Aint size, int disp_unit, MPI_Info info,
                            MPI_Comm comm, void *baseptr, MPI_Win *win);
+
+/* Dynamic windows (shim_win_dyn.c): whether [addr, addr + len) lies in the regions
+ * attached to w (one, or several that touch); frees the regions. */
+bool shim_win_dyn_fits(struct shim_win *w, uint64_t addr, uint64_t len);
+void shim_win_dyn_free(struct shim_win *w);
+
+/* User attributes of windows (shim_attr.c): the value of a user keyval, and the deletion
+ * of all of them (MPI_Win_free) with their delete callbacks, newest first. */
+int shim_attr_win_get(struct shim_win *w, int keyval, void *val, int *flag, const char *fn);
+int shim_attr_win_delete_all(struct shim_win *w);
 
 /* Shared-memory windows (shim_win_shm.c): maps the node's memory of w, collectively; an
  * error is raised on comm on every rank. shim_win_shm_unmap undoes it. */

@@ -51,6 +51,7 @@ struct am_op {
     struct pg_req send, recv;
     int refs; /* the two requests not yet done (atomic) */
     struct shim_win *w;
+    int target;
     int *counter;
     /* where the reply's data goes: stream offset skip of count elements of type at buf */
     void *result;
@@ -102,11 +103,17 @@ static void reply_status(struct shim_win *w, int origin, int tag, int status)
     }
 }
 
-/* Whether every range lies inside my window. */
-static bool segs_fit(const struct shim_win *w, const struct am_seg *s, uint32_t n)
+/* Whether every range lies inside my window: its bytes, or for a dynamic window (where an
+ * offset is an address) the regions attached now. */
+static bool segs_fit(struct shim_win *w, const struct am_seg *s, uint32_t n)
 {
     for (uint32_t i = 0; i < n; i++) {
-        if (s[i].off > (uint64_t)w->my_size || s[i].len > (uint64_t)w->my_size - s[i].off) {
+        if (w->flavor == MPI_WIN_FLAVOR_DYNAMIC) {
+            if (!shim_win_dyn_fits(w, s[i].off, s[i].len)) {
+                return false;
+            }
+        } else if (s[i].off > (uint64_t)w->my_size ||
+                   s[i].len > (uint64_t)w->my_size - s[i].off) {
             return false;
         }
     }
@@ -140,7 +147,7 @@ static struct am_out *run_data(struct shim_win *w, const struct am_hdr *h, const
     bool fetch = h->kind == SHIM_AM_GET || h->kind == SHIM_AM_GACC || h->kind == SHIM_AM_CAS;
     size_t total = 0, pos = 0;
     struct am_out *out;
-    unsigned char *base = w->base;
+    uintptr_t base = (uintptr_t)w->base; /* MPI_BOTTOM for a dynamic window */
 
     for (uint32_t i = 0; i < h->nseg; i++) {
         total += s[i].len;
@@ -150,7 +157,7 @@ static struct am_out *run_data(struct shim_win *w, const struct am_hdr *h, const
         return NULL;
     }
     for (uint32_t i = 0; i < h->nseg; i++, pos += s[i - 1].len) {
-        unsigned char *t = base + s[i].off;
+        unsigned char *t = (unsigned char *)(base + (uintptr_t)s[i].off);
 
         if (fetch) {
             memcpy(out->data + pos, t, s[i].len);
@@ -380,9 +387,9 @@ static void op_replied(struct pg_req *req)
                                   req->len - sizeof(struct am_reply));
     }
     if (st != MPI_SUCCESS) {
-        int none = MPI_SUCCESS;
+        int64_t none = 0, err = (int64_t)o->target << 32 | (uint32_t)st;
 
-        __atomic_compare_exchange_n(&w->remote_err, &none, st, false, __ATOMIC_ACQ_REL,
+        __atomic_compare_exchange_n(&w->remote_err, &none, err, false, __ATOMIC_ACQ_REL,
                                     __ATOMIC_ACQUIRE);
     }
     if (o->counter) {
@@ -424,6 +431,7 @@ static int op_send(struct shim_win *w, struct am_op *o, int target, size_t reply
     int rc;
 
     h->reply_tag = next_tag(w);
+    o->target = target;
     o->refs = 2;
     pg_req_init(&o->recv, PG_REQ_RECV);
     o->recv.on_complete = op_replied;
@@ -650,6 +658,25 @@ int shim_win_wait_count(struct shim_win *w, const char *fn, int *counter, int wa
     return MPI_SUCCESS;
 }
 
+static int settle(struct shim_win *w, const char *fn, int *counter);
+
+/* A target's refusal, raised on the window with its cause. */
+static int remote_error(struct shim_win *w, const char *fn, int target, int errclass)
+{
+    const char *cause = "it failed there";
+
+    if (errclass == MPI_ERR_RMA_RANGE) {
+        cause = w->flavor == MPI_WIN_FLAVOR_DYNAMIC
+                    ? "its target range is not in a region attached there (MPI_Win_attach)"
+                    : "its target range lies outside the window there";
+    } else if (errclass == MPI_ERR_NO_MEM) {
+        cause = "the target had no memory for it";
+    }
+    return shim_error(w->comm, fn, errclass,
+                      "target rank %d refused an operation of this epoch: %s (error class %d)",
+                      target, cause, errclass);
+}
+
 int shim_win_drain(struct shim_win *w, const char *fn)
 {
     return shim_win_drain_counter(w, fn, &w->pending);
@@ -657,8 +684,27 @@ int shim_win_drain(struct shim_win *w, const char *fn)
 
 int shim_win_drain_counter(struct shim_win *w, const char *fn, int *counter)
 {
+    int rc = settle(w, fn, counter);
+
+    return rc == MPI_SUCCESS ? shim_win_refusal(w, fn) : rc;
+}
+
+int shim_win_settle(struct shim_win *w, const char *fn)
+{
+    return settle(w, fn, &w->pending);
+}
+
+int shim_win_refusal(struct shim_win *w, const char *fn)
+{
+    int64_t err = __atomic_exchange_n(&w->remote_err, 0, __ATOMIC_ACQ_REL);
+
+    return err != 0 ? remote_error(w, fn, (int)(err >> 32), (int)(uint32_t)err) : MPI_SUCCESS;
+}
+
+static int settle(struct shim_win *w, const char *fn, int *counter)
+{
     double start = mps_now();
-    int spins = 0, rc = PGC_OK, err;
+    int spins = 0, rc = PGC_OK;
 
     while (__atomic_load_n(counter, __ATOMIC_ACQUIRE) > 0 && rc == PGC_OK) {
         rc = wait_step(start, &spins);
@@ -671,11 +717,6 @@ int shim_win_drain_counter(struct shim_win *w, const char *fn, int *counter)
     }
     if (rc != PGC_OK) {
         return shim_error_pg(w->comm, fn, rc);
-    }
-    err = __atomic_exchange_n(&w->remote_err, MPI_SUCCESS, __ATOMIC_ACQ_REL);
-    if (err != MPI_SUCCESS) {
-        return shim_error(w->comm, fn, err,
-                          "a target refused an operation of this epoch (error class %d)", err);
     }
     return MPI_SUCCESS;
 }

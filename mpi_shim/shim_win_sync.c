@@ -30,7 +30,7 @@ int PMPI_Win_fence(int assert, MPI_Win win)
     }
     /* My operations answered, then everyone's (the barrier): each rank's window holds
      * what the epoch wrote to it. Waiting in the barrier serves the others' requests. */
-    rc = shim_win_drain(w, SHIM_FN);
+    rc = shim_win_settle(w, SHIM_FN);
     if (rc != MPI_SUCCESS) {
         return rc;
     }
@@ -39,7 +39,7 @@ int PMPI_Win_fence(int assert, MPI_Win win)
         return shim_error_pg(w->comm, SHIM_FN, rc);
     }
     w->fence_epoch = !(assert &MPI_MODE_NOSUCCEED);
-    return MPI_SUCCESS;
+    return shim_win_refusal(w, SHIM_FN);
 }
 
 static int check_target(struct shim_win *w, const char *fn, int rank)
@@ -119,11 +119,11 @@ int PMPI_Win_unlock(int rank, MPI_Win win)
     }
     taken = w->locked[rank] > 0;
     w->locked[rank] = 0;
-    rc = shim_win_drain(w, SHIM_FN);
+    rc = shim_win_settle(w, SHIM_FN);
     if (rc == MPI_SUCCESS && taken) {
         rc = lock_many(w, SHIM_FN, SHIM_AM_UNLOCK, 0, rank);
     }
-    return rc;
+    return rc == MPI_SUCCESS ? shim_win_refusal(w, SHIM_FN) : rc;
 }
 
 #pragma weak MPI_Win_lock_all = PMPI_Win_lock_all
@@ -171,11 +171,11 @@ int PMPI_Win_unlock_all(MPI_Win win)
     }
     taken = w->lock_all == 1;
     w->lock_all = 0;
-    rc = shim_win_drain(w, SHIM_FN);
+    rc = shim_win_settle(w, SHIM_FN);
     if (rc == MPI_SUCCESS && taken) {
         rc = lock_many(w, SHIM_FN, SHIM_AM_UNLOCK, 0, -1);
     }
-    return rc;
+    return rc == MPI_SUCCESS ? shim_win_refusal(w, SHIM_FN) : rc;
 }
 
 /* Flushes wait for every operation of mine, a stronger guarantee than one target's. */
@@ -338,7 +338,7 @@ int PMPI_Win_complete(MPI_Win win)
                           "no access epoch was started (MPI_Win_start)");
     }
     w->start_epoch = false;
-    rc = shim_win_drain(w, SHIM_FN);
+    rc = shim_win_settle(w, SHIM_FN);
     for (int r = 0; rc == MPI_SUCCESS && r < w->size; r++) {
         int prc = w->started[r] ? shim_win_control(w, SHIM_AM_COMPLETE, r, 0, false) : PGC_OK;
 
@@ -346,7 +346,7 @@ int PMPI_Win_complete(MPI_Win win)
             rc = shim_error_pg(w->comm, SHIM_FN, prc);
         }
     }
-    return rc;
+    return rc == MPI_SUCCESS ? shim_win_refusal(w, SHIM_FN) : rc;
 }
 
 #pragma weak MPI_Win_wait = PMPI_Win_wait

@@ -126,7 +126,7 @@ static const struct feature features[] = {
     {"pgc_api", "process groups", "yes", "pgc.h, with torch.distributed's names"},
     {"cuda", "CUDA device buffers", HAVE_CUDA ? "yes" : "no", ""},
     {"nccl", "NCCL collectives", HAVE_NCCL ? "yes" : "no", ""},
-    {"rma", "one-sided (RMA)", "no", "MPI_ERR_UNSUPPORTED_OPERATION"},
+    {"rma", "one-sided (RMA)", "yes", "active messages; the target progresses in its MPI calls"},
     {"mpi_io", "MPI-IO", "no", "MPI_ERR_UNSUPPORTED_OPERATION"},
     {"dynamic_processes", "dynamic processes", "no", "MPI_ERR_UNSUPPORTED_OPERATION"},
     {"sanitizers", "sanitizers", MPS_SAN_FLAGS, ""}, /* empty: none */
