@@ -185,6 +185,55 @@ static void test_lock_contention(void)
     CHECK_MPI(MPI_Win_free(&win));
 }
 
+/* An operation on the caller's own window has completed when the call returns (a
+ * documented promise beyond MPI's, doc/mpi-semantics.md): the results are there before the
+ * closing fence, and the origin and result buffers may be freed at once, as mpi4py's tests
+ * do. The window of rank r holds 10 * r + {0, 1, 2, 3}. */
+static void test_self_target_completes_at_once(void)
+{
+    int *win_mem, *res, *org, *cmp;
+    MPI_Win win;
+
+    CHECK_MPI(MPI_Alloc_mem(4 * sizeof(int), MPI_INFO_NULL, &win_mem));
+    for (int i = 0; i < 4; i++) {
+        win_mem[i] = 10 * rank + i;
+    }
+    CHECK_MPI(MPI_Win_create(win_mem, 4 * sizeof(int), 1, MPI_INFO_NULL, MPI_COMM_WORLD, &win));
+    CHECK_MPI(MPI_Win_fence(0, win));
+    res = malloc(4 * sizeof(int));
+    org = malloc(sizeof(int));
+    cmp = malloc(sizeof(int));
+    CHECK(res && org && cmp, "no memory");
+    res[0] = res[1] = res[2] = res[3] = -7;
+    *org = 5;
+    *cmp = 10 * rank + 1;
+    CHECK_MPI(MPI_Fetch_and_op(org, &res[0], MPI_INT, rank, 0, MPI_SUM, win));
+    CHECK(res[0] == 10 * rank, "fetch_and_op on myself: %d before the fence, expected %d", res[0],
+          10 * rank);
+    CHECK_MPI(MPI_Compare_and_swap(org, cmp, &res[1], MPI_INT, rank, sizeof(int), win));
+    CHECK(res[1] == 10 * rank + 1, "compare_and_swap on myself: %d before the fence, expected %d",
+          res[1], 10 * rank + 1);
+    CHECK_MPI(MPI_Get_accumulate(org, 1, MPI_INT, &res[2], 1, MPI_INT, rank, 2 * sizeof(int), 1,
+                                 MPI_INT, MPI_MAX, win));
+    CHECK(res[2] == 10 * rank + 2, "get_accumulate on myself: %d before the fence, expected %d",
+          res[2], 10 * rank + 2);
+    CHECK_MPI(MPI_Get(&res[3], 1, MPI_INT, rank, 3 * sizeof(int), 1, MPI_INT, win));
+    CHECK(res[3] == 10 * rank + 3, "get from myself: %d before the fence, expected %d", res[3],
+          10 * rank + 3);
+    /* Freed inside the epoch: nothing may write to them any more (ASan would see it). */
+    free(res);
+    free(org);
+    free(cmp);
+    CHECK_MPI(MPI_Win_fence(0, win));
+    CHECK(win_mem[0] == 10 * rank + 5, "fetch_and_op left %d, expected %d", win_mem[0],
+          10 * rank + 5);
+    CHECK(win_mem[1] == 5, "compare_and_swap left %d, expected 5", win_mem[1]);
+    CHECK(win_mem[2] == (10 * rank + 2 > 5 ? 10 * rank + 2 : 5), "get_accumulate MAX left %d",
+          win_mem[2]);
+    CHECK_MPI(MPI_Win_free(&win));
+    CHECK_MPI(MPI_Free_mem(win_mem));
+}
+
 /* fetch_and_op hands out tickets 0..size*K-1 exactly once; compare_and_swap lets exactly
  * one rank claim a slot; get_accumulate returns the value before its op; Rput/Rget
  * complete through MPI_Wait. */
@@ -449,6 +498,15 @@ static void test_errors(void)
     EXPECT_CLASS(MPI_Put(&v, 1, MPI_INT, 0, -1, 1, MPI_INT, win), MPI_ERR_DISP);
     EXPECT_CLASS(MPI_Put(&v, 1, MPI_INT, 0, 0, 2, MPI_INT, win), MPI_ERR_TYPE);
     EXPECT_CLASS(MPI_Accumulate(&v, 1, MPI_INT, 0, 0, 1, MPI_INT, MPI_OP_NULL, win), MPI_ERR_OP);
+    /* MPI_SUM is not defined on MPI_BYTE: an error for one byte, nothing to do for none (as
+     * in MPICH; mpi4py probes MPI_Get_accumulate so). */
+    EXPECT_CLASS(MPI_Accumulate(&v, 1, MPI_BYTE, 0, 0, 1, MPI_BYTE, MPI_SUM, win), MPI_ERR_OP);
+    CHECK_MPI(MPI_Accumulate(&v, 0, MPI_BYTE, 0, 0, 0, MPI_BYTE, MPI_SUM, win));
+    CHECK_MPI(
+        MPI_Get_accumulate(&v, 0, MPI_BYTE, &v, 0, MPI_BYTE, 0, 0, 0, MPI_BYTE, MPI_SUM, win));
+    EXPECT_CLASS(
+        MPI_Get_accumulate(&v, 0, MPI_BYTE, &v, 0, MPI_BYTE, 0, 0, 0, MPI_BYTE, MPI_OP_NULL, win),
+        MPI_ERR_OP);
     EXPECT_CLASS(MPI_Win_lock(7, 0, 0, win), MPI_ERR_LOCKTYPE);
     {
         MPI_Aint qs;
@@ -527,6 +585,7 @@ int main(int argc, char **argv)
     test_datatypes_and_size();
     test_lock_contention();
     test_atomics_and_requests();
+    test_self_target_completes_at_once();
     test_pscw();
     test_shared();
     test_create_and_attributes();

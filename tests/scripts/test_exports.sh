@@ -2,8 +2,9 @@
 # test_exports.sh - only the API is exported (DESIGN.md, "Exports are the API"): the
 # dynamic symbol table of libmpishim.so defines MPI_*, PMPI_*, MPIX_*, PMPIX_*, pgc_* and,
 # unless a sanitizer owns malloc, the allocator entry points the shared heap interposes
-# (fabric/fab_malloc.c), nothing else; and every function the public headers declare is
-# among them (a declaration that lost its default visibility would fail to link programs).
+# (fabric/fab_malloc.c), nothing else; every function the public headers declare is among
+# them (a declaration that lost its default visibility would fail to link programs), and no
+# MPI_ function that they do not declare.
 set -uo pipefail
 
 top_builddir=${top_builddir:-$PWD}
@@ -59,5 +60,14 @@ expect "the headers declare some functions (the parser found them)" yes \
     "$([ "$(wc -l <"$tmp/declared")" -gt 300 ] && echo yes || echo no)"
 expect "every function declared in include/*.h is exported" "" \
     "$(comm -23 "$tmp/declared" "$tmp/exported" | tr '\n' ' ')"
+
+# And no other MPI_ function: a link-only probe (autoconf's AC_CHECK_FUNCS, mpi4py's build
+# configuration) must not find a function mpi.h does not declare, such as the MPICH ABI's
+# refusing MPI_File_open (those MPI_ names are in libmpi.so.12, tools/gen_abi_stubs.sh).
+# Functions only (nm types T, W, i): MPICH's data objects (MPI_F_STATUS_IGNORE, ...) stay.
+nm -D --defined-only "$lib" | awk '$2 ~ /^[TWi]$/ && $3 ~ /^MPI_/ {print $3}' | sort -u \
+    >"$tmp/mpi_functions"
+expect "libmpishim.so defines no MPI_ function that mpi.h does not declare" "" \
+    "$(comm -23 "$tmp/mpi_functions" "$tmp/declared" | tr '\n' ' ')"
 
 expect_done
