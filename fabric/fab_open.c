@@ -176,8 +176,9 @@ static int choose_net_info(struct fi_info **out)
             return PGC_OK;
         }
     }
-    return mps_error(PGC_ERR_FABRIC, "fab_open: no network provider (tried verbs;ofi_rxm, efa, "
-                                     "tcp;ofi_rxm) for peers on other nodes");
+    return mps_error(PGC_ERR_FABRIC,
+                     "fab_open: no network provider (tried %stcp;ofi_rxm) for peers on other nodes",
+                     rdma ? "verbs;ofi_rxm, efa, " : "");
 }
 
 /* libfabric's shm provider names its region after the pid ("<pid>:0:0" in /dev/shm) and
