@@ -31,10 +31,15 @@
     X(FABRIC_PROVIDER, "MPISHIM_FABRIC_PROVIDER", STRING, "", MPS_ANY,                             \
       "force one libfabric provider for every peer (e.g. shm, tcp;ofi_rxm); empty picks per peer") \
     X(FABRIC_NET_PROVIDER, "MPISHIM_FABRIC_NET_PROVIDER", STRING, "", MPS_ANY,                     \
-      "provider for peers on other nodes; empty takes the first of verbs, efa, tcp;ofi_rxm")       \
+      "provider for peers on other nodes; empty takes the first of verbs, efa, tcp;ofi_rxm "       \
+      "(verbs and efa only where /sys/class/infiniband lists a device)")                           \
     X(FABRIC_IFACE, "MPISHIM_FABRIC_IFACE", STRING, "", MPS_ANY,                                   \
       "network interface of the tcp and net providers (sets FI_TCP_IFACE and FI_NET_IFACE "        \
       "unless they are set; a name this node lacks is an error)")                                  \
+    X(FABRIC_LIB, "MPISHIM_FABRIC_LIB", STRING, "", MPS_ANY,                                       \
+      "libfabric to open when a peer needs it (a file or a name for dlopen); empty: "             \
+      "configure's libfabric.so.1, then the loader's. One built with only the providers in use "   \
+      "starts faster (doc/cluster.md)")                                                            \
     X(SHM_RING, "MPISHIM_SHM_RING", BOOL, "1", MPS_ANY,                                            \
       "1: ranks of one node exchange messages through shared-memory rings and single-copy "        \
       "reads (CMA); 0: through libfabric's shm provider")                                          \

@@ -2,6 +2,7 @@
 #include "config.h"
 
 #include "fab_int.h"
+#include "mps_config.h"
 #include "mps_log.h"
 #include "pgc_status.h"
 
@@ -15,15 +16,30 @@ static pthread_once_t once = PTHREAD_ONCE_INIT;
 static int load_status = PGC_ERR_FABRIC;
 static char load_error[256];
 
+/* The file MPISHIM_FABRIC_LIB names, and only that when it is set (a user picks another
+ * build this way, e.g. one without the providers whose start-up costs: doc/cluster.md);
+ * otherwise the copy configure found, then whatever the loader finds. */
 static void *open_library(void)
 {
     char path[512];
     void *h;
 
-    /* The copy configure found first, then whatever the loader finds. */
+    if (mps_config_is_set(MPS_CFG_FABRIC_LIB)) {
+        const char *set = mps_config_str(MPS_CFG_FABRIC_LIB);
+        h = dlopen(set, RTLD_NOW | RTLD_LOCAL);
+        if (!h) {
+            snprintf(load_error, sizeof(load_error), "MPISHIM_FABRIC_LIB=%s: cannot load it: %s",
+                     set, dlerror());
+        }
+        return h;
+    }
     snprintf(path, sizeof(path), "%s/libfabric.so.1", MPS_LIBFABRIC_LIBDIR);
     h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    return h ? h : dlopen("libfabric.so.1", RTLD_NOW | RTLD_LOCAL);
+    h = h ? h : dlopen("libfabric.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        snprintf(load_error, sizeof(load_error), "cannot load libfabric.so.1: %s", dlerror());
+    }
+    return h;
 }
 
 static void load(void)
@@ -31,7 +47,6 @@ static void load(void)
     void *h = open_library();
 
     if (!h) {
-        snprintf(load_error, sizeof(load_error), "cannot load libfabric.so.1: %s", dlerror());
         return;
     }
     *(void **)&fab_fi.getinfo = dlsym(h, "fi_getinfo");

@@ -126,6 +126,11 @@ struct fab {
 /* Converts a -FI_E* code to PGC_ERR_* and records the cause naming the call; the
  * fi_strerror text is logged once per (call, code). */
 int fab_fi_error(int fi_rc, const char *call, int peer);
+/* Whether class_dir (the kernel's RDMA device class, /sys/class/infiniband) lists a device:
+ * 0 when it is absent or empty while its parent exists, 1 otherwise (a device, or no sysfs
+ * to tell by). */
+int fab_rdma_devices_present(const char *class_dir);
+
 /* Posts every receive buffer of ep (after fi_enable). */
 int fab_post_rbufs(struct fab *f, struct fab_ep *ep);
 /* Maps the discard sink (once); without it truncated shm receives are not caught. */

@@ -15,6 +15,7 @@
 #include "mps_log.h"
 #include "pgc_status.h"
 
+#include <dirent.h>
 #include <net/if.h>
 #include <rdma/fi_cm.h>
 #include <rdma/fi_errno.h>
@@ -38,8 +39,13 @@ struct fab_blob {
 };
 _Static_assert(sizeof(struct fab_blob) <= FAB_ADDR_MAX, "address blob too large");
 
-/* Network providers tried in order when MPISHIM_FABRIC_NET_PROVIDER is unset. */
+/* Network providers tried in order when MPISHIM_FABRIC_NET_PROVIDER is unset; the first
+ * ones need an RDMA device (rdma_candidate). */
 static const char *const net_candidates[] = {"verbs;ofi_rxm", "efa", "tcp;ofi_rxm"};
+
+/* Where the kernel lists RDMA devices (InfiniBand, RoCE, iWARP, EFA, rxe): what libibverbs,
+ * and through it libfabric's verbs and efa providers, enumerate. */
+#define FAB_RDMA_CLASS_DIR "/sys/class/infiniband"
 
 /* tcp, sockets, and net (libfabric 1.17's fork of tcp with its own RDM endpoint). */
 static bool socket_provider(const char *prov)
@@ -114,6 +120,41 @@ static struct fi_info *get_info(const char *prov, int *rc)
     return *rc == 0 ? info : NULL;
 }
 
+int fab_rdma_devices_present(const char *class_dir)
+{
+    DIR *d = opendir(class_dir);
+    if (!d) {
+        /* Absent under a mounted sysfs: no RDMA driver is loaded. No sysfs at all (some
+         * containers): we cannot tell, so the providers are asked as before. */
+        char parent[256];
+        snprintf(parent, sizeof(parent), "%s", class_dir);
+        char *slash = strrchr(parent, '/');
+        if (slash && slash != parent) {
+            *slash = '\0';
+        }
+        return access(parent, F_OK) != 0;
+    }
+    int found = 0;
+    for (struct dirent *e; !found && (e = readdir(d));) {
+        found = e->d_name[0] != '.';
+    }
+    closedir(d);
+    return found;
+}
+
+static bool rdma_candidate(const char *prov)
+{
+    return strstr(prov, "verbs") || strcmp(prov, "efa") == 0;
+}
+
+/*
+ * Asking a provider is not free: libfabric's verbs provider reads all of /proc/kallsyms twice
+ * (some 120,000 lines: whether the kernel offers peer memory and dma-buf registration),
+ * about 130 ms of CPU per process here, before it looks for a device. libfabric 1.17 does
+ * that when it loads, whatever the hints name; from 1.19 on, on verbs' first fi_getinfo
+ * only. So a node without an RDMA device does not ask verbs or efa at all, and on such a
+ * libfabric never pays for the read.
+ */
 static int choose_net_info(struct fi_info **out)
 {
     const char *forced = mps_config_str(MPS_CFG_FABRIC_NET_PROVIDER);
@@ -122,14 +163,22 @@ static int choose_net_info(struct fi_info **out)
         *out = get_info(forced, &rc);
         return *out ? PGC_OK : fab_fi_error(rc, "fi_getinfo(MPISHIM_FABRIC_NET_PROVIDER)", -1);
     }
+    int rdma = fab_rdma_devices_present(FAB_RDMA_CLASS_DIR);
+    if (!rdma) {
+        MPS_DEBUG("fab_open: no RDMA device in %s: verbs and efa not asked", FAB_RDMA_CLASS_DIR);
+    }
     for (size_t i = 0; i < sizeof(net_candidates) / sizeof(net_candidates[0]); i++) {
+        if (!rdma && rdma_candidate(net_candidates[i])) {
+            continue;
+        }
         *out = get_info(net_candidates[i], &rc);
         if (*out) {
             return PGC_OK;
         }
     }
-    return mps_error(PGC_ERR_FABRIC, "fab_open: no network provider (tried verbs;ofi_rxm, efa, "
-                                     "tcp;ofi_rxm) for peers on other nodes");
+    return mps_error(PGC_ERR_FABRIC,
+                     "fab_open: no network provider (tried %stcp;ofi_rxm) for peers on other nodes",
+                     rdma ? "verbs;ofi_rxm, efa, " : "");
 }
 
 /* libfabric's shm provider names its region after the pid ("<pid>:0:0" in /dev/shm) and

@@ -10,6 +10,7 @@
 #include "config.h"
 
 #include "fab.h"
+#include "fab_int.h"
 #include "fab_shm.h"
 #include "mps_config.h"
 #include "mps_util.h"
@@ -24,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -711,6 +713,26 @@ static void test_rxm_sizes_are_set_unless_the_user_set_them(void **state)
     unsetenv("FI_OFI_RXM_MSG_RX_SIZE");
 }
 
+/* verbs and efa are asked only where the kernel lists an RDMA device (asking verbs reads
+ * /proc/kallsyms twice); without a sysfs to tell by, they are asked as before. */
+static void test_rdma_providers_are_asked_only_where_a_device_is_listed(void **state)
+{
+    char root[] = "/tmp/test_fab_sysfs.XXXXXX", cls[64], dev[96];
+    (void)state;
+    assert_non_null(mkdtemp(root));
+    snprintf(cls, sizeof(cls), "%s/infiniband", root);
+    snprintf(dev, sizeof(dev), "%s/mlx5_0", cls);
+    assert_int_equal(fab_rdma_devices_present(cls), 0); /* class absent, parent present */
+    assert_int_equal(mkdir(cls, 0700), 0);
+    assert_int_equal(fab_rdma_devices_present(cls), 0); /* class empty */
+    assert_int_equal(mkdir(dev, 0700), 0);
+    assert_int_equal(fab_rdma_devices_present(cls), 1); /* one device */
+    assert_int_equal(rmdir(dev), 0);
+    assert_int_equal(rmdir(cls), 0);
+    assert_int_equal(rmdir(root), 0);
+    assert_int_equal(fab_rdma_devices_present("/nonexistent-sysfs/class/infiniband"), 1);
+}
+
 static void test_open_rejects_a_rank_outside_the_job(void **state)
 {
     struct fab *f = NULL;
@@ -753,6 +775,7 @@ int main(void)
         cmocka_unit_test(test_peers_on_same_node_use_shm_and_others_the_network),
         cmocka_unit_test(test_list_providers_names_shm_and_tcp),
         cmocka_unit_test(test_rxm_sizes_are_set_unless_the_user_set_them),
+        cmocka_unit_test(test_rdma_providers_are_asked_only_where_a_device_is_listed),
         cmocka_unit_test(test_open_rejects_a_rank_outside_the_job),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,77 @@
+#!/bin/bash
+# test_fabric_lib.sh - when libfabric is loaded, and which one (issue 39, start-up cost):
+#  1. a job on one node never loads libfabric (its start-up costs every process a few hundred
+#     ms here: doc/cluster.md): examples/ring on 2 ranks runs right with MPISHIM_FABRIC_LIB
+#     naming a file that does not exist, and the loader's trace shows no libfabric;
+#  2. ranks on different nodes (MPISHIM_NODE_NAME per rank) do load it, from the file
+#     MPISHIM_FABRIC_LIB names: a file that does not exist fails MPI_Init with a message
+#     naming the variable (from the first rank to fail: mpiexec then ends the other), and
+#     the configure-time libfabric named there runs the ring to its end;
+#  3. a forced provider loads it even on one node, from that file too.
+set -uo pipefail
+
+top_builddir=${top_builddir:-$PWD}
+# shellcheck source=tests/scripts/expect.sh
+. "$(dirname "$0")/expect.sh"
+
+mpiexec=$top_builddir/tools/mpiexec
+ring=$top_builddir/examples/ring
+missing=/nonexistent/libfabric.so.1
+libdir=$(sed -n 's/^#define MPS_LIBFABRIC_LIBDIR "\(.*\)"$/\1/p' "$top_builddir/config.h")
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+export MPISHIM_FABRIC_IFACE=lo
+
+# run NAME [VAR=VALUE...]: the ring on 2 ranks, each on the node "node<rank>" when SPLIT=1;
+# output in $tmp/NAME.out, the loader's trace in $tmp/NAME.ld.*, exit status in $tmp/NAME.rc.
+run() {
+    local name=$1
+    shift
+    env "$@" LD_DEBUG=files LD_DEBUG_OUTPUT="$tmp/$name.ld" timeout 60 "$mpiexec" -n 2 \
+        sh -c '[ "${SPLIT:-0}" = 1 ] && export MPISHIM_NODE_NAME=node$RANK; exec "$0"' \
+        "$ring" >"$tmp/$name.out" 2>&1
+    echo $? >"$tmp/$name.rc"
+}
+
+loaded_libfabric() {
+    cat "$tmp/$1".ld.* 2>/dev/null | grep -c 'calling init: .*libfabric\.so'
+}
+
+named_missing() {
+    grep -q "fatal error: MPI_Init (rank [01]): MPISHIM_FABRIC_LIB=$missing: cannot load it" \
+        "$tmp/$1.out" && echo yes || echo no
+}
+
+finished() {
+    grep -c '^Process [01] exiting$' "$tmp/$1.out"
+}
+
+run one_node MPISHIM_FABRIC_LIB=$missing
+expect "one node: the ring ends (exit status)" 0 "$(cat "$tmp/one_node.rc")"
+expect "one node: both ranks finish" 2 "$(finished one_node)"
+expect "one node: no process loads libfabric" 0 "$(loaded_libfabric one_node)"
+
+run two_nodes_missing SPLIT=1 MPISHIM_FABRIC_LIB=$missing
+expect "two nodes, missing library: MPI_Init fails" yes \
+    "$([ "$(cat "$tmp/two_nodes_missing.rc")" != 0 ] && echo yes || echo no)"
+expect "two nodes, missing library: the error names the variable and the file" yes \
+    "$(named_missing two_nodes_missing)"
+
+run two_nodes SPLIT=1 MPISHIM_FABRIC_LIB=$libdir/libfabric.so.1
+expect "two nodes, configure's libfabric named: the ring ends" 0 "$(cat "$tmp/two_nodes.rc")"
+expect "two nodes: both ranks finish" 2 "$(finished two_nodes)"
+expect "two nodes: both processes load libfabric" 2 "$(loaded_libfabric two_nodes)"
+
+run forced "MPISHIM_FABRIC_PROVIDER=tcp;ofi_rxm" MPISHIM_FABRIC_LIB=$missing
+expect "forced provider, missing library: MPI_Init fails" yes \
+    "$([ "$(cat "$tmp/forced.rc")" != 0 ] && echo yes || echo no)"
+expect "forced provider, missing library: the error names the variable and the file" yes \
+    "$(named_missing forced)"
+
+if [ "$failures" -ne 0 ]; then
+    for f in "$tmp"/*.out; do
+        echo "== $f"
+        tail -5 "$f"
+    done
+fi
+expect_done
