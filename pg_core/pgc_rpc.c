@@ -1142,13 +1142,18 @@ int pgc_rpc_get_self(pgc_rpc_worker_info *info)
 
 int pgc_rpc_get_debug_info(pgc_rpc_debug_info *info)
 {
-    int rc = rpc_check_up("pgc_rpc_get_debug_info");
     struct mps_list *pos;
 
-    if (rc != PGC_OK || !info) {
-        return rc != PGC_OK ? rc : mps_error(PGC_ERR_INVALID_ARG, "pgc_rpc_get_debug_info: NULL");
+    if (!info) {
+        return mps_error(PGC_ERR_INVALID_ARG, "pgc_rpc_get_debug_info: NULL info");
     }
     memset(info, 0, sizeof(*info));
+    rpc_rref_lifetime_counts(&info->num_owner_rrefs_created, &info->num_owner_rrefs_deleted,
+                             &info->num_owner_rrefs_dropped);
+    /* Outside init/shutdown only the lifetime counts mean something (the lists are gone). */
+    if (!__atomic_load_n(&rpc.up, __ATOMIC_ACQUIRE)) {
+        return PGC_OK;
+    }
     info->num_pending_futures = pending_count();
     pthread_mutex_lock(&rpc.mu);
     mps_list_for_each(pos, &rpc.owned)

@@ -220,6 +220,8 @@ void rpc_owned_put(struct rpc_owned *o);
 /* Shutdown: gives back every handle's fork; the counts for quiescence. */
 void rpc_rref_release_all(void);
 int rpc_rref_busy_count(void);
+/* Objects made, deleted by the protocol and dropped by shutdown since the process started. */
+void rpc_rref_lifetime_counts(long *made, long *deleted, long *dropped);
 /* After the threads stopped: frees what is left. */
 void rpc_rref_fini(void);
 
