@@ -227,12 +227,20 @@ pgc_rref *pgc_rref_retain(pgc_rref *r);
 void pgc_rref_free(pgc_rref *r);
 
 /* Counters of this worker (torch's _get_debug_info): objects it owns, forks it knows of as
- * their owner, live handles it holds for other owners, calls awaiting an answer. */
+ * their owner, live handles it holds for other owners, calls awaiting an answer. The
+ * lifetime counts add up since the process started and can be read at any time, also before
+ * pgc_rpc_init and after pgc_rpc_shutdown (the four live counts are 0 then): objects this
+ * worker made as their owner, those it freed because their last reference anywhere was
+ * gone, and those pgc_rpc_shutdown freed while references to them were still live (after a
+ * graceful shutdown of every worker, created == deleted and dropped == 0). */
 typedef struct {
     int num_owner_rrefs;
     int num_forks;
     int num_user_rrefs;
     int num_pending_futures;
+    long num_owner_rrefs_created;
+    long num_owner_rrefs_deleted;
+    long num_owner_rrefs_dropped;
 } pgc_rpc_debug_info;
 int pgc_rpc_get_debug_info(pgc_rpc_debug_info *info);
 

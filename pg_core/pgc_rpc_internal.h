@@ -168,6 +168,8 @@ struct rpc_state {
     uint64_t next_id;  /* atomic */
     uint32_t next_tag; /* atomic */
     uint64_t sent, received; /* atomic: messages, for shutdown's quiescence test */
+    int bell_fd;             /* the agent's doorbell (pgc_rpc_bell.c), -1: none */
+    int32_t *pids;           /* every worker's pid: the names of their doorbells */
 };
 
 extern struct rpc_state rpc;
@@ -220,6 +222,13 @@ void rpc_owned_put(struct rpc_owned *o);
 /* Shutdown: gives back every handle's fork; the counts for quiescence. */
 void rpc_rref_release_all(void);
 int rpc_rref_busy_count(void);
+/* pgc_rpc_bell.c: the agent's doorbell, a wake-up hint from senders on this node. */
+int rpc_bell_open(void);
+void rpc_bell_close(void);
+void rpc_bell_ring(int dst);
+void rpc_bell_wait(double seconds);
+/* Objects made, deleted by the protocol and dropped by shutdown since the process started. */
+void rpc_rref_lifetime_counts(long *made, long *deleted, long *dropped);
 /* After the threads stopped: frees what is left. */
 void rpc_rref_fini(void);
 

@@ -32,6 +32,18 @@
 
 /* ---- owned objects ---- */
 
+/* Since the process started (pgc_rpc_debug_info): objects made here as their owner, freed
+ * because their last fork was gone, and freed by shutdown with forks still live. Atomic:
+ * owned_free runs outside rpc.mu. */
+static long owned_made, owned_deleted, owned_dropped;
+
+void rpc_rref_lifetime_counts(long *made, long *deleted, long *dropped)
+{
+    *made = __atomic_load_n(&owned_made, __ATOMIC_RELAXED);
+    *deleted = __atomic_load_n(&owned_deleted, __ATOMIC_RELAXED);
+    *dropped = __atomic_load_n(&owned_dropped, __ATOMIC_RELAXED);
+}
+
 static struct rpc_owned *owned_find_locked(uint64_t rref_id)
 {
     struct mps_list *pos;
@@ -46,11 +58,13 @@ static struct rpc_owned *owned_find_locked(uint64_t rref_id)
     return NULL;
 }
 
-static void owned_free(struct rpc_owned *o)
+/* Frees o; by_protocol: its last fork and queued call were gone (else shutdown drops it). */
+static void owned_free(struct rpc_owned *o, bool by_protocol)
 {
     if (!o) {
         return;
     }
+    __atomic_add_fetch(by_protocol ? &owned_deleted : &owned_dropped, 1, __ATOMIC_RELAXED);
     pgc_rpc_value_free(&o->value);
     pgc_future_free(o->created);
     free(o->forks);
@@ -100,6 +114,7 @@ static struct rpc_owned *owned_get_or_make_locked(uint64_t rref_id)
         free(o);
         return NULL;
     }
+    __atomic_add_fetch(&owned_made, 1, __ATOMIC_RELAXED);
     o->rref_id = rref_id;
     o->busy = 1;
     o->early = EARLY_BY_FORK;
@@ -133,7 +148,7 @@ static void owned_remove_fork(uint64_t rref_id, uint64_t fork_id)
         }
     }
     pthread_mutex_unlock(&rpc.mu);
-    owned_free(dead);
+    owned_free(dead, true);
 }
 
 struct rpc_owned *rpc_owned_create(const struct rpc_hdr *h)
@@ -189,7 +204,7 @@ void rpc_owned_put(struct rpc_owned *o)
     o->busy--;
     dead = owned_unlink_if_unused_locked(o);
     pthread_mutex_unlock(&rpc.mu);
-    owned_free(dead);
+    owned_free(dead, true);
 }
 
 /* ---- handles ---- */
@@ -460,7 +475,7 @@ void rpc_rref_fini(void)
     pthread_mutex_unlock(&rpc.mu);
     mps_list_for_each_safe(pos, tmp, &owned)
     {
-        owned_free(container_of(pos, struct rpc_owned, link));
+        owned_free(container_of(pos, struct rpc_owned, link), false);
     }
 }
 

@@ -19,6 +19,9 @@
 #include <string.h>
 
 #define RPC_INLINE_MAX 8192
+/* The name is padded to 8 bytes on the wire, so that the descriptors after it (read in
+ * place) are aligned as their types require. */
+#define NAME_PADDED(n) (((size_t)(n) + 7) & ~(size_t)7)
 
 static size_t tensor_bytes(const pgc_tensor *t)
 {
@@ -35,7 +38,7 @@ int rpc_wire_pack(struct rpc_hdr *h, const char *name, size_t name_len, const pg
 {
     int nt = v ? v->ntensors : 0, nr = v ? v->nrrefs : 0;
     size_t nb = v ? v->nbytes : 0;
-    size_t total = sizeof(*h) + name_len + (size_t)nt * sizeof(struct rpc_tdesc) +
+    size_t total = sizeof(*h) + NAME_PADDED(name_len) + (size_t)nt * sizeof(struct rpc_tdesc) +
                    (size_t)nr * sizeof(struct rpc_rdesc) + nb;
     struct rpc_tdesc *td;
     unsigned char *p;
@@ -57,7 +60,8 @@ int rpc_wire_pack(struct rpc_hdr *h, const char *name, size_t name_len, const pg
     memcpy(p, h, sizeof(*h));
     p += sizeof(*h);
     memcpy(p, name, name_len);
-    p += name_len;
+    memset(p + name_len, 0, NAME_PADDED(name_len) - name_len);
+    p += NAME_PADDED(name_len);
     td = (struct rpc_tdesc *)p;
     for (int i = 0; i < nt; i++) {
         td[i].dtype = (uint32_t)v->tensors[i].dtype;
@@ -86,7 +90,7 @@ int rpc_wire_pack(struct rpc_hdr *h, const char *name, size_t name_len, const pg
  * error, never a read past the buffer. */
 static int check_sizes(const struct rpc_hdr *h, const struct rpc_tdesc *td, size_t len)
 {
-    size_t need = sizeof(*h) + h->name_len + (size_t)h->ntensors * sizeof(*td) +
+    size_t need = sizeof(*h) + NAME_PADDED(h->name_len) + (size_t)h->ntensors * sizeof(*td) +
                   (size_t)h->nrrefs * sizeof(struct rpc_rdesc);
 
     if (h->ntensors > 65536 || h->nrrefs > 65536 || need > len || h->nbytes > len - need) {
@@ -166,13 +170,13 @@ int rpc_wire_unpack(int src, void *buf, size_t len, struct rpc_hdr *h, char *nam
     }
     memcpy(h, p, sizeof(*h));
     p += sizeof(*h);
-    td = (const struct rpc_tdesc *)(p + h->name_len);
+    td = (const struct rpc_tdesc *)(p + NAME_PADDED(h->name_len));
     if (h->magic != RPC_MAGIC || h->kind == 0 || h->kind >= RPC_KIND_END ||
         check_sizes(h, td, len) != PGC_OK) {
         return mps_error(PGC_ERR_TRUNCATE, "pgc_rpc: a malformed message from rank %d", src);
     }
     snprintf(name, name_cap, "%.*s", (int)h->name_len, (const char *)p);
-    p += h->name_len + (size_t)h->ntensors * sizeof(*td);
+    p += NAME_PADDED(h->name_len) + (size_t)h->ntensors * sizeof(*td);
     rd = (const struct rpc_rdesc *)p;
     p += (size_t)h->nrrefs * sizeof(*rd);
     if (h->nbytes && !(v->bytes = malloc(h->nbytes))) {

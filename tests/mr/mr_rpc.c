@@ -16,7 +16,10 @@
  *     forks user to user (to the worker after), user to owner and owner to user, the
  *     receiver keeping its reference after the creator dropped its own; reference
  *     counting: every owner has freed every object once all handles are gone;
- *  4. graceful shutdown while a remote RRef handle is still held.
+ *  4. graceful shutdown while a remote RRef handle is still held: afterwards every worker,
+ *     as owner, has freed every object it made (4 each: two counters from the worker
+ *     before, its own, and the one still held by the worker before at shutdown) because its
+ *     last reference went away, and shutdown had none left to drop.
  * Exits non-zero on the first mismatch.
  */
 #include <pgc.h>
@@ -504,6 +507,19 @@ static void check_all_freed(void)
           info.num_forks, info.num_user_rrefs);
 }
 
+/* The lifetime counts: made, deleted because unreferenced, dropped by shutdown. */
+static void check_owner_counts(long made, long deleted, long dropped)
+{
+    pgc_rpc_debug_info info;
+
+    CHECK_OK(pgc_rpc_get_debug_info(&info));
+    CHECK(info.num_owner_rrefs_created == made && info.num_owner_rrefs_deleted == deleted &&
+              info.num_owner_rrefs_dropped == dropped,
+          "owned objects made %ld (want %ld), deleted %ld (want %ld), dropped %ld (want %ld)",
+          info.num_owner_rrefs_created, made, info.num_owner_rrefs_deleted, deleted,
+          info.num_owner_rrefs_dropped, dropped);
+}
+
 int main(int argc, char **argv)
 {
     pgc_rpc_opts opts = PGC_RPC_OPTS_DEFAULT;
@@ -551,11 +567,16 @@ int main(int argc, char **argv)
     check_rrefs();
     CHECK_OK(pgc_barrier(NULL, 0, NULL));
     check_all_freed();
+    check_owner_counts(3, 3, 0);
     CHECK_OK(pgc_barrier(NULL, 0, NULL));
     /* Shut down with a live remote reference: graceful shutdown releases it and waits. */
     CHECK_OK(pgc_remote(wname(rank + 1), "make_counter", &args, 0, &held));
     CHECK_OK(pgc_rpc_shutdown(1));
+    /* The owner freed the held object through the protocol (the user's handle was given
+     * back and its delete arrived), not by dropping what was left at the end. */
+    check_owner_counts(4, 4, 0);
     pgc_rref_free(held);
+    check_owner_counts(4, 4, 0);
     CHECK(pgc_rpc_sync(wname(0), "echo", NULL, 0, NULL) == PGC_ERR_NOT_INITIALIZED, "after");
     CHECK_OK(pgc_destroy_process_group());
     printf("mr_rpc: rank %d of %d ok\n", rank, size);
