@@ -181,6 +181,21 @@ static void comm_handler(MPI_Comm *comm, int *code, ...)
               r_);                                                                                 \
     } while (0)
 
+/* An operation its target refuses (MPI_ERR_RMA_RANGE), and the call that closes it: another
+ * rank's refusal comes with the closing call; this rank's own window (the target on one
+ * rank) completes operations at once, so there the operation's own call is refused
+ * (doc/mpi-semantics.md). */
+#define EXPECT_REFUSED(op, close)                                                                  \
+    do {                                                                                           \
+        if (right == rank) {                                                                       \
+            EXPECT_HANDLED(op, MPI_ERR_RMA_RANGE);                                                 \
+            CHECK_MPI(close);                                                                      \
+        } else {                                                                                   \
+            CHECK_MPI(op);                                                                         \
+            EXPECT_HANDLED(close, MPI_ERR_RMA_RANGE);                                              \
+        }                                                                                          \
+    } while (0)
+
 /* Detached, never attached and past the end: refused at the target, which goes on. */
 static void test_errors(void)
 {
@@ -232,11 +247,11 @@ static void test_errors(void)
     CHECK_MPI(MPI_Allgather(addrs, 2, MPI_AINT, all, 2, MPI_AINT, MPI_COMM_WORLD));
     /* Never attached; one int past the end: refused under a lock and under a fence. */
     CHECK_MPI(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, right, 0, win));
-    CHECK_MPI(MPI_Put(&v, 1, MPI_INT, right, all[2 * right + 1], 1, MPI_INT, win));
-    EXPECT_HANDLED(MPI_Win_unlock(right, win), MPI_ERR_RMA_RANGE);
+    EXPECT_REFUSED(MPI_Put(&v, 1, MPI_INT, right, all[2 * right + 1], 1, MPI_INT, win),
+                   MPI_Win_unlock(right, win));
     CHECK_MPI(MPI_Win_fence(0, win));
-    CHECK_MPI(MPI_Get(other, 5, MPI_INT, right, all[2 * right], 5, MPI_INT, win));
-    EXPECT_HANDLED(MPI_Win_fence(0, win), MPI_ERR_RMA_RANGE);
+    EXPECT_REFUSED(MPI_Get(other, 5, MPI_INT, right, all[2 * right], 5, MPI_INT, win),
+                   MPI_Win_fence(0, win));
     /* The unlock released the lock despite the refusal: it can be taken again. */
     CHECK_MPI(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, right, 0, win));
     CHECK_MPI(MPI_Put(&v, 1, MPI_INT, right, all[2 * right] + 3 * (MPI_Aint)sizeof(int), 1, MPI_INT,
@@ -249,8 +264,9 @@ static void test_errors(void)
     CHECK_MPI(MPI_Win_detach(win, region));
     CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
     CHECK_MPI(MPI_Win_lock(MPI_LOCK_SHARED, right, 0, win));
-    CHECK_MPI(MPI_Accumulate(&v, 1, MPI_INT, right, all[2 * right], 1, MPI_INT, MPI_SUM, win));
-    EXPECT_HANDLED(MPI_Win_unlock(right, win), MPI_ERR_RMA_RANGE);
+    EXPECT_REFUSED(
+        MPI_Accumulate(&v, 1, MPI_INT, right, all[2 * right], 1, MPI_INT, MPI_SUM, win),
+        MPI_Win_unlock(right, win));
     CHECK(region[0] == 0, "region[0] = %d: an accumulate to a detached region took effect",
           region[0]);
     CHECK_MPI(MPI_Win_attach(win, other, sizeof(other)));
