@@ -420,8 +420,9 @@ static uint64_t slot_sig(uint32_t sig, size_t bytes)
     return (uint64_t)sig << 48 | (uint64_t)bytes;
 }
 
-/* Writes my slot for seq (its readers are done with its last use). */
-static void write_slot(struct pg_group *g, uint64_t seq, const void *buf, size_t bytes,
+/* Writes my slot for seq (its readers are done with its last use). Inline: a call of its
+ * own measured 50 instructions of an 8-byte allreduce's few hundred. */
+static inline __attribute__((always_inline)) void write_slot(struct pg_group *g, uint64_t seq, const void *buf, size_t bytes,
                        uint64_t sig)
 {
     struct pg_shm *s = g->shm;
@@ -448,21 +449,29 @@ static int post(struct pg_group *g, const void *buf, size_t bytes, uint64_t sig,
     return rc;
 }
 
-/* Whether rank's slot holds the collective I run (sig, from slot_sig). */
-static int check_sig(const struct shm_slot *slot, uint64_t sig, int rank, const char *what)
+static __attribute__((noinline, cold)) int sig_differs(uint64_t theirs, uint64_t sig, int rank,
+                                                       const char *what);
+
+/* Whether rank's slot holds the collective I run (sig, from slot_sig). The common case, one
+ * compare, inline; the message apart. */
+static inline int check_sig(const struct shm_slot *slot, uint64_t sig, int rank,
+                            const char *what)
 {
     uint64_t theirs = slot->sig;
 
+    return theirs == sig ? PGC_OK : sig_differs(theirs, sig, rank, what);
+}
+
+/* The error of a slot whose signature word differs from mine: another collective, or the
+ * same with another byte count. */
+static int sig_differs(uint64_t theirs, uint64_t sig, int rank, const char *what)
+{
     if (theirs >> 48 != sig >> 48) {
         return pg_coll_mismatch(rank, (uint32_t)(theirs >> 48), (uint32_t)(sig >> 48));
     }
-    if (theirs != sig) {
-        return mps_error(PGC_ERR_MISMATCH, "%s: rank %d gave %zu bytes, this rank %zu (do all "
-                         "ranks call the same collectives with the same counts?)", what, rank,
-                         (size_t)(theirs & ((1ull << 48) - 1)),
-                         (size_t)(sig & ((1ull << 48) - 1)));
-    }
-    return PGC_OK;
+    return mps_error(PGC_ERR_MISMATCH, "%s: rank %d gave %zu bytes, this rank %zu (do all "
+                     "ranks call the same collectives with the same counts?)", what, rank,
+                     (size_t)(theirs & ((1ull << 48) - 1)), (size_t)(sig & ((1ull << 48) - 1)));
 }
 
 /* Every member's slot of collective seq against mine. */
