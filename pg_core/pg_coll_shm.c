@@ -401,12 +401,13 @@ static bool reuse_known(const struct pg_shm *s, uint64_t seq)
 
 static int wait_reuse(struct pg_group *g, uint64_t seq, const char *what)
 {
-    struct shm_wait w = reuse_wait(g, seq);
+    struct shm_wait w;
     int rc;
 
     if (reuse_known(g->shm, seq)) {
         return PGC_OK;
     }
+    w = reuse_wait(g, seq);
     rc = shm_wait(&w, what);
     if (rc == PGC_OK) {
         g->shm->safe = seq - SHM_SLOTS;
