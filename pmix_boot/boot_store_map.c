@@ -159,7 +159,12 @@ int boot_map_add(struct boot_map *m, const char *key, int64_t delta, int64_t *re
                              "boot_store_add: value of key %s is not an integer", key);
         }
     }
-    v += delta;
+    if (__builtin_add_overflow(v, delta, &v)) {
+        /* A 64-bit counter does not wrap silently (a fuzzed frame found the overflow). */
+        return mps_error(PGC_ERR_INVALID_ARG,
+                         "boot_store_add: adding %" PRId64 " to key %s overflows a 64-bit "
+                         "integer; the value stays", delta, key);
+    }
     snprintf(text, sizeof(text), "%" PRId64, v);
     *result = v;
     return boot_map_set(m, key, text, strlen(text));

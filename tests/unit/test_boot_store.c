@@ -139,6 +139,23 @@ static void test_add_on_a_non_integer_value_fails(void **state)
     assert_int_equal(boot_store_add(f->s, "x", 1, &v), PGC_ERR_INVALID_ARG);
 }
 
+static void test_add_that_overflows_fails_and_keeps_the_value(void **state)
+{
+    struct fixture *f = *state;
+    int64_t v = 0;
+    void *got = NULL;
+    size_t len = 0;
+
+    assert_int_equal(boot_store_add(f->s, "big", INT64_MAX - 1, &v), PGC_OK);
+    assert_int_equal(boot_store_add(f->s, "big", 2, &v), PGC_ERR_INVALID_ARG);
+    assert_non_null(strstr(mps_last_error(), "overflows"));
+    assert_int_equal(boot_store_get(f->s, "big", &got, &len), PGC_OK);
+    assert_string_equal(got, "9223372036854775806");
+    free(got);
+    assert_int_equal(boot_store_add(f->s, "low", INT64_MIN, &v), PGC_OK);
+    assert_int_equal(boot_store_add(f->s, "low", -1, &v), PGC_ERR_INVALID_ARG);
+}
+
 static void expect_cas(struct boot_store *s, const char *exp, const char *des, const char *cur)
 {
     void *got = NULL;
@@ -967,6 +984,7 @@ int main(void)
         BOTH(test_set_replaces_the_value_and_empty_values_work),
         BOTH(test_add_starts_from_zero_and_accumulates),
         BOTH(test_add_on_a_non_integer_value_fails),
+        BOTH(test_add_that_overflows_fails_and_keeps_the_value),
         BOTH(test_compare_set_swaps_only_on_a_match),
         BOTH(test_delete_check_and_num_keys_agree),
         BOTH(test_get_times_out_when_key_never_appears),
