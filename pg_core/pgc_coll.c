@@ -416,21 +416,22 @@ static int finish_unpack_list(struct pgc_work *w)
     return PGC_OK;
 }
 
-/* One buffer for the n tensors of list, bytes each (see above): the list's own, or scratch
- * owned by w, packed from the tensors now (pack) or unpacked into them by w's finish.
- * NULL, with the error set, when out of memory. */
-static char *list_buffer(struct pgc_work *w, const pgc_tensor *list, size_t bytes, bool pack)
+/* One buffer for the n tensors of list, bytes each (see above), in *out: the list's own
+ * (NULL for tensors of no elements, which may have none), or scratch owned by w, packed
+ * from the tensors now (pack) or unpacked into them by w's finish. */
+static int list_buffer(struct pgc_work *w, const pgc_tensor *list, size_t bytes, bool pack,
+                       char **out)
 {
     int n = w->g->size;
     void **to;
 
     if (list_flat(list, n, bytes)) {
-        return list[0].data;
+        *out = list[0].data;
+        return PGC_OK;
     }
     w->tmp = malloc(list_addrs_at(n, bytes) + (size_t)n * sizeof(void *));
     if (!w->tmp) {
-        mps_error(PGC_ERR_NOMEM, "no memory for %d x %zu bytes", n, bytes);
-        return NULL;
+        return mps_error(PGC_ERR_NOMEM, "no memory for %d x %zu bytes", n, bytes);
     }
     to = list_addrs(w->tmp, n, bytes);
     for (int i = 0; i < n; i++) {
@@ -443,7 +444,8 @@ static char *list_buffer(struct pgc_work *w, const pgc_tensor *list, size_t byte
         w->count = bytes;
         w->finish = finish_unpack_list;
     }
-    return w->tmp;
+    *out = w->tmp;
+    return PGC_OK;
 }
 
 /* Scatter (the root's list to one tensor per rank) or gather (the reverse): the same
@@ -478,14 +480,17 @@ static int rooted_list(const char *call, pgc_tensor *one, pgc_tensor *list, int 
         return PGC_ERR_NOMEM;
     }
     n = nbytes(one);
-    if (g->rank == root && !(all = list_buffer(w, list, n, !gather))) {
-        rc = PGC_ERR_NOMEM;
-    } else if (gather && all) {
-        memcpy(all + (size_t)root * n, one->data, n);
-        rc = pg_igather(g, all + (size_t)root * n, all, n, root, &w->req);
-    } else {
+    if (g->rank != root) {
         rc = gather ? pg_igather(g, one->data, NULL, n, root, &w->req)
-                    : pg_iscatter(g, all, one->data, n, root, &w->req);
+                    : pg_iscatter(g, NULL, one->data, n, root, &w->req);
+    } else if ((rc = list_buffer(w, list, n, !gather, &all)) == PGC_OK && gather) {
+        /* The root's own block goes in place first (the input may be that very block). */
+        if (n && one->data != all + (size_t)root * n) {
+            memcpy(all + (size_t)root * n, one->data, n);
+        }
+        rc = pg_igather(g, all + (size_t)root * n, all, n, root, &w->req);
+    } else if (rc == PGC_OK) {
+        rc = pg_iscatter(g, all, one->data, n, root, &w->req);
     }
     return coll_start(w, rc, async_op, work);
 }
@@ -533,8 +538,8 @@ int pgc_all_gather(pgc_tensor *output_list, const pgc_tensor *input, pgc_group *
     if (!w) {
         return PGC_ERR_NOMEM;
     }
-    all = list_buffer(w, output_list, nbytes(input), false);
-    if (all && blocking_flat(async_op, input, g)) {
+    rc = list_buffer(w, output_list, nbytes(input), false, &all);
+    if (rc == PGC_OK && blocking_flat(async_op, input, g)) {
         rc = pg_allgather(g, input->data, all, nbytes(input));
         if (rc == PGC_OK && w->finish) {
             rc = w->finish(w);
@@ -542,7 +547,9 @@ int pgc_all_gather(pgc_tensor *output_list, const pgc_tensor *input, pgc_group *
         pgc_work_discard(w);
         return blocking_done(call, g, rc);
     }
-    rc = all ? pg_iallgather(g, input->data, all, nbytes(input), &w->req) : PGC_ERR_NOMEM;
+    if (rc == PGC_OK) {
+        rc = pg_iallgather(g, input->data, all, nbytes(input), &w->req);
+    }
     return coll_start(w, rc, async_op, work);
 }
 

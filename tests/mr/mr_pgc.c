@@ -424,6 +424,27 @@ static void test_scatter_gather(const struct tgroup *t, pgc_dtype dt, size_t n)
     free(one);
 }
 
+/* Tensors of no elements may have no data: the list forms still run (they once took the
+ * list's NULL buffer for a failed allocation). */
+static void test_list_forms_of_nothing(const struct tgroup *t)
+{
+    pgc_tensor *l = xmalloc(sizeof(pgc_tensor) * (size_t)t->n);
+    pgc_tensor o = pgc_host_tensor(NULL, 0, PGC_INT32);
+
+    for (int i = 0; i < t->n; i++) {
+        l[i] = pgc_host_tensor(NULL, 0, PGC_INT32);
+    }
+    for (int async = 0; async < 2; async++) {
+        pgc_work *w = NULL;
+        finish_call(pgc_gather(&o, t->rank == 0 ? l : NULL, 0, t->g, async, &w), async, &w,
+                    "pgc_gather of nothing");
+        finish_call(pgc_scatter(&o, t->rank == 0 ? l : NULL, 0, t->g, async, &w), async, &w,
+                    "pgc_scatter of nothing");
+        finish_call(pgc_all_gather(l, &o, t->g, async, &w), async, &w, "pgc_all_gather of nothing");
+    }
+    free(l);
+}
+
 static void test_all_gather(const struct tgroup *t, pgc_dtype dt, size_t n)
 {
     size_t bytes = n * esize[dt];
@@ -528,6 +549,7 @@ static void test_movement(const struct tgroup *t)
     }
     test_broadcast(t, PGC_FLOAT64, 30000);
     test_scatter_gather(t, PGC_INT32, 20000);
+    test_list_forms_of_nothing(t);
     test_all_gather(t, PGC_FLOAT32, 20000);
     test_all_to_all(t, PGC_UINT8, 30000);
     CHECK_OK(pgc_barrier(t->g, 0, NULL));
