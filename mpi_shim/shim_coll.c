@@ -132,19 +132,39 @@ int PMPI_Ibarrier(MPI_Comm comm, MPI_Request *request)
  * MPI_INT and a receiver taking one strided vector of 4 ints must meet.
  */
 
+/* A rank whose buffer is unusable still takes part in the collective, with zeroed scratch
+ * of the buffer's size in m and a poisoned signature (pg.h), so that the ranks reading its
+ * data fail at once with MPI_ERR_BUFFER instead of waiting for it until the timeout. It
+ * returns its own error rc at the end (shim_blk_end_slow). Where pg_core cannot carry the
+ * poison (node-aware groups) or without memory for the scratch, it returns rc at once. */
+static int stand_in(struct shim_blk *b, struct shim_msgbuf *m, int count,
+                    const struct shim_dtype *t, int rc)
+{
+    size_t bytes = (size_t)count * t->size;
+
+    if (!pg_coll_poison_ok(b->c->g) || !(m->tmp = calloc(bytes ? bytes : 1, 1))) {
+        return rc;
+    }
+    m->ptr = m->tmp;
+    b->poison = b->poison ? b->poison : rc;
+    b->c->g->poison_next = true;
+    return MPI_SUCCESS;
+}
+
 /* A buffer of count elements of t that is NULL can hold nothing; MPI_IN_PLACE reaches here
- * only where MPI does not allow it. */
-static int check_buf(struct shim_blk *b, const void *buf, int count,
+ * only where MPI does not allow it. Either way this rank stands in (above). */
+static int check_buf(struct shim_blk *b, struct shim_msgbuf *m, const void *buf, int count,
                      const struct shim_dtype *t, const char *what)
 {
+    int rc = MPI_SUCCESS;
+
     if (buf == MPI_IN_PLACE) {
-        return shim_error(b->comm, b->fn, MPI_ERR_BUFFER, "%s may not be MPI_IN_PLACE", what);
+        rc = shim_error(b->comm, b->fn, MPI_ERR_BUFFER, "%s may not be MPI_IN_PLACE", what);
+    } else if (!buf && count > 0 && t->size > 0) {
+        rc = shim_error(b->comm, b->fn, MPI_ERR_BUFFER, "%s is NULL with count %d", what,
+                        count);
     }
-    if (!buf && count > 0 && t->size > 0) {
-        return shim_error(b->comm, b->fn, MPI_ERR_BUFFER, "%s is NULL with count %d", what,
-                          count);
-    }
-    return MPI_SUCCESS;
+    return rc == MPI_SUCCESS ? rc : stand_in(b, m, count, t, rc);
 }
 
 /* Inlined into the blocking reductions, whose few-byte calls are the ones that count. */
@@ -160,12 +180,21 @@ static inline __attribute__((always_inline)) int blk_begin(struct shim_blk *b, c
     b->out = (struct shim_msgbuf){0};
     /* Valid arguments pass the cheap lookups; anything else takes the full check, which
      * raises the precise error. */
+    b->poison = MPI_SUCCESS;
     if (shim_initialized() && count >= 0 && shim_comm_get(comm, &b->c) == MPI_SUCCESS &&
         dt != MPI_LB && dt != MPI_UB && shim_dtype_lookup(dt, &b->t) == MPI_SUCCESS &&
         b->t->committed) {
+        b->seq0 = b->c->g->coll_seq;
         return MPI_SUCCESS;
     }
-    return shim_coll_check(fn, comm, count, dt, &b->c, &b->t);
+    int rc = shim_coll_check(fn, comm, count, dt, &b->c, &b->t);
+
+    if (rc == MPI_SUCCESS) {
+        b->seq0 = b->c->g->coll_seq;
+    } else {
+        b->c = NULL; /* no group: shim_blk_end has nothing to claim */
+    }
+    return rc;
 }
 
 int shim_blk_begin(struct shim_blk *b, const char *fn, MPI_Comm comm, int count,
@@ -178,9 +207,10 @@ int shim_blk_begin(struct shim_blk *b, const char *fn, MPI_Comm comm, int count,
 int shim_blk_in_pack(struct shim_blk *b, const void *buf, int count, struct shim_dtype *t,
                      const char *what)
 {
-    int rc = check_buf(b, buf, count, t, what);
+    int rc = check_buf(b, &b->in, buf, count, t, what);
 
-    if (rc == MPI_SUCCESS && shim_msgbuf_send(buf, count, t, &b->in) != MPI_SUCCESS) {
+    if (rc == MPI_SUCCESS && !b->in.tmp &&
+        shim_msgbuf_send(buf, count, t, &b->in) != MPI_SUCCESS) {
         rc = shim_error(b->comm, b->fn, MPI_ERR_NO_MEM, "no memory to pack %s", what);
     }
     return rc;
@@ -190,9 +220,10 @@ int shim_blk_in_pack(struct shim_blk *b, const void *buf, int count, struct shim
 int shim_blk_out_pack(struct shim_blk *b, void *buf, int count, struct shim_dtype *t,
                       const char *what)
 {
-    int rc = check_buf(b, buf, count, t, what);
+    int rc = check_buf(b, &b->out, buf, count, t, what);
 
-    if (rc == MPI_SUCCESS && shim_msgbuf_recv(buf, count, t, &b->out) != MPI_SUCCESS) {
+    if (rc == MPI_SUCCESS && !b->out.tmp &&
+        shim_msgbuf_recv(buf, count, t, &b->out) != MPI_SUCCESS) {
         rc = shim_error(b->comm, b->fn, MPI_ERR_NO_MEM, "no memory for %s", what);
     }
     b->ubuf = buf;
@@ -205,11 +236,20 @@ int shim_blk_out_pack(struct shim_blk *b, void *buf, int count, struct shim_dtyp
  * the temporaries and raises a failure through the communicator's handler. */
 int shim_blk_end_slow(struct shim_blk *b, int pgrc)
 {
-    if (pgrc == PGC_OK && b->out.tmp) {
+    /* A poisoned collective of this group fails here, and its record goes (pg.h). */
+    if (b->c && pg_coll_poison_pending()) {
+        int prc = pg_coll_poison_claim(b->c->g, b->seq0);
+        pgrc = pgrc == PGC_OK ? prc : pgrc;
+    }
+    if (pgrc == PGC_OK && b->out.tmp && !b->poison) {
         shim_dtype_unpack(b->out.tmp, (size_t)b->ucount, b->ut, b->ubuf);
     }
     free(b->in.tmp);
     free(b->out.tmp);
+    if (b->poison) {
+        b->c->g->poison_next = false;
+        return b->poison;
+    }
     return pgrc == PGC_OK ? MPI_SUCCESS : shim_error_pg(b->comm, b->fn, pgrc);
 }
 

@@ -25,7 +25,8 @@ int shim_coll_wait(const char *fn, int rc, MPI_Request *request);
  * the group runs on, derived types packed into temporaries. pg_core's blocking forms then
  * choose the path from what every rank agrees on; nothing in the MPI layer picks one.
  *   shim_blk_begin  checks the communicator, count and type dt (MPI errors raised as fn);
- *   shim_blk_in     the packed input of count elements at buf (MPI_ERR_BUFFER if NULL);
+ *   shim_blk_in     the packed input of count elements at buf (MPI_ERR_BUFFER if NULL,
+ *                   after the rank stood in for it: stand_in in shim_coll.c);
  *   shim_blk_out    where the output lands, unpacked into buf by shim_blk_end;
  *   shim_blk_end    takes pg_core's status, unpacks, frees, raises a failure.
  */
@@ -41,6 +42,8 @@ struct shim_blk {
     void *ubuf; /* where out's temporary is unpacked, with ucount elements of ut */
     int ucount;
     struct shim_dtype *ut;
+    int poison;    /* this rank's own error, where it stands in with scratch (pg.h) */
+    uint32_t seq0; /* the group's collective sequence number at the start */
 };
 
 int shim_blk_begin(struct shim_blk *b, const char *fn, MPI_Comm comm, int count,
@@ -81,7 +84,7 @@ static inline int shim_blk_out(struct shim_blk *b, void *buf, int count, struct 
 
 static inline int shim_blk_end(struct shim_blk *b, int pgrc)
 {
-    if (pgrc == PGC_OK && !b->in.tmp && !b->out.tmp) {
+    if (pgrc == PGC_OK && !b->in.tmp && !b->out.tmp && !pg_coll_poison_pending()) {
         return MPI_SUCCESS;
     }
     return shim_blk_end_slow(b, pgrc);

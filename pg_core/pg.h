@@ -109,7 +109,40 @@ struct pg_group {
     struct pg_shm *shm;  /* flat shared-memory collectives (pg_coll_shm.c), or NULL */
     struct pg_flight *flight; /* the last operations (pg_flight.h), or NULL when off */
     struct pg_hier *hier; /* node layout and sub-groups (pg_coll_hier.c), computed lazily */
+    bool poison_next;     /* this rank's next collective stands in for a bad buffer */
 };
+
+/*
+ * Poisoned collectives (pg_coll_sig.c). A rank whose buffer for a blocking collective is
+ * unusable (NULL with a count) still takes part, so that nobody waits for it until the
+ * timeout: the MPI layer gives pg_core zeroed scratch of the right size and sets
+ * g->poison_next (pg_coll_poison_ok first), which marks the collective's signature with
+ * PG_COLL_POISON - in its messages' tags and its shared-memory slot. A rank that receives
+ * a poisoned message takes it as a match (the data is a stand-in's), poisons the sends of
+ * the same collective in turn, and pg_coll_poison_claim fails its call with PGC_ERR_BUFFER
+ * naming the rank it came from; a rank that reads a poisoned slot fails at once. So every
+ * rank whose result depends on the bad rank's data fails, whatever the algorithm's shape,
+ * and the ranks whose part never touched it (a broadcast's root) succeed. One record per
+ * process: the last poisoned collective this rank took part in.
+ */
+struct pg_poison {
+    bool on;      /* a poisoned collective is recorded (atomic: read without the lock) */
+    uint64_t ctx; /* its group's collective context */
+    uint32_t seq; /* its sequence number (the tag's high bits) */
+    int src;      /* the group rank its poison came from (this rank's own when the source) */
+};
+extern struct pg_poison pg_poison;
+
+/* Whether g's collectives can carry poison: not the node-aware ones, whose sub-groups
+ * would take the stand-in's data as real. */
+bool pg_coll_poison_ok(struct pg_group *g);
+/* After a blocking collective that started when g->coll_seq was seq0: PGC_ERR_BUFFER (with
+ * its message) when it was poisoned by another rank, else PGC_OK. */
+int pg_coll_poison_claim(struct pg_group *g, uint32_t seq0);
+static inline bool pg_coll_poison_pending(void)
+{
+    return __atomic_load_n(&pg_poison.on, __ATOMIC_RELAXED);
+}
 
 /* What a reduction does: a built-in op on an element type, or a user function. */
 typedef void (*pg_user_op_fn)(const void *in, void *inout, size_t count, void *ctx);

@@ -567,7 +567,7 @@ static int read_root(struct pg_group *g, uint64_t seq, void *buf, size_t bytes, 
 int pg_allreduce_shm(struct pg_group *g, const void *in, void *out, size_t count,
                      const struct pg_op_spec *op)
 {
-    uint64_t sig = slot_sig(pg_coll_sig(PG_COLL_ALLREDUCE, op, -1), count * op->elem_size);
+    uint64_t sig = slot_sig(pg_coll_sig_of(g, PG_COLL_ALLREDUCE, op, -1), count * op->elem_size);
     int rc = catch_up(g, "allreduce");
 
     if (rc != PGC_OK) {
@@ -587,7 +587,7 @@ int pg_allreduce_shm(struct pg_group *g, const void *in, void *out, size_t count
 int pg_bcast_shm(struct pg_group *g, void *buf, size_t bytes, int root)
 {
     struct pg_shm *s = g->shm;
-    uint64_t sig = slot_sig(pg_coll_sig(PG_COLL_BCAST, NULL, root), bytes);
+    uint64_t sig = slot_sig(pg_coll_sig_of(g, PG_COLL_BCAST, NULL, root), bytes);
     int rc = catch_up(g, "bcast");
 
     if (rc != PGC_OK) {
@@ -610,7 +610,7 @@ int pg_bcast_shm(struct pg_group *g, void *buf, size_t bytes, int root)
 
 int pg_barrier_shm(struct pg_group *g)
 {
-    uint64_t sig = slot_sig(pg_coll_sig(PG_COLL_BARRIER, NULL, -1), 0);
+    uint64_t sig = slot_sig(pg_coll_sig_of(g, PG_COLL_BARRIER, NULL, -1), 0);
     int rc = catch_up(g, "barrier");
 
     if (rc != PGC_OK) {

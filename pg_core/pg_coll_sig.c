@@ -9,16 +9,17 @@
  * other's message or slot fails its call with a message naming both sides (pg_p2p.c,
  * pg_coll_shm.c) instead of reducing a broadcast's bytes into a sum.
  *
- * Layout: kind in bits 8-11, op in bits 4-7 (PG_OP_* or SIG_OP_USER / SIG_OP_NONE), and
- * root + 1 modulo 16 in bits 0-3 (0: no root). Roots 16 apart look alike: a signature
- * catches the mismatches programs make, it is not a proof. The sequence number keeps the
- * other 18 bits of a tag: a rank would have to run 262,144 collectives ahead of another
- * (only roots of broadcasts and leaves of reductions can run ahead at all) for two of them
- * to share a tag.
+ * Layout: the poison bit in bit 12 (pg.h: a rank standing in for a bad buffer), kind in
+ * bits 8-11, op in bits 4-7 (PG_OP_* or SIG_OP_USER / SIG_OP_NONE), and root + 1 modulo 16
+ * in bits 0-3 (0: no root). Roots 16 apart look alike: a signature catches the mismatches
+ * programs make, it is not a proof. The sequence number keeps the other 17 bits of a tag:
+ * a rank would have to run 131,072 collectives ahead of another (only roots of broadcasts
+ * and leaves of reductions can run ahead at all) for two of them to share a tag.
  */
 #include "config.h"
 
 #include "pg_internal.h"
+#include "pg_coll_hier.h"
 #include "mps_log.h"
 #include "pgc_status.h"
 
@@ -83,9 +84,78 @@ int pg_coll_mismatch(int rank, uint32_t theirs, uint32_t mine)
 {
     char a[64], b[64];
 
+    if ((theirs ^ mine) == PG_COLL_POISON) {
+        describe(mine, b, sizeof(b));
+        return (theirs & PG_COLL_POISON)
+                   ? mps_error(PGC_ERR_BUFFER, "rank %d gave up on this %s: its buffer was "
+                               "invalid (its own error names it)", rank, b)
+                   : mps_error(PGC_ERR_BUFFER, "this rank stands in for an invalid buffer");
+    }
     describe(theirs, a, sizeof(a));
     describe(mine, b, sizeof(b));
     return mps_error(PGC_ERR_MISMATCH, "rank %d called %s where this rank called %s (the ranks "
                      "of a group must call the same collectives in the same order)", rank, a,
                      b);
+}
+
+/* ---- poisoned collectives (pg.h) ---- */
+
+struct pg_poison pg_poison;
+
+static void poison_set(uint64_t ctx, uint32_t seq, int src)
+{
+    pg_poison.ctx = ctx;
+    pg_poison.seq = seq;
+    pg_poison.src = src;
+    __atomic_store_n(&pg_poison.on, true, __ATOMIC_RELAXED);
+}
+
+/* pg_coll_tag's rare case: this rank stands in for a bad buffer, or a poisoned collective
+ * is recorded. A new sequence number on the recorded group means that one is over (one
+ * tag per collective, and a blocking collective ends before the next starts). */
+int pg_coll_tag_poison(struct pg_group *g, uint32_t seq, uint32_t sig)
+{
+    uint64_t ctx = pg_ctx_coll(g);
+
+    if (g->poison_next) {
+        sig |= PG_COLL_POISON;
+        poison_set(ctx, seq, g->rank);
+    } else if (pg_poison.ctx == ctx && pg_poison.seq != seq) {
+        __atomic_store_n(&pg_poison.on, false, __ATOMIC_RELAXED);
+    }
+    return (int)(seq << PG_COLL_SIG_BITS | (sig & ((1u << PG_COLL_SIG_BITS) - 1)));
+}
+
+void pg_coll_poison_note(uint64_t ctx, int tag, int src)
+{
+    uint32_t seq = (uint32_t)tag >> PG_COLL_SIG_BITS;
+
+    if (!pg_poison.on || pg_poison.ctx != ctx || pg_poison.seq != seq) {
+        poison_set(ctx, seq, src);
+    }
+}
+
+bool pg_coll_poison_ok(struct pg_group *g)
+{
+    return !pg_hier_on(g);
+}
+
+int pg_coll_poison_claim(struct pg_group *g, uint32_t seq0)
+{
+    const uint32_t mask = (1u << PG_COLL_SEQ_BITS) - 1;
+    int rc = PGC_OK;
+
+    PG_LOCK();
+    if (pg_poison.on && pg_poison.ctx == pg_ctx_coll(g)) {
+        bool mine = ((pg_poison.seq - seq0) & mask) < ((g->coll_seq - seq0) & mask);
+
+        if (mine && pg_poison.src != g->rank) {
+            rc = mps_error(PGC_ERR_BUFFER, "the data from rank %d stands in for an invalid "
+                           "buffer: a rank of this collective passed one (its own error "
+                           "names it)", pg_poison.src);
+        }
+        __atomic_store_n(&pg_poison.on, false, __ATOMIC_RELAXED);
+    }
+    PG_UNLOCK();
+    return rc;
 }

@@ -113,22 +113,55 @@ extern struct pg_world pg_w;
 /* ---- collective signatures (pg_coll_sig.c) ---- */
 /* A collective message's tag: the group's sequence number in the high PG_COLL_SEQ_BITS,
  * the signature in the low PG_COLL_SIG_BITS (together PG_TAG_UB's 30 bits). */
-#define PG_COLL_SIG_BITS 12
-#define PG_COLL_SEQ_BITS 18
+#define PG_COLL_SIG_BITS 13
+#define PG_COLL_SEQ_BITS 17
+/* The signature bit of a poisoned collective (pg.h, pg_coll_poison_next). */
+#define PG_COLL_POISON (1u << 12)
 /* The signature of a collective: op may be NULL, root < 0 for none. */
 uint32_t pg_coll_sig(enum pg_coll_kind kind, const struct pg_op_spec *op, int root);
+/* pg_coll_sig, poisoned when this rank stands in for a bad buffer (pg_coll_poison_next). */
+static inline uint32_t pg_coll_sig_of(const struct pg_group *g, enum pg_coll_kind kind,
+                                      const struct pg_op_spec *op, int root)
+{
+    return pg_coll_sig(kind, op, root) | (g->poison_next ? PG_COLL_POISON : 0);
+}
 /* A collective kind's name for messages ("allreduce"), "?" for none. */
 const char *pg_coll_kind_name(unsigned kind);
 /* Records, with both sides named, that group rank `rank` sent theirs where this rank runs
- * mine; returns PGC_ERR_MISMATCH. */
+ * mine; returns PGC_ERR_MISMATCH (PGC_ERR_BUFFER where only the poison bit differs). */
 int pg_coll_mismatch(int rank, uint32_t theirs, uint32_t mine);
+int pg_coll_tag_poison(struct pg_group *g, uint32_t seq, uint32_t sig);
 
 /* Takes the group's next collective sequence number: the tag of its messages. */
 static inline int pg_coll_tag(struct pg_group *g, uint32_t sig)
 {
     uint32_t seq = g->coll_seq++ & ((1u << PG_COLL_SEQ_BITS) - 1);
 
+    if (mps_unlikely(g->poison_next || __atomic_load_n(&pg_poison.on, __ATOMIC_RELAXED))) {
+        return pg_coll_tag_poison(g, seq, sig);
+    }
     return (int)(seq << PG_COLL_SIG_BITS | (sig & ((1u << PG_COLL_SIG_BITS) - 1)));
+}
+
+/* Whether two tags of one collective differ only in the poison bit: the message is
+ * delivered (its data is a stand-in's) and the collective fails at its end. */
+static inline bool pg_coll_tags_poisoned(int a, int b)
+{
+    return (unsigned)(a ^ b) == PG_COLL_POISON;
+}
+
+/* A message of a poisoned collective arrived from group rank src (pg_coll_sig.c). */
+void pg_coll_poison_note(uint64_t ctx, int tag, int src);
+
+/* A collective send's tag: poisoned once the collective is (so the poison travels on to
+ * the ranks that read this rank's data). */
+static inline int pg_coll_send_tag(uint64_t ctx, int tag)
+{
+    if (mps_unlikely(__atomic_load_n(&pg_poison.on, __ATOMIC_RELAXED)) &&
+        ctx == pg_poison.ctx && (uint32_t)tag >> PG_COLL_SIG_BITS == pg_poison.seq) {
+        return tag | (int)PG_COLL_POISON;
+    }
+    return tag;
 }
 
 /* Whether two collective tags are the same collective (sequence number) with different

@@ -149,23 +149,51 @@ static void fail_clash(struct pg_req *r, int src, int tag)
                                             ((1u << PG_COLL_SIG_BITS) - 1)));
 }
 
-/* A message (ctx, src, tag) found no posted receive: fails the one it clashes with. */
-static void posted_clash(uint64_t ctx, int src, int tag)
+/* A message (ctx, src, tag) found no posted receive: fails the one it clashes with, or
+ * returns it where the two differ only in the poison bit (pg.h): then the message is its
+ * match, and a poisoned one marks this rank's collective too. */
+static struct pg_req *posted_clash(uint64_t ctx, int src, int tag)
 {
     struct mps_list *pos;
 
     if (!(ctx & 1)) {
-        return;
+        return NULL;
     }
     mps_list_for_each(pos, &pg_w.posted)
     {
         struct pg_req *r = container_of(pos, struct pg_req, link);
         if (r->ctx == ctx && r->match_src == src && pg_coll_tags_clash(r->match_tag, tag)) {
             mps_list_remove(&r->link);
+            if (pg_coll_tags_poisoned(r->match_tag, tag)) {
+                if (tag & (int)PG_COLL_POISON) {
+                    pg_coll_poison_note(ctx, tag, src);
+                }
+                return r;
+            }
             fail_clash(r, src, tag);
-            return;
+            return NULL;
         }
     }
+    return NULL;
+}
+
+static void deliver(struct pg_req *r, const struct pg_msg *m, const void *eager_data);
+static void msg_free_locked(struct pg_msg *m);
+
+/* A queued message m clashes with the collective receive req: fails it, or delivers m
+ * where only the poison bit differs (see posted_clash). */
+static void take_clash(struct pg_req *req, struct pg_msg *m)
+{
+    if (!pg_coll_tags_poisoned(req->match_tag, m->tag)) {
+        fail_clash(req, m->src, m->tag);
+        return;
+    }
+    if (m->tag & (int)PG_COLL_POISON) {
+        pg_coll_poison_note(m->ctx, m->tag, m->src);
+    }
+    unexp_remove(m);
+    deliver(req, m, m->data);
+    msg_free_locked(m);
 }
 
 /* A collective receive found no message: whether one of the same sequence number from its
@@ -182,7 +210,7 @@ static bool unexpected_clash(const struct pg_group *g, struct pg_req *req)
         struct pg_msg *m = container_of(pos, struct pg_msg, link);
         if (m->ctx == req->ctx && m->src == req->match_src &&
             pg_coll_tags_clash(req->match_tag, m->tag)) {
-            fail_clash(req, m->src, m->tag);
+            take_clash(req, m);
             return true;
         }
     }
@@ -410,6 +438,9 @@ enum fab_am_result pg_am_handler(void *arg, int peer, const void *buf, size_t le
         return FAB_AM_TAKEN;
     }
     r = find_posted(w.ctx, w.src, w.tag);
+    if (!r) {
+        r = posted_clash(w.ctx, w.src, w.tag);
+    }
     if (r) {
         struct pg_msg m = {.ctx = w.ctx, .src = w.src, .tag = w.tag,
                            .src_world = (int)w.src_world, .len = w.len, .kind = w.kind,
@@ -417,7 +448,6 @@ enum fab_am_result pg_am_handler(void *arg, int peer, const void *buf, size_t le
         deliver(r, &m, payload);
         return FAB_AM_MATCHED;
     }
-    posted_clash(w.ctx, w.src, w.tag);
     if (may_defer) {
         return FAB_AM_DEFER;
     }
@@ -555,6 +585,8 @@ int pg_isend_ctx(struct pg_group *g, uint64_t ctx, const void *buf, size_t len, 
                  unsigned flags, struct pg_req *req)
 {
     int dst_world;
+
+    tag = pg_coll_send_tag(ctx, tag);
 
     if (mps_likely(!(flags & PG_SEND_SYNC) && dst >= 0 && dst < g->size &&
                    g->ranks[dst] != pg_w.rank &&
