@@ -56,6 +56,7 @@ struct pg_req {
     int peer_world;         /* world rank of the other side (rendezvous) */
     uint64_t rndv_tag;      /* rendezvous receive: the fabric tag of the data */
     struct mps_list link;   /* posted-receive queue, or pending-send list */
+    struct pg_group *g;     /* receives: the group (for a collective's abort) */
     struct pg_flight_rec *fl_rec; /* its flight-recorder entry while pending (pg_flight.h) */
     uint64_t fl_id;
     struct fab_req freq;    /* the fabric transfer of a rendezvous; stays last (pg_req_init
@@ -125,6 +126,10 @@ struct pg_group {
  * and the ranks whose part never touched it (a broadcast's root) succeed. One record per
  * process: the last poisoned collective this rank took part in.
  */
+struct pg_abort_note {
+    uint32_t theirs, mine; /* the two signatures (pg_coll_sig.c) */
+    int32_t found_by, other; /* the group rank that found it, and the one it found */
+};
 struct pg_poison {
     bool on;      /* a poisoned collective is recorded (atomic: read without the lock) */
     uint64_t ctx; /* its group's collective context */

@@ -110,6 +110,45 @@ static void poison_set(uint64_t ctx, uint32_t seq, int src)
     __atomic_store_n(&pg_poison.on, true, __ATOMIC_RELAXED);
 }
 
+/* ---- aborted collectives (pg_p2p.c) ---- */
+
+struct pg_aborts pg_aborts;
+
+const struct pg_abort_note *pg_coll_abort_find(uint64_t ctx, uint32_t seq)
+{
+    for (int i = 0; i < PG_ABORTS; i++) {
+        if (pg_aborts.rec[i].ctx == ctx && pg_aborts.rec[i].seq == seq) {
+            return &pg_aborts.rec[i].note;
+        }
+    }
+    return NULL;
+}
+
+bool pg_coll_abort_note(uint64_t ctx, uint32_t seq, const struct pg_abort_note *n)
+{
+    struct pg_abort_rec *r = &pg_aborts.rec[pg_aborts.n % PG_ABORTS];
+
+    if (pg_coll_abort_of(ctx, seq)) {
+        return false;
+    }
+    *r = (struct pg_abort_rec){ctx, seq, *n};
+    /* Past UINT_MAX records, stay nonzero (the inline check reads 0 as none). */
+    __atomic_store_n(&pg_aborts.n, pg_aborts.n + 1 ? pg_aborts.n + 1 : PG_ABORTS,
+                     __ATOMIC_RELAXED);
+    return true;
+}
+
+int pg_coll_aborted(const struct pg_abort_note *n)
+{
+    char a[64], b[64];
+
+    describe(n->theirs, a, sizeof(a));
+    describe(n->mine, b, sizeof(b));
+    return mps_error(PGC_ERR_MISMATCH, "rank %d found that rank %d called %s where it called "
+                     "%s (the ranks of a group must call the same collectives in the same "
+                     "order)", n->found_by, n->other, a, b);
+}
+
 /* pg_coll_tag's rare case: this rank stands in for a bad buffer, or a poisoned collective
  * is recorded. A new sequence number on the recorded group means that one is over (one
  * tag per collective, and a blocking collective ends before the next starts). */
@@ -132,6 +171,18 @@ void pg_coll_poison_note(uint64_t ctx, int tag, int src)
 
     if (!pg_poison.on || pg_poison.ctx != ctx || pg_poison.seq != seq) {
         poison_set(ctx, seq, src);
+    }
+}
+
+void pg_coll_poison_forget(uint64_t ctx)
+{
+    if (pg_poison.ctx == ctx) {
+        __atomic_store_n(&pg_poison.on, false, __ATOMIC_RELAXED);
+    }
+    for (int i = 0; i < PG_ABORTS; i++) {
+        if (pg_aborts.rec[i].ctx == ctx) {
+            pg_aborts.rec[i].ctx = 0;
+        }
     }
 }
 

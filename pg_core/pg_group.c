@@ -75,6 +75,7 @@ void pg_group_release(struct pg_group *g)
     /* Giving back the group's shared-memory channel and device state changes the world's
      * tables: under the lock (recursive, so a caller may already hold it). */
     PG_LOCK();
+    pg_coll_poison_forget(pg_ctx_coll(g));
     pg_dev_group_free(g);
     pg_shm_detach(g);
     pg_hier_free(g);

@@ -47,10 +47,16 @@ struct pg_wire_ext {
 
 /* A deferred action: work the AM handler found but may not do itself (it must not send or
  * post from inside the fabric's completion dispatch). */
+/* A message progress sends once the handlers are done: a synchronous send's
+ * acknowledgement, or (abort) a collective abort notice on ctx with tag. */
 struct pg_ack {
     struct mps_list link;
     int peer_world;
     uint64_t sync_id;
+    bool abort;
+    uint64_t ctx;
+    int src, tag;
+    struct pg_abort_note note;
 };
 
 #define PG_MSG_CLASSES 7
@@ -117,6 +123,9 @@ extern struct pg_world pg_w;
 #define PG_COLL_SEQ_BITS 17
 /* The signature bit of a poisoned collective (pg.h, pg_coll_poison_next). */
 #define PG_COLL_POISON (1u << 12)
+/* The signature of a collective abort notice (pg_p2p.c): no collective has it (a neighbour
+ * collective has no op). */
+#define PG_COLL_ABORT (PG_COLL_POISON | 0xfffu)
 /* The signature of a collective: op may be NULL, root < 0 for none. */
 uint32_t pg_coll_sig(enum pg_coll_kind kind, const struct pg_op_spec *op, int root);
 /* pg_coll_sig, poisoned when this rank stands in for a bad buffer (pg_coll_poison_next). */
@@ -130,6 +139,36 @@ const char *pg_coll_kind_name(unsigned kind);
 /* Records, with both sides named, that group rank `rank` sent theirs where this rank runs
  * mine; returns PGC_ERR_MISMATCH (PGC_ERR_BUFFER where only the poison bit differs). */
 int pg_coll_mismatch(int rank, uint32_t theirs, uint32_t mine);
+/* The error of a collective aborted by another rank's notice (pg_p2p.c). */
+int pg_coll_aborted(const struct pg_abort_note *n);
+/* Records the abort of collective seq on ctx (note says why); false if it already was. */
+bool pg_coll_abort_note(uint64_t ctx, uint32_t seq, const struct pg_abort_note *n);
+/* The group of context ctx is gone: the records of its collectives go too (with the
+ * world lock). Not when one comes: context ids are never reused (pg_group.c), and an abort
+ * notice may arrive before this rank has created the group it is for. */
+void pg_coll_poison_forget(uint64_t ctx);
+/* The collectives aborted lately (pg_p2p.c), a few: a late notice of an older one must
+ * not push out the record of the current one. ctx 0 marks a free entry. */
+#define PG_ABORTS 8
+struct pg_abort_rec {
+    uint64_t ctx;
+    uint32_t seq;
+    struct pg_abort_note note;
+};
+struct pg_aborts {
+    unsigned n; /* records ever made (atomic: read without the lock); entry n % PG_ABORTS next */
+    struct pg_abort_rec rec[PG_ABORTS];
+};
+extern struct pg_aborts pg_aborts;
+const struct pg_abort_note *pg_coll_abort_find(uint64_t ctx, uint32_t seq);
+/* Whether collective seq on ctx was aborted (and then its note). */
+static inline const struct pg_abort_note *pg_coll_abort_of(uint64_t ctx, uint32_t seq)
+{
+    if (mps_likely(__atomic_load_n(&pg_aborts.n, __ATOMIC_RELAXED) == 0)) {
+        return NULL;
+    }
+    return pg_coll_abort_find(ctx, seq);
+}
 int pg_coll_tag_poison(struct pg_group *g, uint32_t seq, uint32_t sig);
 
 /* Takes the group's next collective sequence number: the tag of its messages. */

@@ -140,13 +140,91 @@ static struct pg_req *find_posted(uint64_t ctx, int src, int tag)
  * collectives: the receive fails at once, naming both, instead of waiting out the timeout.
  * Only unmatched collective messages pay for the look. */
 
-static void fail_clash(struct pg_req *r, int src, int tag)
+/* ---- collective aborts ----
+ * The rank that finds a clash tells every member of the group (an abort notice: an eager
+ * message of its collective's sequence number with the signature PG_COLL_ABORT), and
+ * every rank fails its receives of that collective, posted or to come, naming both sides.
+ * Without it, only the ranks that read the other collective's messages would fail; the
+ * rest would wait for them until the timeout. A notice is sent from progress once the
+ * handlers are done (as acknowledgements are), or at once outside them. Not covered: a
+ * rendezvous send whose receiver aborted still waits for it, and ranks in the one-round
+ * shared-memory path do not read notices (they read every slot they need). */
+
+static inline uint32_t tag_seq(int tag)
 {
+    return (uint32_t)tag >> PG_COLL_SIG_BITS;
+}
+
+/* Fails every posted receive of collective seq on ctx. */
+static void fail_posted_at(uint64_t ctx, uint32_t seq, const struct pg_abort_note *n)
+{
+    struct mps_list *pos, *tmp;
+
+    mps_list_for_each_safe(pos, tmp, &pg_w.posted)
+    {
+        struct pg_req *r = container_of(pos, struct pg_req, link);
+        if (r->ctx == ctx && tag_seq(r->match_tag) == seq) {
+            mps_list_remove(&r->link);
+            pg_req_complete(r, pg_coll_aborted(n));
+        }
+    }
+}
+
+int pg_p2p_flush_deferred(void);
+
+/* Records the abort here and queues a notice to every other member of g. */
+static void coll_abort(struct pg_group *g, uint64_t ctx, int tag, const struct pg_abort_note *n,
+                       bool in_handler)
+{
+    if (!pg_coll_abort_note(ctx, tag_seq(tag), n)) {
+        return;
+    }
+    fail_posted_at(ctx, tag_seq(tag), n);
+    for (int p = 0; g && p < g->size; p++) {
+        struct pg_ack *a = p == g->rank ? NULL : calloc(1, sizeof(*a));
+        if (a) {
+            *a = (struct pg_ack){.peer_world = g->ranks[p], .abort = true, .ctx = ctx,
+                                 .src = g->rank,
+                                 .tag = (int)(tag_seq(tag) << PG_COLL_SIG_BITS | PG_COLL_ABORT),
+                                 .note = *n};
+            mps_list_push_back(&pg_w.acks, &a->link);
+        } else if (p != g->rank) {
+            MPS_ERR("no memory to tell rank %d that collective %u is aborted", p,
+                    tag_seq(tag));
+        }
+    }
+    if (!in_handler) {
+        pg_p2p_flush_deferred();
+    }
+}
+
+static void fail_clash(struct pg_req *r, int src, int tag, bool in_handler)
+{
+    const uint32_t mask = (1u << PG_COLL_SIG_BITS) - 1;
+    struct pg_group *g = r->g;
+    uint64_t ctx = r->ctx;
+    struct pg_abort_note n = {(uint32_t)tag & mask, (uint32_t)r->match_tag & mask,
+                              g ? g->rank : -1, src};
+
     r->source = src;
     r->tag = tag;
-    pg_req_complete(r, pg_coll_mismatch(src, (uint32_t)tag & ((1u << PG_COLL_SIG_BITS) - 1),
-                                        (uint32_t)r->match_tag &
-                                            ((1u << PG_COLL_SIG_BITS) - 1)));
+    pg_req_complete(r, pg_coll_mismatch(src, n.theirs, n.mine));
+    coll_abort(g, ctx, tag, &n, in_handler);
+}
+
+/* An abort notice arrived from group rank src. */
+static void take_abort(uint64_t ctx, int tag, const void *payload, size_t len)
+{
+    struct pg_abort_note n;
+
+    if (len < sizeof(n)) {
+        MPS_ERR("short collective abort notice (%zu bytes) dropped", len);
+        return;
+    }
+    memcpy(&n, payload, sizeof(n));
+    if (pg_coll_abort_note(ctx, tag_seq(tag), &n)) {
+        fail_posted_at(ctx, tag_seq(tag), &n);
+    }
 }
 
 /* A message (ctx, src, tag) found no posted receive: fails the one it clashes with, or
@@ -170,7 +248,7 @@ static struct pg_req *posted_clash(uint64_t ctx, int src, int tag)
                 }
                 return r;
             }
-            fail_clash(r, src, tag);
+            fail_clash(r, src, tag, true);
             return NULL;
         }
     }
@@ -185,7 +263,7 @@ static void msg_free_locked(struct pg_msg *m);
 static void take_clash(struct pg_req *req, struct pg_msg *m)
 {
     if (!pg_coll_tags_poisoned(req->match_tag, m->tag)) {
-        fail_clash(req, m->src, m->tag);
+        fail_clash(req, m->src, m->tag, false);
         return;
     }
     if (m->tag & (int)PG_COLL_POISON) {
@@ -202,8 +280,15 @@ static bool unexpected_clash(const struct pg_group *g, struct pg_req *req)
 {
     struct mps_list *pos;
 
+    const struct pg_abort_note *n;
+
     if (!(req->ctx & 1) || (unsigned)req->match_src >= (unsigned)g->size) {
         return false;
+    }
+    n = pg_coll_abort_of(req->ctx, tag_seq(req->match_tag));
+    if (n) {
+        pg_req_complete(req, pg_coll_aborted(n));
+        return true;
     }
     mps_list_for_each(pos, &pg_w.unexpected[g->ranks[req->match_src]])
     {
@@ -225,8 +310,7 @@ static void queue_ack(int peer_world, uint64_t sync_id)
         MPS_ERR("no memory to acknowledge a synchronous send from rank %d", peer_world);
         return;
     }
-    a->peer_world = peer_world;
-    a->sync_id = sync_id;
+    *a = (struct pg_ack){.peer_world = peer_world, .sync_id = sync_id};
     mps_list_push_back(&pg_w.acks, &a->link);
 }
 
@@ -438,6 +522,10 @@ enum fab_am_result pg_am_handler(void *arg, int peer, const void *buf, size_t le
         return FAB_AM_TAKEN;
     }
     r = find_posted(w.ctx, w.src, w.tag);
+    if (!r && (w.ctx & 1) && ((uint32_t)w.tag & ((1u << PG_COLL_SIG_BITS) - 1)) == PG_COLL_ABORT) {
+        take_abort(w.ctx, w.tag, payload, w.len);
+        return FAB_AM_TAKEN;
+    }
     if (!r) {
         r = posted_clash(w.ctx, w.src, w.tag);
     }
@@ -625,6 +713,7 @@ int pg_irecv_ctx(struct pg_group *g, uint64_t ctx, void *buf, size_t cap, int sr
     req->ctx = ctx;
     req->match_src = src;
     req->match_tag = tag;
+    req->g = g;
     if (src == PG_PROC_NULL) {
         req->source = PG_PROC_NULL;
         req->tag = PG_ANY_TAG;
@@ -827,7 +916,13 @@ int pg_p2p_flush_deferred(void)
         struct pg_wire w = {.kind = PG_WIRE_ACK, .src_world = (uint32_t)pg_w.rank,
                             .sync_id = a->sync_id};
         mps_list_remove(&a->link);
-        rc = wire_send(a->peer_world, &w, NULL, 0);
+        if (a->abort) {
+            w = (struct pg_wire){.kind = PG_WIRE_EAGER, .ctx = a->ctx, .src = a->src,
+                                 .tag = a->tag, .src_world = (uint32_t)pg_w.rank,
+                                 .len = sizeof(a->note)};
+        }
+        rc = wire_send(a->peer_world, &w, a->abort ? &a->note : NULL,
+                       a->abort ? sizeof(a->note) : 0);
         free(a);
     }
     return rc;

@@ -6,14 +6,30 @@
  * MPI_SUCCESS holding a wrong sum). The root of a broadcast reads nothing from the others
  * and cannot tell; it returns MPI_SUCCESS. Each case runs on a fresh communicator, since the
  * mismatched one is out of step afterwards. tests/mr.list runs it with shared memory on and
- * off; more than 2 ranks only with shared memory, where every reader sees every slot. Ranks
- * whose different collectives take different transports (a broadcast stays a message where
- * ranks outnumber cores, an allreduce uses shared memory) cannot see each other and time
- * out instead: the broadcast case runs on 2 ranks only.
+ * off, at 2 to 8 ranks. Through messages, the rank that finds the clash tells every member
+ * (pg_p2p.c's abort notices), so the ranks that never read the other collective fail too,
+ * at once: each case must end well within MPISHIM_TIMEOUT (60 s in the suite; a case takes
+ * milliseconds, and we allow 20 s), or it waited for the timeout. Ranks whose different
+ * collectives take different transports (a broadcast stays a message where ranks outnumber
+ * cores, an allreduce uses shared memory) cannot see each other and time out instead: with
+ * shared memory on, the broadcast case runs on 2 ranks only.
  */
 #include "mrtest.h"
 
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
 static int rank, nranks;
+static double case_start;
+
+/* A case ended long before the timeout: nobody waited for it. */
+static void in_time(const char *what)
+{
+    double took = MPI_Wtime() - case_start;
+
+    CHECK(took < 20.0, "%s took %.1f s: some rank waited for the timeout", what, took);
+}
 
 static MPI_Comm fresh(void)
 {
@@ -21,6 +37,7 @@ static MPI_Comm fresh(void)
 
     CHECK_MPI(MPI_Comm_dup(MPI_COMM_WORLD, &c));
     CHECK_MPI(MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN));
+    case_start = MPI_Wtime();
     return c;
 }
 
@@ -49,6 +66,7 @@ static void bcast_against_allreduce(int count)
         rc = MPI_Allreduce(buf, out, count, MPI_INT, MPI_SUM, c);
         expect_failed(rc, "allreduce facing a bcast");
     }
+    in_time("bcast against allreduce");
     MPI_Comm_free(&c);
 }
 
@@ -63,6 +81,7 @@ static void different_ops(int count)
     }
     expect_failed(MPI_Allreduce(buf, out, count, MPI_INT, rank == 0 ? MPI_MAX : MPI_SUM, c),
                   "allreduce with another op");
+    in_time("allreduce with different ops");
     MPI_Comm_free(&c);
 }
 
@@ -78,6 +97,7 @@ static void barrier_against_allreduce(void)
         expect_failed(MPI_Allreduce(&one, &out, 1, MPI_INT, MPI_SUM, c),
                       "allreduce facing a barrier");
     }
+    in_time("barrier against allreduce");
     MPI_Comm_free(&c);
 }
 
@@ -87,9 +107,12 @@ int main(int argc, char **argv)
     rank = mrt_rank;
     MPI_Comm_size(MPI_COMM_WORLD, &nranks);
     CHECK(nranks >= 2, "needs 2 ranks or more, got %d", nranks);
+    const char *shm = getenv("MPISHIM_COLL_SHM");
+    bool messages = shm && strcmp(shm, "0") == 0;
+
     /* Up to 256 bytes: a broadcast goes through shared memory like the allreduce. */
     for (int count = 1; count <= 64; count *= 8) {
-        if (nranks == 2) {
+        if (nranks == 2 || messages) {
             bcast_against_allreduce(count);
         }
         different_ops(count);
