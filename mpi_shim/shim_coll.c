@@ -146,8 +146,9 @@ static int stand_in(struct shim_blk *b, struct shim_msgbuf *m, int count,
         return rc;
     }
     m->ptr = m->tmp;
-    b->poison = b->poison ? b->poison : rc;
-    b->c->g->poison_next = true;
+    if (!b->c->g->poison_next) {
+        pg_coll_stand_in(b->c->g, rc);
+    }
     return MPI_SUCCESS;
 }
 
@@ -180,18 +181,14 @@ static inline __attribute__((always_inline)) int blk_begin(struct shim_blk *b, c
     b->out = (struct shim_msgbuf){0};
     /* Valid arguments pass the cheap lookups; anything else takes the full check, which
      * raises the precise error. */
-    b->poison = MPI_SUCCESS;
     if (shim_initialized() && count >= 0 && shim_comm_get(comm, &b->c) == MPI_SUCCESS &&
         dt != MPI_LB && dt != MPI_UB && shim_dtype_lookup(dt, &b->t) == MPI_SUCCESS &&
         b->t->committed) {
-        b->seq0 = b->c->g->coll_seq;
         return MPI_SUCCESS;
     }
     int rc = shim_coll_check(fn, comm, count, dt, &b->c, &b->t);
 
-    if (rc == MPI_SUCCESS) {
-        b->seq0 = b->c->g->coll_seq;
-    } else {
+    if (rc != MPI_SUCCESS) {
         b->c = NULL; /* no group: shim_blk_end has nothing to claim */
     }
     return rc;
@@ -238,17 +235,18 @@ int shim_blk_end_slow(struct shim_blk *b, int pgrc)
 {
     /* A poisoned collective of this group fails here, and its record goes (pg.h). */
     if (b->c && pg_coll_poison_pending()) {
-        int prc = pg_coll_poison_claim(b->c->g, b->seq0);
+        int prc = pg_coll_poison_claim(b->c->g);
         pgrc = pgrc == PGC_OK ? prc : pgrc;
     }
-    if (pgrc == PGC_OK && b->out.tmp && !b->poison) {
+    bool stood_in = b->c && b->c->g->poison_next;
+
+    if (pgrc == PGC_OK && b->out.tmp && !stood_in) {
         shim_dtype_unpack(b->out.tmp, (size_t)b->ucount, b->ut, b->ubuf);
     }
     free(b->in.tmp);
     free(b->out.tmp);
-    if (b->poison) {
-        b->c->g->poison_next = false;
-        return b->poison;
+    if (stood_in) {
+        return pg_coll_stand_in_end(b->c->g);
     }
     return pgrc == PGC_OK ? MPI_SUCCESS : shim_error_pg(b->comm, b->fn, pgrc);
 }

@@ -42,8 +42,6 @@ struct shim_blk {
     void *ubuf; /* where out's temporary is unpacked, with ucount elements of ut */
     int ucount;
     struct shim_dtype *ut;
-    int poison;    /* this rank's own error, where it stands in with scratch (pg.h) */
-    uint32_t seq0; /* the group's collective sequence number at the start */
 };
 
 int shim_blk_begin(struct shim_blk *b, const char *fn, MPI_Comm comm, int count,

@@ -110,21 +110,22 @@ struct pg_group {
     struct pg_shm *shm;  /* flat shared-memory collectives (pg_coll_shm.c), or NULL */
     struct pg_flight *flight; /* the last operations (pg_flight.h), or NULL when off */
     struct pg_hier *hier; /* node layout and sub-groups (pg_coll_hier.c), computed lazily */
-    bool poison_next;     /* this rank's next collective stands in for a bad buffer */
+    int poison_next; /* nonzero (the caller's error): the next collective stands in for a
+                      * bad buffer (pg_coll_stand_in) */
 };
 
 /*
  * Poisoned collectives (pg_coll_sig.c). A rank whose buffer for a blocking collective is
  * unusable (NULL with a count) still takes part, so that nobody waits for it until the
- * timeout: the MPI layer gives pg_core zeroed scratch of the right size and sets
- * g->poison_next (pg_coll_poison_ok first), which marks the collective's signature with
+ * timeout: the MPI layer gives pg_core zeroed scratch of the right size and calls
+ * pg_coll_stand_in (pg_coll_poison_ok first), which marks the collective's signature with
  * PG_COLL_POISON - in its messages' tags and its shared-memory slot. A rank that receives
- * a poisoned message takes it as a match (the data is a stand-in's), poisons the sends of
- * the same collective in turn, and pg_coll_poison_claim fails its call with PGC_ERR_BUFFER
- * naming the rank it came from; a rank that reads a poisoned slot fails at once. So every
- * rank whose result depends on the bad rank's data fails, whatever the algorithm's shape,
- * and the ranks whose part never touched it (a broadcast's root) succeed. One record per
- * process: the last poisoned collective this rank took part in.
+ * a poisoned message takes it as its match (the data is a stand-in's), poisons its own
+ * sends of the same collective in turn, and pg_coll_poison_claim fails its call with
+ * PGC_ERR_BUFFER naming the rank it came from; a rank that reads a poisoned slot fails at
+ * once. So every rank whose result depends on the bad rank's data fails, whatever the
+ * algorithm's shape, and the ranks whose part never touched it (a broadcast's root)
+ * succeed. One record per process: the last poisoned collective this rank took part in.
  */
 struct pg_abort_note {
     uint32_t theirs, mine; /* the two signatures (pg_coll_sig.c) */
@@ -141,9 +142,16 @@ extern struct pg_poison pg_poison;
 /* Whether g's collectives can carry poison: not the node-aware ones, whose sub-groups
  * would take the stand-in's data as real. */
 bool pg_coll_poison_ok(struct pg_group *g);
-/* After a blocking collective that started when g->coll_seq was seq0: PGC_ERR_BUFFER (with
- * its message) when it was poisoned by another rank, else PGC_OK. */
-int pg_coll_poison_claim(struct pg_group *g, uint32_t seq0);
+/* This rank's next blocking collective on g stands in for a bad buffer (err: the caller's
+ * error, nonzero), until pg_coll_stand_in_end, which returns err. */
+void pg_coll_stand_in(struct pg_group *g, int err);
+int pg_coll_stand_in_end(struct pg_group *g);
+/* After a blocking collective on g: PGC_ERR_BUFFER (with its message) when it was poisoned
+ * by another rank, else PGC_OK; the record goes either way. A blocking collective takes
+ * one sequence number at most, the last one (a poison recorded in a non-blocking
+ * collective is for its own wait, and with MPI the ranks of one collective are all
+ * blocking or all non-blocking). */
+int pg_coll_poison_claim(struct pg_group *g);
 static inline bool pg_coll_poison_pending(void)
 {
     return __atomic_load_n(&pg_poison.on, __ATOMIC_RELAXED);

@@ -149,20 +149,20 @@ int pg_coll_aborted(const struct pg_abort_note *n)
                      "order)", n->found_by, n->other, a, b);
 }
 
-/* pg_coll_tag's rare case: this rank stands in for a bad buffer, or a poisoned collective
- * is recorded. A new sequence number on the recorded group means that one is over (one
- * tag per collective, and a blocking collective ends before the next starts). */
-int pg_coll_tag_poison(struct pg_group *g, uint32_t seq, uint32_t sig)
+void pg_coll_stand_in(struct pg_group *g, int err)
 {
-    uint64_t ctx = pg_ctx_coll(g);
+    PG_LOCK();
+    g->poison_next = err;
+    poison_set(pg_ctx_coll(g), g->coll_seq & ((1u << PG_COLL_SEQ_BITS) - 1), g->rank);
+    PG_UNLOCK();
+}
 
-    if (g->poison_next) {
-        sig |= PG_COLL_POISON;
-        poison_set(ctx, seq, g->rank);
-    } else if (pg_poison.ctx == ctx && pg_poison.seq != seq) {
-        __atomic_store_n(&pg_poison.on, false, __ATOMIC_RELAXED);
-    }
-    return (int)(seq << PG_COLL_SIG_BITS | (sig & ((1u << PG_COLL_SIG_BITS) - 1)));
+int pg_coll_stand_in_end(struct pg_group *g)
+{
+    int err = g->poison_next;
+
+    g->poison_next = 0;
+    return err;
 }
 
 void pg_coll_poison_note(uint64_t ctx, int tag, int src)
@@ -191,14 +191,14 @@ bool pg_coll_poison_ok(struct pg_group *g)
     return !pg_hier_on(g);
 }
 
-int pg_coll_poison_claim(struct pg_group *g, uint32_t seq0)
+int pg_coll_poison_claim(struct pg_group *g)
 {
     const uint32_t mask = (1u << PG_COLL_SEQ_BITS) - 1;
     int rc = PGC_OK;
 
     PG_LOCK();
     if (pg_poison.on && pg_poison.ctx == pg_ctx_coll(g)) {
-        bool mine = ((pg_poison.seq - seq0) & mask) < ((g->coll_seq - seq0) & mask);
+        bool mine = pg_poison.seq == ((g->coll_seq - 1) & mask);
 
         if (mine && pg_poison.src != g->rank) {
             rc = mps_error(PGC_ERR_BUFFER, "the data from rank %d stands in for an invalid "

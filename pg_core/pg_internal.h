@@ -121,14 +121,14 @@ extern struct pg_world pg_w;
  * the signature in the low PG_COLL_SIG_BITS (together PG_TAG_UB's 30 bits). */
 #define PG_COLL_SIG_BITS 13
 #define PG_COLL_SEQ_BITS 17
-/* The signature bit of a poisoned collective (pg.h, pg_coll_poison_next). */
+/* The signature bit of a poisoned collective (pg.h, pg_coll_stand_in). */
 #define PG_COLL_POISON (1u << 12)
 /* The signature of a collective abort notice (pg_p2p.c): no collective has it (a neighbour
  * collective has no op). */
 #define PG_COLL_ABORT (PG_COLL_POISON | 0xfffu)
 /* The signature of a collective: op may be NULL, root < 0 for none. */
 uint32_t pg_coll_sig(enum pg_coll_kind kind, const struct pg_op_spec *op, int root);
-/* pg_coll_sig, poisoned when this rank stands in for a bad buffer (pg_coll_poison_next). */
+/* pg_coll_sig, poisoned when this rank stands in for a bad buffer (pg_coll_stand_in). */
 static inline uint32_t pg_coll_sig_of(const struct pg_group *g, enum pg_coll_kind kind,
                                       const struct pg_op_spec *op, int root)
 {
@@ -169,16 +169,12 @@ static inline const struct pg_abort_note *pg_coll_abort_of(uint64_t ctx, uint32_
     }
     return pg_coll_abort_find(ctx, seq);
 }
-int pg_coll_tag_poison(struct pg_group *g, uint32_t seq, uint32_t sig);
 
 /* Takes the group's next collective sequence number: the tag of its messages. */
 static inline int pg_coll_tag(struct pg_group *g, uint32_t sig)
 {
     uint32_t seq = g->coll_seq++ & ((1u << PG_COLL_SEQ_BITS) - 1);
 
-    if (mps_unlikely(g->poison_next || __atomic_load_n(&pg_poison.on, __ATOMIC_RELAXED))) {
-        return pg_coll_tag_poison(g, seq, sig);
-    }
     return (int)(seq << PG_COLL_SIG_BITS | (sig & ((1u << PG_COLL_SIG_BITS) - 1)));
 }
 
@@ -193,7 +189,8 @@ static inline bool pg_coll_tags_poisoned(int a, int b)
 void pg_coll_poison_note(uint64_t ctx, int tag, int src);
 
 /* A collective send's tag: poisoned once the collective is (so the poison travels on to
- * the ranks that read this rank's data). */
+ * the ranks that read this rank's data), or where this rank stands in (pg_coll_stand_in
+ * records its next collective's sequence number). */
 static inline int pg_coll_send_tag(uint64_t ctx, int tag)
 {
     if (mps_unlikely(__atomic_load_n(&pg_poison.on, __ATOMIC_RELAXED)) &&
