@@ -391,6 +391,7 @@ struct acc {
     enum pg_dtype base;
     struct shim_sig_run *sig;
     size_t nsig, capsig;
+    bool sig_too_big; /* more than SHIM_DTYPE_FLAT_MAX runs: dropped, the type is compact */
     bool no_external32;
 };
 
@@ -495,21 +496,47 @@ static void acc_sig(struct acc *a, size_t esize, size_t n, size_t unit, int ext)
     a->sig[a->nsig++] = (struct shim_sig_run){esize, n, unit, ext};
 }
 
-/* Appends count copies of t's signature. */
+/* Whether t's signature is a list of runs (sig_of); if not, t is compact and its signature
+ * is that of its entries, in order. */
+static bool sig_flat(const struct shim_dtype *t)
+{
+    return t->builtin || t->nsig > 0 || t->size == 0;
+}
+
+static void acc_sig_drop(struct acc *a)
+{
+    free(a->sig);
+    a->sig = NULL;
+    a->nsig = a->capsig = 0;
+    a->sig_too_big = true;
+}
+
+/* Appends count copies of t's signature. A signature of mixed types repeats its runs with
+ * each copy, so past SHIM_DTYPE_FLAT_MAX runs it is dropped (and the type made compact)
+ * rather than grown with the count. */
 static void acc_sig_entry(struct acc *a, MPI_Aint count, const struct shim_dtype *t)
 {
     struct shim_sig_run tmp[2];
     size_t n;
     const struct shim_sig_run *r = sig_of(t, tmp, &n);
 
-    if (n == 1) {
-        acc_sig(a, r[0].esize, (size_t)count * r[0].n, r[0].unit, r[0].ext);
+    if (a->sig_too_big) {
         return;
     }
-    for (MPI_Aint j = 0; j < count && n > 0; j++) {
+    if (!sig_flat(t)) {
+        acc_sig_drop(a);
+        return;
+    }
+    if (n == 1) {
+        acc_sig(a, r[0].esize, (size_t)count * r[0].n, r[0].unit, r[0].ext);
+    }
+    for (MPI_Aint j = 0; j < count && n > 1 && a->nsig <= SHIM_DTYPE_FLAT_MAX; j++) {
         for (size_t k = 0; k < n; k++) {
             acc_sig(a, r[k].esize, r[k].n, r[k].unit, r[k].ext);
         }
+    }
+    if (a->nsig > SHIM_DTYPE_FLAT_MAX) {
+        acc_sig_drop(a);
     }
 }
 
@@ -727,7 +754,7 @@ static void acc_entry(struct acc *a, MPI_Aint disp, MPI_Aint count, struct shim_
 /* Keeps the flat form if it fits, else the compact one (with each entry's packed start). */
 static void acc_typemap(struct acc *a, struct shim_dtype *t)
 {
-    if (a->too_many) {
+    if (a->too_many || a->sig_too_big) {
         free(a->b);
         size_t p = 0;
         for (size_t i = 0; i < a->ne; i++) {
@@ -2148,6 +2175,25 @@ size_t shim_dtype_mem_bytes(const struct shim_dtype *t)
     return n;
 }
 
+/* The basic elements in the first rem (< t->size) packed bytes of one element of compact t
+ * without a signature list: whole entries, then the partial one by recursion. */
+static MPI_Count elements_compact(const struct shim_dtype *t, size_t rem)
+{
+    MPI_Count count = 0;
+
+    for (size_t i = 0; i < t->nent && rem > 0; i++) {
+        const struct shim_dtype_ent *e = &t->ent[i];
+        size_t n = e->nrep * e->count;
+        if (rem < n * e->t->size) {
+            MPI_Count in = shim_dtype_elements(e->t, rem);
+            return in == MPI_UNDEFINED ? MPI_UNDEFINED : count + in;
+        }
+        count += (MPI_Count)(n * e->t->nbasic);
+        rem -= n * e->t->size;
+    }
+    return count;
+}
+
 MPI_Count shim_dtype_elements(const struct shim_dtype *t, size_t nbytes)
 {
     struct shim_sig_run tmp[2];
@@ -2160,6 +2206,10 @@ MPI_Count shim_dtype_elements(const struct shim_dtype *t, size_t nbytes)
     }
     count = (MPI_Count)(nbytes / t->size) * (MPI_Count)t->nbasic;
     rem = nbytes % t->size;
+    if (rem > 0 && !sig_flat(t)) {
+        MPI_Count in = elements_compact(t, rem);
+        return in == MPI_UNDEFINED ? MPI_UNDEFINED : count + in;
+    }
     r = sig_of(t, tmp, &n);
     for (size_t k = 0; k < n && rem > 0; k++) {
         size_t whole = rem / r[k].esize < r[k].n ? rem / r[k].esize : r[k].n;
@@ -2289,6 +2339,12 @@ static size_t ext_size(size_t count, const struct shim_dtype *t)
     size_t n, bytes = 0;
     const struct shim_sig_run *r = sig_of(t, tmp, &n);
 
+    if (!sig_flat(t)) {
+        for (size_t i = 0; i < t->nent; i++) {
+            bytes += ext_size(t->ent[i].nrep * t->ent[i].count, t->ent[i].t);
+        }
+        return count * bytes;
+    }
     for (size_t k = 0; k < n; k++) {
         bytes += r[k].n * (r[k].esize / r[k].unit) * ext_unit(r[k].ext, r[k].unit);
     }
@@ -2388,12 +2444,34 @@ static void ext_get(int ext, size_t unit, const unsigned char *x, unsigned char 
  * external32 (x), in the direction to_ext says: the packed form is the signature's basic
  * elements back to back, so walking the runs finds each number. */
 static void ext_convert(unsigned char *nat, unsigned char *x, size_t count,
+                        const struct shim_dtype *t, bool to_ext);
+
+/* A compact type without a signature list converts entry by entry, the types below in
+ * turn; the packed and external32 forms follow the same order. */
+static void ext_convert_compact(unsigned char *nat, unsigned char *x, size_t count,
+                                const struct shim_dtype *t, bool to_ext)
+{
+    for (size_t e = 0; e < count; e++) {
+        for (size_t i = 0; i < t->nent; i++) {
+            size_t n = t->ent[i].nrep * t->ent[i].count;
+            ext_convert(nat, x, n, t->ent[i].t, to_ext);
+            nat += n * t->ent[i].t->size;
+            x += ext_size(n, t->ent[i].t);
+        }
+    }
+}
+
+static void ext_convert(unsigned char *nat, unsigned char *x, size_t count,
                         const struct shim_dtype *t, bool to_ext)
 {
     struct shim_sig_run tmp[2];
     size_t n;
     const struct shim_sig_run *r = sig_of(t, tmp, &n);
 
+    if (!sig_flat(t)) {
+        ext_convert_compact(nat, x, count, t, to_ext);
+        return;
+    }
     for (size_t e = 0; e < count; e++) {
         for (size_t k = 0; k < n; k++) {
             size_t numbers = r[k].n * (r[k].esize / r[k].unit);

@@ -95,8 +95,11 @@ struct shim_dtype {
     size_t nbasic;        /* basic MPI elements per element, for MPI_Get_elements */
 
     bool no_external32; /* holds a basic type whose external32 size differs (long, ...) */
-    size_t nsig;                 /* derived types: runs of one element's signature */
-    struct shim_sig_run *sig;    /* (builtins: computed by shim_dtype_elements) */
+    /* Derived types: runs of one element's signature (builtins: computed where needed).
+     * A signature of more than SHIM_DTYPE_FLAT_MAX runs (mixed types repeated) is not kept
+     * (nsig 0, sig NULL): the type is compact and its signature that of its entries. */
+    size_t nsig;
+    struct shim_sig_run *sig;
 
     /* The typemap (private to shim_datatype.c): flat when nent == 0, else compact. */
     size_t nblocks;
