@@ -2008,6 +2008,13 @@ static void copy_elem_flat(char *elem, char *packed, const struct shim_dtype *t,
                            size_t hi, bool to_packed)
 {
     size_t pos = 0;
+    if (lo == 0 && hi == t->size) {
+        /* A whole element (all but the ends of a partial copy): no bounds to check. */
+        for (size_t b = 0; b < t->nblocks; packed += t->blocks[b++].len) {
+            copy_dir(elem + t->blocks[b].off, packed, t->blocks[b].len, to_packed);
+        }
+        return;
+    }
     for (size_t b = 0; b < t->nblocks && pos < hi; b++) {
         size_t blo = pos, bhi = pos + t->blocks[b].len;
         pos = bhi;
