@@ -1,6 +1,7 @@
 /*
- * shim_datatype.h - MPI datatypes: the predefined ones, derived types flattened into a list
- * of contiguous byte blocks, and packing between a typed buffer and contiguous bytes.
+ * shim_datatype.h - MPI datatypes: the predefined ones, derived types (a short list of
+ * contiguous byte blocks, or a compact description for larger ones), and packing between a
+ * typed buffer and contiguous bytes.
  *
  * Every datatype, predefined or derived, is a struct shim_dtype. Its typemap is kept in one
  * of two forms, both private to shim_datatype.c (everything else walks a type with
