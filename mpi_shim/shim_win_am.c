@@ -686,6 +686,11 @@ int shim_win_settle(struct shim_win *w, const char *fn)
     return settle(w, fn, &w->pending);
 }
 
+int shim_win_settle_counter(struct shim_win *w, const char *fn, int *counter)
+{
+    return settle(w, fn, counter);
+}
+
 int shim_win_refusal(struct shim_win *w, const char *fn)
 {
     int64_t err = __atomic_exchange_n(&w->remote_err, 0, __ATOMIC_ACQ_REL);
