@@ -641,8 +641,8 @@ static void acc_flat(struct acc *a, MPI_Aint disp, size_t nrep, MPI_Aint rstride
         for (size_t j = 0; j < (d ? 1 : count); j++) {
             for (size_t k = 0; k < t->nblocks; k++) {
                 MPI_Aint off = disp + (MPI_Aint)r * rstride + (MPI_Aint)j * t->extent;
-                acc_block(a, off + t->blocks[k].off, d ? count * t->blocks[k].len
-                                                       : t->blocks[k].len);
+                acc_block(a, off + t->blocks[k].off,
+                          d ? count * t->blocks[k].len : t->blocks[k].len);
                 if (a->n > SHIM_DTYPE_FLAT_MAX || ++pieces > 4 * SHIM_DTYPE_FLAT_MAX) {
                     a->too_many = true;
                     return;
@@ -716,8 +716,8 @@ static void acc_marker(struct acc *a, MPI_Aint disp, const struct shim_dtype *t)
 /* Places nrep repetitions, rstride bytes apart, of count consecutive copies of t (stride:
  * its extent) at byte displacement disp: a vector in one call, in time and memory that do
  * not depend on nrep (but for a type signature of several runs, see acc_sig_entry). */
-static void acc_vec(struct acc *a, MPI_Aint disp, size_t nrep, MPI_Aint rstride,
-                    MPI_Aint count, struct shim_dtype *t)
+static void acc_vec(struct acc *a, MPI_Aint disp, size_t nrep, MPI_Aint rstride, MPI_Aint count,
+                    struct shim_dtype *t)
 {
     MPI_Aint last = disp + (nrep > 0 ? (MPI_Aint)(nrep - 1) * rstride : 0);
 
@@ -1356,8 +1356,8 @@ static bool darray_owns(const struct darray *d, int i, int j)
 }
 
 /* Adds this process's elements in array order: dimension pos (0 = slowest in memory). */
-static void darray_add(struct acc *a, const struct darray *d, struct shim_dtype *old,
-                       int pos, MPI_Aint off)
+static void darray_add(struct acc *a, const struct darray *d, struct shim_dtype *old, int pos,
+                       MPI_Aint off)
 {
     int i = d->order == MPI_ORDER_C ? pos : d->ndims - 1 - pos;
 
@@ -1950,8 +1950,8 @@ static inline void copy_bytes(char *dst, const char *src, size_t len)
     }
 }
 
-static void copy_range(char *typed, char *packed, const struct shim_dtype *t, size_t lo,
-                       size_t hi, bool to_packed);
+static void copy_range(char *typed, char *packed, const struct shim_dtype *t, size_t lo, size_t hi,
+                       bool to_packed);
 
 static inline void copy_dir(char *tp, char *pp, size_t len, bool to_packed)
 {
@@ -2022,15 +2022,14 @@ static void copy_elem_flat(char *elem, char *packed, const struct shim_dtype *t,
             continue;
         }
         size_t from = (blo < lo ? lo : blo) - blo, to = (bhi < hi ? bhi : hi) - blo;
-        copy_dir(elem + t->blocks[b].off + from, packed + (blo + from - lo), to - from,
-                 to_packed);
+        copy_dir(elem + t->blocks[b].off + from, packed + (blo + from - lo), to - from, to_packed);
     }
 }
 
 /* Copies the packed bytes [lo, hi) of the elements of t at typed (element k at k * extent)
  * between the typed buffer and packed, which holds byte lo. */
-static void copy_range(char *typed, char *packed, const struct shim_dtype *t, size_t lo,
-                       size_t hi, bool to_packed)
+static void copy_range(char *typed, char *packed, const struct shim_dtype *t, size_t lo, size_t hi,
+                       bool to_packed)
 {
     if (dense(t)) {
         copy_dir(typed + t->blocks[0].off + lo, packed, hi - lo, to_packed);

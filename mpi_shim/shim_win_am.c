@@ -470,8 +470,7 @@ struct seg_walk {
     struct shim_dtype_iter it;
 };
 
-static void walk_init(struct seg_walk *s, MPI_Aint disp, const struct shim_dtype *t,
-                      size_t count)
+static void walk_init(struct seg_walk *s, MPI_Aint disp, const struct shim_dtype *t, size_t count)
 {
     s->disp = disp;
     shim_dtype_iter_init(&s->it, t, count);

@@ -828,8 +828,8 @@ static void compact_types_across_ranks(void)
         strided[k] = k % 3 ? -1 : 1000 * rank + k / 3;
     }
     /* Strided out, dense in. */
-    CHECK_MPI(MPI_Sendrecv(strided, 1, vec, to, 38, dense, N, MPI_INT, from, 38, MPI_COMM_WORLD,
-                           &st));
+    CHECK_MPI(
+        MPI_Sendrecv(strided, 1, vec, to, 38, dense, N, MPI_INT, from, 38, MPI_COMM_WORLD, &st));
     CHECK_MPI(MPI_Get_count(&st, MPI_INT, &count));
     CHECK(count == N, "received %d ints, not %d", count, N);
     for (int k = 0; k < N; k++) {
@@ -842,8 +842,8 @@ static void compact_types_across_ranks(void)
     for (int k = 0; k < 3 * N; k++) {
         strided[k] = -2;
     }
-    CHECK_MPI(MPI_Sendrecv(dense, N, MPI_INT, to, 39, strided, 1, vec, from, 39, MPI_COMM_WORLD,
-                           &st));
+    CHECK_MPI(
+        MPI_Sendrecv(dense, N, MPI_INT, to, 39, strided, 1, vec, from, 39, MPI_COMM_WORLD, &st));
     CHECK_MPI(MPI_Get_count(&st, vec, &count));
     CHECK(count == 1, "received %d vectors, not 1", count);
     for (int k = 0; k < 3 * N; k++) {

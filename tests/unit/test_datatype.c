@@ -875,8 +875,8 @@ static size_t nest_reference(struct basic *list)
             for (size_t j = 0; j < 2; j++) {
                 for (size_t v = 0; v < NEST_VEC; v++) {
                     for (size_t b = 0; b < 2; b++) {
-                        size_t s = e * NEST_EXT + r * NEST_OSTRIDE + j * NEST_IEXT + v * 48 +
-                                   b * 16;
+                        size_t s =
+                            e * NEST_EXT + r * NEST_OSTRIDE + j * NEST_IEXT + v * 48 + b * 16;
                         list[n++] = (struct basic){s, 8};
                         list[n++] = (struct basic){s + 8, 4};
                         list[n++] = (struct basic){s + 12, 1};
@@ -950,9 +950,8 @@ static void test_nested_vector_of_struct_matches_a_naive_packer(void **state)
     for (size_t skip = 0, k = 0, got; skip < psize; skip += got, k = (k + 1) % 6) {
         got = shim_dtype_pack_partial(buf, NEST_COUNT, dt(t), skip, packed + skip, sizes[k]);
         assert_int_equal(got, sizes[k] < psize - skip ? sizes[k] : psize - skip);
-        assert_int_equal(shim_dtype_unpack_partial(want + skip, NEST_COUNT, dt(t), skip, typed,
-                                                   sizes[k]),
-                         got);
+        assert_int_equal(
+            shim_dtype_unpack_partial(want + skip, NEST_COUNT, dt(t), skip, typed, sizes[k]), got);
     }
     assert_memory_equal(packed, want, psize);
     assert_memory_equal(typed, ref, NEST_COUNT * NEST_EXT);
@@ -970,11 +969,10 @@ static void test_nested_vector_of_struct_matches_a_naive_packer(void **state)
     assert_int_equal(at, psize);
 
     /* MPI_Get_elements' count of partial messages, mixed types. */
-    static const size_t nbytes[] = {0, 8, 9, 12, 13, 26000, 26008, 26012, 52000 + 13 * 7 + 12,
+    static const size_t nbytes[] = {0,    8,    9, 12, 13, 26000, 26008, 26012, 52000 + 13 * 7 + 12,
                                     5555, 78000};
     for (size_t k = 0; k < sizeof(nbytes) / sizeof(*nbytes); k++) {
-        assert_int_equal(shim_dtype_elements(dt(t), nbytes[k]),
-                         nest_elements(list, nb, nbytes[k]));
+        assert_int_equal(shim_dtype_elements(dt(t), nbytes[k]), nest_elements(list, nb, nbytes[k]));
     }
 
     /* external32: every number big-endian, in typemap order; and back. */
@@ -990,9 +988,8 @@ static void test_nested_vector_of_struct_matches_a_naive_packer(void **state)
     }
     memset(typed, 0, NEST_COUNT * NEST_EXT);
     xpos = 0;
-    assert_int_equal(
-        MPI_Unpack_external("external32", packed, xsize, &xpos, typed, NEST_COUNT, t),
-        MPI_SUCCESS);
+    assert_int_equal(MPI_Unpack_external("external32", packed, xsize, &xpos, typed, NEST_COUNT, t),
+                     MPI_SUCCESS);
     assert_memory_equal(typed, ref, NEST_COUNT * NEST_EXT);
 
     free_type(&t);
