@@ -1041,6 +1041,119 @@ static void test_dup_and_resized_of_a_compact_type_pack_alike(void **state)
     free_type(&r);
 }
 
+/* Packs count elements of t from a patterned buffer of span bytes in one shot, in pieces of
+ * odd sizes and through the iterator, and unpacks them into a cleared one, comparing each
+ * with the byte ranges list (n of them, typemap order, all count elements) says. */
+static void check_against(MPI_Datatype t, size_t count, const struct basic *list, size_t n,
+                          size_t span)
+{
+    static const size_t sizes[] = {3, 1, 29, 1024, 7};
+    unsigned char *buf = malloc(span), *typed = calloc(span, 1), *ref = calloc(span, 1);
+    size_t psize = 0;
+    for (size_t k = 0; k < n; k++) {
+        psize += list[k].len;
+    }
+    unsigned char *want = malloc(psize + 1), *packed = calloc(psize + 1, 1);
+    for (size_t i = 0; i < span; i++) {
+        buf[i] = pattern(i);
+    }
+    for (size_t k = 0, p = 0; k < n; p += list[k++].len) {
+        memcpy(want + p, buf + list[k].off, list[k].len);
+        memcpy(ref + list[k].off, buf + list[k].off, list[k].len);
+    }
+    assert_int_equal(count * dt(t)->size, psize);
+    shim_dtype_pack(buf, count, dt(t), packed);
+    assert_memory_equal(packed, want, psize);
+    memset(packed, 0, psize);
+    for (size_t skip = 0, k = 0, got; skip < psize; skip += got, k = (k + 1) % 5) {
+        got = shim_dtype_pack_partial(buf, count, dt(t), skip, packed + skip, sizes[k]);
+        assert_int_equal(got, sizes[k] < psize - skip ? sizes[k] : psize - skip);
+        shim_dtype_unpack_partial(want + skip, count, dt(t), skip, typed, got);
+    }
+    assert_memory_equal(packed, want, psize);
+    assert_memory_equal(typed, ref, span);
+    struct shim_dtype_iter it;
+    MPI_Aint off;
+    size_t len, at = 0;
+    shim_dtype_iter_init(&it, dt(t), count);
+    while (shim_dtype_iter_next(&it, 11, &off, &len)) {
+        assert_memory_equal(buf + off, want + at, len);
+        at += len;
+    }
+    assert_int_equal(at, psize);
+    free(buf);
+    free(typed);
+    free(ref);
+    free(want);
+    free(packed);
+}
+
+static void test_large_subarray_indexed_and_struct_match_their_typemaps(void **state)
+{
+    MPI_Datatype sub, idx, st;
+    struct basic *list = malloc(4096 * sizeof(*list));
+    size_t n = 0;
+    (void)state;
+    /* int[12][10][8], the block [2..10][1..8][3..6] in C order: 72 rows of 4 ints (compact),
+     * rows of a plane 8 ints apart, planes 80 ints apart; count 2 (the second array 960 ints
+     * on). */
+    int sizes[3] = {12, 10, 8}, subs[3] = {9, 8, 4}, starts[3] = {2, 1, 3};
+    assert_int_equal(MPI_Type_create_subarray(3, sizes, subs, starts, MPI_ORDER_C, MPI_INT, &sub),
+                     MPI_SUCCESS);
+    assert_int_equal(MPI_Type_commit(&sub), MPI_SUCCESS);
+    for (size_t e = 0; e < 2; e++) {
+        for (size_t i = 0; i < 9; i++) {
+            for (size_t j = 0; j < 8; j++) {
+                size_t at = e * 960 + (2 + i) * 80 + (1 + j) * 8 + 3;
+                list[n++] = (struct basic){4 * at, 16};
+            }
+        }
+    }
+    assert_true(nblocks(sub) > SHIM_DTYPE_FLAT_MAX);
+    check_against(sub, 2, list, n, 2 * 960 * 4);
+    /* 100 blocks of 1 + b % 3 doubles at doubles 5b (b even) or 5b + 1 (b odd), backwards:
+     * block b is listed at position 99 - b. */
+    int bl[100], disp[100];
+    n = 0;
+    for (int k = 0; k < 100; k++) {
+        int b = 99 - k;
+        bl[k] = 1 + b % 3;
+        disp[k] = 5 * b + b % 2;
+        list[n++] = (struct basic){8 * (size_t)disp[k], 8 * (size_t)bl[k]};
+    }
+    assert_int_equal(MPI_Type_indexed(100, bl, disp, MPI_DOUBLE, &idx), MPI_SUCCESS);
+    assert_int_equal(MPI_Type_commit(&idx), MPI_SUCCESS);
+    check_against(idx, 1, list, n, 8 * 500);
+    /* A struct of 80 members alternating a short and the indexed type above, 4000 bytes
+     * apart (the indexed one's extent is (5 * 99 + 1 + 1) * 8 = 3976). */
+    int sbl[80];
+    MPI_Aint sdisp[80];
+    MPI_Datatype stypes[80];
+    struct basic *inner = malloc(100 * sizeof(*inner));
+    memcpy(inner, list, 100 * sizeof(*inner));
+    n = 0;
+    for (int k = 0; k < 80; k++) {
+        sbl[k] = 1;
+        sdisp[k] = 4000 * (MPI_Aint)k;
+        stypes[k] = k % 2 ? idx : MPI_SHORT;
+        if (k % 2) {
+            for (int b = 0; b < 100; b++) {
+                list[n++] = (struct basic){(size_t)sdisp[k] + inner[b].off, inner[b].len};
+            }
+        } else {
+            list[n++] = (struct basic){(size_t)sdisp[k], 2};
+        }
+    }
+    assert_int_equal(MPI_Type_create_struct(80, sbl, sdisp, stypes, &st), MPI_SUCCESS);
+    assert_int_equal(MPI_Type_commit(&st), MPI_SUCCESS);
+    check_against(st, 1, list, n, 80 * 4000);
+    free_type(&sub);
+    free_type(&idx);
+    free_type(&st);
+    free(inner);
+    free(list);
+}
+
 static void test_info_set_get_nkeys_nthkey(void **state)
 {
     MPI_Info info;
@@ -1153,6 +1266,7 @@ int main(void)
         cmocka_unit_test(test_vector_of_2_24_chars_packs_every_byte_without_growing),
         cmocka_unit_test(test_nested_vector_of_struct_matches_a_naive_packer),
         cmocka_unit_test(test_dup_and_resized_of_a_compact_type_pack_alike),
+        cmocka_unit_test(test_large_subarray_indexed_and_struct_match_their_typemaps),
         cmocka_unit_test(test_info_set_get_nkeys_nthkey),
         cmocka_unit_test(test_info_delete_and_dup),
         cmocka_unit_test(test_info_errors),
