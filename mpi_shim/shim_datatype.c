@@ -376,7 +376,7 @@ void shim_dtype_release(struct shim_dtype *t)
 /* ------------------------------------------------------------------------------------- */
 
 /* The state of a type under construction: both forms so far and the folded properties.
- * too_many: the flat form passed SHIM_DTYPE_FLAT_MAX blocks (or would take too long to
+ * too_many: the flat form grew too big (flat_too_big) (or would take too long to
  * find out) and was dropped; the type will be compact. */
 struct acc {
     struct shim_dtype_block *b;
@@ -615,11 +615,20 @@ static bool dense(const struct shim_dtype *t)
     return t->nent == 0 && t->nblocks == 1 && (MPI_Aint)t->blocks[0].len == t->extent;
 }
 
+/* Whether the flat form has grown past SHIM_DTYPE_FLAT_MAX blocks and past the size of the
+ * compact entries (with the one being added): it is then dropped. A long flat list is kept
+ * only where the compact form would be no smaller, as for an indexed type of irregular
+ * blocks, whose blocks are its arguments. */
+static bool flat_too_big(const struct acc *a)
+{
+    return a->n > SHIM_DTYPE_FLAT_MAX &&
+           a->n * sizeof(struct shim_dtype_block) > (a->ne + 1) * sizeof(struct shim_dtype_ent);
+}
+
 /* Adds the flat blocks of an entry (see acc_vec), unless the flat form is already given up.
  * Dense copies that touch make one block; otherwise blocks are appended one at a time, and
- * the flat form is dropped at SHIM_DTYPE_FLAT_MAX blocks or after 4 times as many appends in
- * one call (merged ones), so that no constructor spends time in proportion to the block
- * count. */
+ * the flat form is dropped when flat_too_big or after 4 * SHIM_DTYPE_FLAT_MAX appends in one
+ * call (merged ones), so that no constructor spends time in proportion to the block count. */
 static void acc_flat(struct acc *a, MPI_Aint disp, size_t nrep, MPI_Aint rstride, size_t count,
                      const struct shim_dtype *t)
 {
@@ -635,6 +644,7 @@ static void acc_flat(struct acc *a, MPI_Aint disp, size_t nrep, MPI_Aint rstride
     }
     if (d && (nrep == 1 || rstride == (MPI_Aint)count * t->extent)) {
         acc_block(a, disp + t->blocks[0].off, nrep * count * t->blocks[0].len);
+        a->too_many = flat_too_big(a);
         return;
     }
     for (size_t r = 0; r < nrep; r++) {
@@ -643,7 +653,7 @@ static void acc_flat(struct acc *a, MPI_Aint disp, size_t nrep, MPI_Aint rstride
                 MPI_Aint off = disp + (MPI_Aint)r * rstride + (MPI_Aint)j * t->extent;
                 acc_block(a, off + t->blocks[k].off,
                           d ? count * t->blocks[k].len : t->blocks[k].len);
-                if (a->n > SHIM_DTYPE_FLAT_MAX || ++pieces > 4 * SHIM_DTYPE_FLAT_MAX) {
+                if (flat_too_big(a) || ++pieces > 4 * SHIM_DTYPE_FLAT_MAX) {
                     a->too_many = true;
                     return;
                 }
@@ -751,10 +761,13 @@ static void acc_entry(struct acc *a, MPI_Aint disp, MPI_Aint count, struct shim_
     acc_vec(a, disp, 1, 0, count, t);
 }
 
-/* Keeps the flat form if it fits, else the compact one (with each entry's packed start). */
+/* Keeps the flat form if it fits (see flat_too_big), else the compact one (with each
+ * entry's packed start). */
 static void acc_typemap(struct acc *a, struct shim_dtype *t)
 {
-    if (a->too_many || a->sig_too_big) {
+    bool smaller = a->n * sizeof(struct shim_dtype_block) > a->ne * sizeof(struct shim_dtype_ent);
+
+    if (a->too_many || a->sig_too_big || (a->n > SHIM_DTYPE_FLAT_MAX && smaller)) {
         free(a->b);
         size_t p = 0;
         for (size_t i = 0; i < a->ne; i++) {

@@ -7,9 +7,10 @@
  * of two forms, both private to shim_datatype.c (everything else walks a type with
  * struct shim_dtype_iter or packs it with the calls below):
  * - flat: `blocks` lists the bytes of one element as (offset from the buffer pointer,
- *   length) pairs in typemap order, with adjacent blocks merged. Only types of at most
- *   SHIM_DTYPE_FLAT_MAX blocks are kept so: they are the common case, and a short list is
- *   the fastest to pack.
+ *   length) pairs in typemap order, with adjacent blocks merged. Types of at most
+ *   SHIM_DTYPE_FLAT_MAX blocks are kept so (the common case; a short list is the fastest
+ *   to pack), and longer ones only where the compact form would take more memory (an
+ *   indexed type of irregular blocks: its blocks are its arguments).
  * - compact: any larger type is a list of `ent` entries, "nrep repetitions, rstride bytes
  *   apart, of count consecutive elements of the type below, at disp", the type below kept
  *   by reference. A vector is one entry whatever its count, so memory grows with the number
@@ -60,7 +61,8 @@ struct shim_dtype_block {
     size_t len;
 };
 
-/* Types of more blocks than this (per element) are kept in the compact form. */
+/* Types of more blocks than this (per element) are kept in the compact form, unless it is
+ * larger than their list of blocks. */
 #define SHIM_DTYPE_FLAT_MAX 64
 
 /* One entry of the compact form (defined in shim_datatype.c). */

@@ -1112,7 +1112,8 @@ static void test_large_subarray_indexed_and_struct_match_their_typemaps(void **s
     assert_true(nblocks(sub) > SHIM_DTYPE_FLAT_MAX);
     check_against(sub, 2, list, n, 2 * 960 * 4);
     /* 100 blocks of 1 + b % 3 doubles at doubles 5b (b even) or 5b + 1 (b odd), backwards:
-     * block b is listed at position 99 - b. */
+     * block b is listed at position 99 - b. Nothing merges: this one stays a flat list (its
+     * blocks are its arguments, and 100 entries would be larger). */
     int bl[100], disp[100];
     n = 0;
     for (int k = 0; k < 100; k++) {
@@ -1125,7 +1126,7 @@ static void test_large_subarray_indexed_and_struct_match_their_typemaps(void **s
     assert_int_equal(MPI_Type_commit(&idx), MPI_SUCCESS);
     check_against(idx, 1, list, n, 8 * 500);
     /* A struct of 80 members alternating a short and the indexed type above, 4000 bytes
-     * apart (the indexed one's extent is (5 * 99 + 1 + 1) * 8 = 3976). */
+     * apart (the indexed one's extent is (5 * 99 + 1 + 1) * 8 = 3976): 4040 blocks, compact. */
     int sbl[80];
     MPI_Aint sdisp[80];
     MPI_Datatype stypes[80];
