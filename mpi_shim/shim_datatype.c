@@ -2,11 +2,14 @@
  * shim_datatype.c - the datatype engine: predefined types, the handle table of derived
  * types, typemap flattening, pack/unpack, and the MPI_Type_* functions.
  *
- * Every constructor reduces to "place `count` copies of type T at displacement D" entries
- * fed to an accumulator (struct acc), which appends T's blocks (merging neighbours) and
- * folds sizes, bounds, alignment and the base element type. So the flattened typemap of a
- * new type never refers back to its old types; they are kept (retained) only to answer
- * MPI_Type_get_contents.
+ * Every constructor reduces to "place nrep repetitions, rstride bytes apart, of count
+ * consecutive copies of type T at displacement D" entries fed to an accumulator (struct
+ * acc), which folds sizes, bounds, alignment and the base element type, and builds both
+ * forms of the typemap (shim_datatype.h) at once: the flat blocks while they stay within
+ * SHIM_DTYPE_FLAT_MAX, and the compact entries (adjacent ones merged into one strided
+ * entry). acc_finish keeps the flat form when it fits, else the compact one. A flat type
+ * never refers back to its old types; those are kept (retained) for MPI_Type_get_contents,
+ * and a compact type also retains the types its entries repeat.
  */
 #include "config.h"
 
@@ -320,11 +323,30 @@ int shim_dtype_check_comm(MPI_Datatype h, struct shim_dtype **out)
     return MPI_SUCCESS;
 }
 
+/* One entry of the compact form: nrep repetitions, rstride bytes apart, of count consecutive
+ * elements of t (extent apart) at disp. pstart: the packed bytes of one element of the
+ * whole type that come before this entry, for seeking by binary search. */
+struct shim_dtype_ent {
+    MPI_Aint disp, rstride;
+    size_t nrep, count;
+    size_t pstart;
+    struct shim_dtype *t; /* retained */
+};
+
+static void release_ents(struct shim_dtype_ent *e, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        shim_dtype_release(e[i].t);
+    }
+    free(e);
+}
+
 static void dtype_destroy(struct shim_dtype *t)
 {
     for (int i = 0; i < t->ntypes; i++) {
         shim_dtype_release(t->types[i]);
     }
+    release_ents(t->ent, t->nent);
     if (t->blocks != &t->one_block) {
         free(t->blocks);
     }
@@ -353,10 +375,15 @@ void shim_dtype_release(struct shim_dtype *t)
 /* Building typemaps                                                                     */
 /* ------------------------------------------------------------------------------------- */
 
-/* The state of a type under construction: blocks so far and the folded properties. */
+/* The state of a type under construction: both forms so far and the folded properties.
+ * too_many: the flat form grew too big (flat_too_big) (or would take too long to
+ * find out) and was dropped; the type will be compact. */
 struct acc {
     struct shim_dtype_block *b;
     size_t n, cap;
+    bool too_many;
+    struct shim_dtype_ent *e;
+    size_t ne, cape;
     size_t size, nbasic, per_elem, align;
     MPI_Count mpi_size;
     bool have_bounds, have_true, have_xlb, have_xub, base_set, base_mixed, oom;
@@ -364,6 +391,7 @@ struct acc {
     enum pg_dtype base;
     struct shim_sig_run *sig;
     size_t nsig, capsig;
+    bool sig_too_big; /* more than SHIM_DTYPE_FLAT_MAX runs: dropped, the type is compact */
     bool no_external32;
 };
 
@@ -468,21 +496,47 @@ static void acc_sig(struct acc *a, size_t esize, size_t n, size_t unit, int ext)
     a->sig[a->nsig++] = (struct shim_sig_run){esize, n, unit, ext};
 }
 
-/* Appends count copies of t's signature. */
+/* Whether t's signature is a list of runs (sig_of); if not, t is compact and its signature
+ * is that of its entries, in order. */
+static bool sig_flat(const struct shim_dtype *t)
+{
+    return t->builtin || t->nsig > 0 || t->size == 0;
+}
+
+static void acc_sig_drop(struct acc *a)
+{
+    free(a->sig);
+    a->sig = NULL;
+    a->nsig = a->capsig = 0;
+    a->sig_too_big = true;
+}
+
+/* Appends count copies of t's signature. A signature of mixed types repeats its runs with
+ * each copy, so past SHIM_DTYPE_FLAT_MAX runs it is dropped (and the type made compact)
+ * rather than grown with the count. */
 static void acc_sig_entry(struct acc *a, MPI_Aint count, const struct shim_dtype *t)
 {
     struct shim_sig_run tmp[2];
     size_t n;
     const struct shim_sig_run *r = sig_of(t, tmp, &n);
 
-    if (n == 1) {
-        acc_sig(a, r[0].esize, (size_t)count * r[0].n, r[0].unit, r[0].ext);
+    if (a->sig_too_big) {
         return;
     }
-    for (MPI_Aint j = 0; j < count && n > 0; j++) {
+    if (!sig_flat(t)) {
+        acc_sig_drop(a);
+        return;
+    }
+    if (n == 1) {
+        acc_sig(a, r[0].esize, (size_t)count * r[0].n, r[0].unit, r[0].ext);
+    }
+    for (MPI_Aint j = 0; j < count && n > 1 && a->nsig <= SHIM_DTYPE_FLAT_MAX; j++) {
         for (size_t k = 0; k < n; k++) {
             acc_sig(a, r[k].esize, r[k].n, r[k].unit, r[k].ext);
         }
+    }
+    if (a->nsig > SHIM_DTYPE_FLAT_MAX) {
+        acc_sig_drop(a);
     }
 }
 
@@ -554,39 +608,185 @@ static void acc_base(struct acc *a, MPI_Aint count, const struct shim_dtype *t)
     a->per_elem += (size_t)count * t->base_per_elem;
 }
 
-/* Places count consecutive copies of t (stride: its extent) at byte displacement disp. */
-static void acc_entry(struct acc *a, MPI_Aint disp, MPI_Aint count, const struct shim_dtype *t)
+/* Whether the elements of t follow each other in memory without a gap: one block as long
+ * as the extent (a basic type, a contiguous type, a resized one that stays dense). */
+static bool dense(const struct shim_dtype *t)
 {
+    return t->nent == 0 && t->nblocks == 1 && (MPI_Aint)t->blocks[0].len == t->extent;
+}
+
+/* Whether the flat form has grown past SHIM_DTYPE_FLAT_MAX blocks and past the size of the
+ * compact entries (with the one being added): it is then dropped. A long flat list is kept
+ * only where the compact form would be no smaller, as for an indexed type of irregular
+ * blocks, whose blocks are its arguments. */
+static bool flat_too_big(const struct acc *a)
+{
+    return a->n > SHIM_DTYPE_FLAT_MAX &&
+           a->n * sizeof(struct shim_dtype_block) > (a->ne + 1) * sizeof(struct shim_dtype_ent);
+}
+
+/* Adds the flat blocks of an entry (see acc_vec), unless the flat form is already given up.
+ * Dense copies that touch make one block; otherwise blocks are appended one at a time, and
+ * the flat form is dropped when flat_too_big or after 4 * SHIM_DTYPE_FLAT_MAX appends in one
+ * call (merged ones), so that no constructor spends time in proportion to the block count. */
+static void acc_flat(struct acc *a, MPI_Aint disp, size_t nrep, MPI_Aint rstride, size_t count,
+                     const struct shim_dtype *t)
+{
+    bool d = dense(t);
+    size_t pieces = 0;
+
+    if (a->too_many || a->oom) {
+        return;
+    }
+    if (t->nent > 0) {
+        a->too_many = true;
+        return;
+    }
+    if (d && (nrep == 1 || rstride == (MPI_Aint)count * t->extent)) {
+        acc_block(a, disp + t->blocks[0].off, nrep * count * t->blocks[0].len);
+        a->too_many = flat_too_big(a);
+        return;
+    }
+    for (size_t r = 0; r < nrep; r++) {
+        for (size_t j = 0; j < (d ? 1 : count); j++) {
+            for (size_t k = 0; k < t->nblocks; k++) {
+                MPI_Aint off = disp + (MPI_Aint)r * rstride + (MPI_Aint)j * t->extent;
+                acc_block(a, off + t->blocks[k].off,
+                          d ? count * t->blocks[k].len : t->blocks[k].len);
+                if (flat_too_big(a) || ++pieces > 4 * SHIM_DTYPE_FLAT_MAX) {
+                    a->too_many = true;
+                    return;
+                }
+            }
+        }
+    }
+}
+
+/* Whether an entry of nrep == 1 (disp, count, t) extends the last one: the next count
+ * elements right after its own, or the next repetition of the same count. */
+static bool acc_merge(struct acc *a, MPI_Aint disp, size_t count, const struct shim_dtype *t)
+{
+    struct shim_dtype_ent *l = a->ne > 0 ? &a->e[a->ne - 1] : NULL;
+
+    if (!l || l->t != t) {
+        return false;
+    }
+    if (l->nrep == 1 && disp == l->disp + (MPI_Aint)l->count * t->extent) {
+        l->count += count;
+        return true;
+    }
+    if (l->count != count) {
+        return false;
+    }
+    if (l->nrep == 1) {
+        l->rstride = disp - l->disp;
+        l->nrep = 2;
+        return true;
+    }
+    if (disp == l->disp + (MPI_Aint)l->nrep * l->rstride) {
+        l->nrep++;
+        return true;
+    }
+    return false;
+}
+
+/* Adds a compact entry, merged into the last one where it continues it. */
+static void acc_ent(struct acc *a, MPI_Aint disp, size_t nrep, MPI_Aint rstride, size_t count,
+                    struct shim_dtype *t)
+{
+    if (a->oom || t->size == 0 || (nrep == 1 && acc_merge(a, disp, count, t))) {
+        return;
+    }
+    if (a->ne == a->cape) {
+        size_t cap = a->cape ? 2 * a->cape : 2;
+        struct shim_dtype_ent *ne = realloc(a->e, cap * sizeof(*ne));
+        if (!ne) {
+            a->oom = true;
+            return;
+        }
+        a->e = ne;
+        a->cape = cap;
+    }
+    shim_dtype_retain(t);
+    a->e[a->ne++] = (struct shim_dtype_ent){disp, nrep > 1 ? rstride : 0, nrep, count, 0, t};
+}
+
+/* A marker (MPI_LB, MPI_UB) at disp: the lowest MPI_LB and the highest MPI_UB count. */
+static void acc_marker(struct acc *a, MPI_Aint disp, const struct shim_dtype *t)
+{
+    bool lb = t->handle == MPI_LB;
+    MPI_Aint *x = lb ? &a->xlb : &a->xub;
+    bool *have = lb ? &a->have_xlb : &a->have_xub;
+    if (!*have || (lb ? disp < *x : disp > *x)) {
+        *x = disp;
+    }
+    *have = true;
+}
+
+/* Places nrep repetitions, rstride bytes apart, of count consecutive copies of t (stride:
+ * its extent) at byte displacement disp: a vector in one call, in time and memory that do
+ * not depend on nrep (but for a type signature of several runs, see acc_sig_entry). */
+static void acc_vec(struct acc *a, MPI_Aint disp, size_t nrep, MPI_Aint rstride, MPI_Aint count,
+                    struct shim_dtype *t)
+{
+    MPI_Aint last = disp + (nrep > 0 ? (MPI_Aint)(nrep - 1) * rstride : 0);
+
     if (t->handle == MPI_LB || t->handle == MPI_UB) {
-        bool lb = t->handle == MPI_LB;
-        MPI_Aint *x = lb ? &a->xlb : &a->xub;
-        bool *have = lb ? &a->have_xlb : &a->have_xub;
-        if (!*have || (lb ? disp < *x : disp > *x)) {
-            *x = disp;
+        if (nrep > 0) {
+            acc_marker(a, disp, t);
+            acc_marker(a, last, t);
         }
-        *have = true;
         return;
     }
-    if (count <= 0) {
+    if (count <= 0 || nrep == 0) {
         return;
     }
-    a->size += (size_t)count * t->size;
-    a->mpi_size += (MPI_Count)count * t->mpi_size;
-    a->nbasic += (size_t)count * t->nbasic;
+    a->size += nrep * (size_t)count * t->size;
+    a->mpi_size += (MPI_Count)nrep * (MPI_Count)count * t->mpi_size;
+    a->nbasic += nrep * (size_t)count * t->nbasic;
     a->align = t->align > a->align ? t->align : a->align;
+    /* Bounds are min/max over a linear progression: its two ends decide them. */
     acc_bounds(a, disp, count, t);
-    acc_base(a, count, t);
-    acc_sig_entry(a, count, t);
+    acc_bounds(a, last, count, t);
+    acc_base(a, (MPI_Aint)nrep * count, t);
+    acc_sig_entry(a, (MPI_Aint)nrep * count, t);
     a->no_external32 |= no_external32(t);
-    if (t->nblocks == 1 && (MPI_Aint)t->blocks[0].len == t->extent) {
-        /* Dense copies touch: one block for all of them. */
-        acc_block(a, disp + t->blocks[0].off, (size_t)count * t->blocks[0].len);
+    acc_flat(a, disp, nrep, rstride, (size_t)count, t);
+    acc_ent(a, disp, nrep, rstride, (size_t)count, t);
+}
+
+/* Places count consecutive copies of t (stride: its extent) at byte displacement disp. */
+static void acc_entry(struct acc *a, MPI_Aint disp, MPI_Aint count, struct shim_dtype *t)
+{
+    acc_vec(a, disp, 1, 0, count, t);
+}
+
+/* Keeps the flat form if it fits (see flat_too_big), else the compact one (with each
+ * entry's packed start). */
+static void acc_typemap(struct acc *a, struct shim_dtype *t)
+{
+    bool smaller = a->n * sizeof(struct shim_dtype_block) > a->ne * sizeof(struct shim_dtype_ent);
+
+    if (a->too_many || a->sig_too_big || (a->n > SHIM_DTYPE_FLAT_MAX && smaller)) {
+        free(a->b);
+        size_t p = 0;
+        for (size_t i = 0; i < a->ne; i++) {
+            a->e[i].pstart = p;
+            p += a->e[i].nrep * a->e[i].count * a->e[i].t->size;
+        }
+        t->ent = a->e;
+        t->nent = a->ne;
+        t->blocks = &t->one_block;
         return;
     }
-    for (MPI_Aint j = 0; j < count; j++) {
-        for (size_t k = 0; k < t->nblocks; k++) {
-            acc_block(a, disp + j * t->extent + t->blocks[k].off, t->blocks[k].len);
-        }
+    release_ents(a->e, a->ne);
+    t->nblocks = a->n;
+    if (a->n <= 1) {
+        t->one_block = a->n ? a->b[0] : (struct shim_dtype_block){0, 0};
+        t->blocks = &t->one_block;
+        free(a->b);
+    } else {
+        t->blocks = a->b;
     }
 }
 
@@ -598,6 +798,7 @@ static struct shim_dtype *acc_finish(struct acc *a, bool pad_struct)
     if (!t) {
         free(a->b);
         free(a->sig);
+        release_ents(a->e, a->ne);
         return NULL;
     }
     t->sig = a->sig;
@@ -622,15 +823,9 @@ static struct shim_dtype *acc_finish(struct acc *a, bool pad_struct)
     bool one_base = a->base_set && !a->base_mixed && a->base != PG_DTYPE_NONE;
     t->base = one_base ? a->base : PG_DTYPE_NONE;
     t->base_per_elem = one_base ? a->per_elem : 0;
-    t->nblocks = a->n;
-    if (a->n <= 1) {
-        t->one_block = a->n ? a->b[0] : (struct shim_dtype_block){0, 0};
-        t->blocks = &t->one_block;
-        free(a->b);
-    } else {
-        t->blocks = a->b;
-    }
-    t->contig = (MPI_Aint)t->size == t->extent &&
+    acc_typemap(a, t);
+    /* A compact type has more than SHIM_DTYPE_FLAT_MAX blocks: never contiguous. */
+    t->contig = t->nent == 0 && (MPI_Aint)t->size == t->extent &&
                 (t->nblocks == 0 || (t->nblocks == 1 && t->blocks[0].off == 0));
     return t;
 }
@@ -759,9 +954,7 @@ static int make_hvector(const char *fn, int count, int blocklen, MPI_Aint stride
     if (rc != MPI_SUCCESS) {
         return rc;
     }
-    for (int i = 0; i < count; i++) {
-        acc_entry(&a, (MPI_Aint)i * stride_bytes, blocklen, old);
-    }
+    acc_vec(&a, 0, (size_t)count, stride_bytes, blocklen, old);
     struct shim_dtype *t = acc_finish(&a, false);
     int ints[3] = {count, blocklen, (int)stride_arg};
     if (!t) {
@@ -1176,8 +1369,8 @@ static bool darray_owns(const struct darray *d, int i, int j)
 }
 
 /* Adds this process's elements in array order: dimension pos (0 = slowest in memory). */
-static void darray_add(struct acc *a, const struct darray *d, const struct shim_dtype *old,
-                       int pos, MPI_Aint off)
+static void darray_add(struct acc *a, const struct darray *d, struct shim_dtype *old, int pos,
+                       MPI_Aint off)
 {
     int i = d->order == MPI_ORDER_C ? pos : d->ndims - 1 - pos;
 
@@ -1770,6 +1963,104 @@ static inline void copy_bytes(char *dst, const char *src, size_t len)
     }
 }
 
+static void copy_range(char *typed, char *packed, const struct shim_dtype *t, size_t lo, size_t hi,
+                       bool to_packed);
+
+static inline void copy_dir(char *tp, char *pp, size_t len, bool to_packed)
+{
+    if (to_packed) {
+        copy_bytes(pp, tp, len);
+    } else {
+        copy_bytes(tp, pp, len);
+    }
+}
+
+/* The first entry of compact t whose packed bytes reach past p (binary search on pstart). */
+static size_t ent_at(const struct shim_dtype *t, size_t p)
+{
+    size_t lo = 0, hi = t->nent;
+    while (hi - lo > 1) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (t->ent[mid].pstart <= p) {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    return lo;
+}
+
+/* Packed bytes [lo, hi) of one element of compact t at elem; packed holds byte lo. Each
+ * repetition of an entry is count elements of the type below: copied in one piece when
+ * that type is dense (the strided-leaf fast path), else by recursion. */
+static void copy_elem_compact(char *elem, char *packed, const struct shim_dtype *t, size_t lo,
+                              size_t hi, bool to_packed)
+{
+    for (size_t i = ent_at(t, lo); i < t->nent && t->ent[i].pstart < hi; i++) {
+        const struct shim_dtype_ent *e = &t->ent[i];
+        size_t unit = e->count * e->t->size;
+        size_t a = (lo > e->pstart ? lo : e->pstart) - e->pstart;
+        size_t b = (hi < e->pstart + e->nrep * unit ? hi : e->pstart + e->nrep * unit) - e->pstart;
+        char *pp = packed + (e->pstart + a - lo);
+        for (size_t r = a / unit; r * unit < b; r++) {
+            size_t rl = (a > r * unit ? a : r * unit) - r * unit;
+            size_t rh = (b < (r + 1) * unit ? b : (r + 1) * unit) - r * unit;
+            char *rep = elem + e->disp + (MPI_Aint)r * e->rstride;
+            if (dense(e->t)) {
+                copy_dir(rep + e->t->blocks[0].off + rl, pp, rh - rl, to_packed);
+            } else {
+                copy_range(rep, pp, e->t, rl, rh, to_packed);
+            }
+            pp += rh - rl;
+        }
+    }
+}
+
+/* Packed bytes [lo, hi) of one element of flat t at elem; packed holds byte lo. */
+static void copy_elem_flat(char *elem, char *packed, const struct shim_dtype *t, size_t lo,
+                           size_t hi, bool to_packed)
+{
+    size_t pos = 0;
+    if (lo == 0 && hi == t->size) {
+        /* A whole element (all but the ends of a partial copy): no bounds to check. */
+        for (size_t b = 0; b < t->nblocks; packed += t->blocks[b++].len) {
+            copy_dir(elem + t->blocks[b].off, packed, t->blocks[b].len, to_packed);
+        }
+        return;
+    }
+    for (size_t b = 0; b < t->nblocks && pos < hi; b++) {
+        size_t blo = pos, bhi = pos + t->blocks[b].len;
+        pos = bhi;
+        if (bhi <= lo) {
+            continue;
+        }
+        size_t from = (blo < lo ? lo : blo) - blo, to = (bhi < hi ? bhi : hi) - blo;
+        copy_dir(elem + t->blocks[b].off + from, packed + (blo + from - lo), to - from, to_packed);
+    }
+}
+
+/* Copies the packed bytes [lo, hi) of the elements of t at typed (element k at k * extent)
+ * between the typed buffer and packed, which holds byte lo. */
+static void copy_range(char *typed, char *packed, const struct shim_dtype *t, size_t lo, size_t hi,
+                       bool to_packed)
+{
+    if (dense(t)) {
+        copy_dir(typed + t->blocks[0].off + lo, packed, hi - lo, to_packed);
+        return;
+    }
+    for (size_t k = lo / t->size; k * t->size < hi; k++) {
+        size_t base = k * t->size;
+        size_t elo = (lo > base ? lo : base) - base;
+        size_t ehi = (hi < base + t->size ? hi : base + t->size) - base;
+        char *elem = typed + (ptrdiff_t)k * t->extent, *pp = packed + (base + elo - lo);
+        if (t->nent > 0) {
+            copy_elem_compact(elem, pp, t, elo, ehi, to_packed);
+        } else {
+            copy_elem_flat(elem, pp, t, elo, ehi, to_packed);
+        }
+    }
+}
+
 /* Copies the packed bytes [skip, skip + max) of count elements between the typed buffer and
  * the packed one (to_packed chooses the direction). Returns the bytes copied. */
 static size_t walk(char *typed, char *packed, size_t count, const struct shim_dtype *t,
@@ -1780,24 +2071,7 @@ static size_t walk(char *typed, char *packed, size_t count, const struct shim_dt
         return 0;
     }
     size_t end = (max < total - skip) ? skip + max : total;
-    for (size_t k = skip / t->size; k * t->size < end; k++) {
-        char *elem = typed + (ptrdiff_t)k * t->extent;
-        size_t pos = k * t->size;
-        for (size_t b = 0; b < t->nblocks && pos < end; b++) {
-            size_t lo = pos, hi = pos + t->blocks[b].len;
-            pos = hi;
-            if (hi <= skip) {
-                continue;
-            }
-            size_t from = (lo < skip ? skip : lo) - lo, to = (hi < end ? hi : end) - lo;
-            char *tp = elem + t->blocks[b].off + from, *pp = packed + (lo + from - skip);
-            if (to_packed) {
-                copy_bytes(pp, tp, to - from);
-            } else {
-                copy_bytes(tp, pp, to - from);
-            }
-        }
-    }
+    copy_range(typed, packed, t, skip, end, to_packed);
     return end - skip;
 }
 
@@ -1851,6 +2125,94 @@ size_t shim_dtype_unpack_partial(const void *in, size_t count, const struct shim
     return walk(buf, (char *)in, count, t, skip, max_bytes, false);
 }
 
+/* Where packed byte p (< t->size) of one element of t lies: its offset from the element and
+ * the bytes that follow it contiguously in memory (at least to the end of its block). */
+static void locate(const struct shim_dtype *t, size_t p, MPI_Aint *off, size_t *len)
+{
+    if (t->nent == 0) {
+        size_t pos = 0, b = 0;
+        while (b + 1 < t->nblocks && pos + t->blocks[b].len <= p) {
+            pos += t->blocks[b++].len;
+        }
+        *off = t->blocks[b].off + (MPI_Aint)(p - pos);
+        *len = t->blocks[b].len - (p - pos);
+        return;
+    }
+    const struct shim_dtype_ent *e = &t->ent[ent_at(t, p)];
+    size_t q = p - e->pstart, unit = e->count * e->t->size;
+    size_t r = q / unit, j = (q % unit) / e->t->size;
+    locate(e->t, q % unit % e->t->size, off, len);
+    *off += e->disp + (MPI_Aint)r * e->rstride + (MPI_Aint)j * e->t->extent;
+    if (dense(e->t)) {
+        *len = unit - q % unit; /* the rest of this repetition */
+    }
+}
+
+void shim_dtype_iter_init(struct shim_dtype_iter *it, const struct shim_dtype *t, size_t count)
+{
+    it->t = t;
+    it->pos = 0;
+    it->end = count * t->size;
+}
+
+bool shim_dtype_iter_next(struct shim_dtype_iter *it, size_t max, MPI_Aint *off, size_t *len)
+{
+    const struct shim_dtype *t = it->t;
+    size_t k, n;
+
+    if (it->pos >= it->end) {
+        return false;
+    }
+    k = it->pos / t->size;
+    locate(t, it->pos % t->size, off, &n);
+    *off += (MPI_Aint)k * t->extent;
+    if (dense(t)) {
+        n = it->end - it->pos; /* all that is left is one run */
+    }
+    n = n < it->end - it->pos ? n : it->end - it->pos;
+    *len = n < max ? n : max;
+    it->pos += *len;
+    return true;
+}
+
+size_t shim_dtype_mem_bytes(const struct shim_dtype *t)
+{
+    size_t n;
+
+    if (t->builtin) {
+        return 0; /* static */
+    }
+    n = sizeof(*t) + t->nsig * sizeof(*t->sig) + (size_t)t->nints * sizeof(int) +
+        (size_t)t->naints * sizeof(MPI_Aint) + (size_t)t->ntypes * sizeof(*t->types) +
+        (t->blocks != &t->one_block ? t->nblocks * sizeof(*t->blocks) : 0) +
+        t->nent * sizeof(*t->ent);
+    for (size_t i = 0; i < t->nent; i++) {
+        if (i == 0 || t->ent[i].t != t->ent[i - 1].t) {
+            n += shim_dtype_mem_bytes(t->ent[i].t);
+        }
+    }
+    return n;
+}
+
+/* The basic elements in the first rem (< t->size) packed bytes of one element of compact t
+ * without a signature list: whole entries, then the partial one by recursion. */
+static MPI_Count elements_compact(const struct shim_dtype *t, size_t rem)
+{
+    MPI_Count count = 0;
+
+    for (size_t i = 0; i < t->nent && rem > 0; i++) {
+        const struct shim_dtype_ent *e = &t->ent[i];
+        size_t n = e->nrep * e->count;
+        if (rem < n * e->t->size) {
+            MPI_Count in = shim_dtype_elements(e->t, rem);
+            return in == MPI_UNDEFINED ? MPI_UNDEFINED : count + in;
+        }
+        count += (MPI_Count)(n * e->t->nbasic);
+        rem -= n * e->t->size;
+    }
+    return count;
+}
+
 MPI_Count shim_dtype_elements(const struct shim_dtype *t, size_t nbytes)
 {
     struct shim_sig_run tmp[2];
@@ -1863,6 +2225,10 @@ MPI_Count shim_dtype_elements(const struct shim_dtype *t, size_t nbytes)
     }
     count = (MPI_Count)(nbytes / t->size) * (MPI_Count)t->nbasic;
     rem = nbytes % t->size;
+    if (rem > 0 && !sig_flat(t)) {
+        MPI_Count in = elements_compact(t, rem);
+        return in == MPI_UNDEFINED ? MPI_UNDEFINED : count + in;
+    }
     r = sig_of(t, tmp, &n);
     for (size_t k = 0; k < n && rem > 0; k++) {
         size_t whole = rem / r[k].esize < r[k].n ? rem / r[k].esize : r[k].n;
@@ -1992,6 +2358,12 @@ static size_t ext_size(size_t count, const struct shim_dtype *t)
     size_t n, bytes = 0;
     const struct shim_sig_run *r = sig_of(t, tmp, &n);
 
+    if (!sig_flat(t)) {
+        for (size_t i = 0; i < t->nent; i++) {
+            bytes += ext_size(t->ent[i].nrep * t->ent[i].count, t->ent[i].t);
+        }
+        return count * bytes;
+    }
     for (size_t k = 0; k < n; k++) {
         bytes += r[k].n * (r[k].esize / r[k].unit) * ext_unit(r[k].ext, r[k].unit);
     }
@@ -2091,12 +2463,34 @@ static void ext_get(int ext, size_t unit, const unsigned char *x, unsigned char 
  * external32 (x), in the direction to_ext says: the packed form is the signature's basic
  * elements back to back, so walking the runs finds each number. */
 static void ext_convert(unsigned char *nat, unsigned char *x, size_t count,
+                        const struct shim_dtype *t, bool to_ext);
+
+/* A compact type without a signature list converts entry by entry, the types below in
+ * turn; the packed and external32 forms follow the same order. */
+static void ext_convert_compact(unsigned char *nat, unsigned char *x, size_t count,
+                                const struct shim_dtype *t, bool to_ext)
+{
+    for (size_t e = 0; e < count; e++) {
+        for (size_t i = 0; i < t->nent; i++) {
+            size_t n = t->ent[i].nrep * t->ent[i].count;
+            ext_convert(nat, x, n, t->ent[i].t, to_ext);
+            nat += n * t->ent[i].t->size;
+            x += ext_size(n, t->ent[i].t);
+        }
+    }
+}
+
+static void ext_convert(unsigned char *nat, unsigned char *x, size_t count,
                         const struct shim_dtype *t, bool to_ext)
 {
     struct shim_sig_run tmp[2];
     size_t n;
     const struct shim_sig_run *r = sig_of(t, tmp, &n);
 
+    if (!sig_flat(t)) {
+        ext_convert_compact(nat, x, count, t, to_ext);
+        return;
+    }
     for (size_t e = 0; e < count; e++) {
         for (size_t k = 0; k < n; k++) {
             size_t numbers = r[k].n * (r[k].esize / r[k].unit);

@@ -1,11 +1,22 @@
 /*
- * shim_datatype.h - MPI datatypes: the predefined ones, derived types flattened into a list
- * of contiguous byte blocks, and packing between a typed buffer and contiguous bytes.
+ * shim_datatype.h - MPI datatypes: the predefined ones, derived types (a short list of
+ * contiguous byte blocks, or a compact description for larger ones), and packing between a
+ * typed buffer and contiguous bytes.
  *
- * Every datatype, predefined or derived, is a struct shim_dtype. Its typemap is kept
- * flattened: `blocks` lists the bytes of one element as (offset from the buffer pointer,
- * length) pairs in typemap order, with adjacent blocks merged. Element k of a buffer starts
- * at buf + k * extent.
+ * Every datatype, predefined or derived, is a struct shim_dtype. Its typemap is kept in one
+ * of two forms, both private to shim_datatype.c (everything else walks a type with
+ * struct shim_dtype_iter or packs it with the calls below):
+ * - flat: `blocks` lists the bytes of one element as (offset from the buffer pointer,
+ *   length) pairs in typemap order, with adjacent blocks merged. Types of at most
+ *   SHIM_DTYPE_FLAT_MAX blocks are kept so (the common case; a short list is the fastest
+ *   to pack), and longer ones only where the compact form would take more memory (an
+ *   indexed type of irregular blocks: its blocks are its arguments).
+ * - compact: any larger type is a list of `ent` entries, "nrep repetitions, rstride bytes
+ *   apart, of count consecutive elements of the type below, at disp", the type below kept
+ *   by reference. A vector is one entry whatever its count, so memory grows with the number
+ *   of constructor calls and arguments, never with the block count (MPICH's dataloops and
+ *   yaksa keep types the same way).
+ * Element k of a buffer starts at buf + k * extent.
  *
  * The packed form of count elements (what goes on the wire, and what MPI_Pack writes) is
  * the blocks of element 0, then those of element 1, ..., copied back to back: count * size
@@ -50,6 +61,13 @@ struct shim_dtype_block {
     size_t len;
 };
 
+/* Types of more blocks than this (per element) are kept in the compact form, unless it is
+ * larger than their list of blocks. */
+#define SHIM_DTYPE_FLAT_MAX 64
+
+/* One entry of the compact form (defined in shim_datatype.c). */
+struct shim_dtype_ent;
+
 /* A run of the type signature: n basic elements of esize bytes each, back to back in the
  * packed form. One element's signature is a list of runs, merged where sizes repeat, so a
  * type of one basic type has one run whatever its block count. */
@@ -80,12 +98,18 @@ struct shim_dtype {
     size_t nbasic;        /* basic MPI elements per element, for MPI_Get_elements */
 
     bool no_external32; /* holds a basic type whose external32 size differs (long, ...) */
-    size_t nsig;                 /* derived types: runs of one element's signature */
-    struct shim_sig_run *sig;    /* (builtins: computed by shim_dtype_elements) */
+    /* Derived types: runs of one element's signature (builtins: computed where needed).
+     * A signature of more than SHIM_DTYPE_FLAT_MAX runs (mixed types repeated) is not kept
+     * (nsig 0, sig NULL): the type is compact and its signature that of its entries. */
+    size_t nsig;
+    struct shim_sig_run *sig;
 
+    /* The typemap (private to shim_datatype.c): flat when nent == 0, else compact. */
     size_t nblocks;
     struct shim_dtype_block *blocks; /* points at one_block when nblocks <= 1 */
     struct shim_dtype_block one_block;
+    size_t nent;
+    struct shim_dtype_ent *ent;
 
     /* What built it, for MPI_Type_get_envelope / MPI_Type_get_contents. */
     int combiner;
@@ -133,6 +157,23 @@ size_t shim_dtype_pack_partial(const void *buf, size_t count, const struct shim_
                                size_t skip, void *out, size_t max_bytes);
 size_t shim_dtype_unpack_partial(const void *in, size_t count, const struct shim_dtype *t,
                                  size_t skip, void *buf, size_t max_bytes);
+
+/* Walks the contiguous byte ranges of count elements of t, in typemap (packed) order, a
+ * piece at a time, in O(1) memory whatever the type's block count. Pieces that touch in
+ * memory may come as separate pieces; callers merge them where it matters. */
+struct shim_dtype_iter {
+    const struct shim_dtype *t;
+    size_t pos, end; /* packed bytes done, and in all */
+};
+void shim_dtype_iter_init(struct shim_dtype_iter *it, const struct shim_dtype *t, size_t count);
+/* The next piece of at most max (> 0) bytes: its offset from the buffer pointer and its
+ * length. Returns false when all count elements have been walked. */
+bool shim_dtype_iter_next(struct shim_dtype_iter *it, size_t max, MPI_Aint *off, size_t *len);
+
+/* The bytes of memory t keeps alive: its own allocations and, for the compact form, those
+ * of the derived types it refers to (each counted once per reference). For tests and the
+ * info tool: the issue's vector of 2^30 chars must stay at a few hundred bytes. */
+size_t shim_dtype_mem_bytes(const struct shim_dtype *t);
 
 /* The number of basic elements in the first nbytes of the packed form of t (for
  * MPI_Get_elements): whole elements of t, then the basic elements of a partial last one,

@@ -171,6 +171,8 @@ int shim_win_drain_counter(struct shim_win *w, const char *fn, int *counter);
  * notices; otherwise the peers would wait for them until the timeout): settle waits and
  * reports only a failure to wait; refusal then raises a target's refusal, if any. */
 int shim_win_settle(struct shim_win *w, const char *fn);
+/* settle for the operations that count in *counter. */
+int shim_win_settle_counter(struct shim_win *w, const char *fn, int *counter);
 int shim_win_refusal(struct shim_win *w, const char *fn);
 /* Progresses until *counter >= want (PSCW notices). */
 int shim_win_wait_count(struct shim_win *w, const char *fn, int *counter, int want,

@@ -467,35 +467,25 @@ static int op_send(struct shim_win *w, struct am_op *o, int target, size_t reply
  * bytes. */
 struct seg_walk {
     MPI_Aint disp;
-    const struct shim_dtype *t;
-    size_t count, k, b, in_block;
+    struct shim_dtype_iter it;
 };
+
+static void walk_init(struct seg_walk *s, MPI_Aint disp, const struct shim_dtype *t, size_t count)
+{
+    s->disp = disp;
+    shim_dtype_iter_init(&s->it, t, count);
+}
 
 static bool walk_next(struct seg_walk *s, size_t max, struct am_seg *out)
 {
-    const struct shim_dtype_block *blk;
+    MPI_Aint off;
     size_t len;
 
-    while (s->k < s->count && (s->t->nblocks == 0 || s->b >= s->t->nblocks)) {
-        s->k++;
-        s->b = 0;
-        if (s->t->nblocks == 0) {
-            s->k = s->count;
-        }
-    }
-    if (s->k >= s->count) {
+    if (!shim_dtype_iter_next(&s->it, max, &off, &len)) {
         return false;
     }
-    blk = &s->t->blocks[s->b];
-    len = blk->len - s->in_block < max ? blk->len - s->in_block : max;
-    out->off =
-        (uint64_t)(s->disp + (MPI_Aint)s->k * s->t->extent + blk->off + (MPI_Aint)s->in_block);
+    out->off = (uint64_t)(s->disp + off);
     out->len = len;
-    s->in_block += len;
-    if (s->in_block == blk->len) {
-        s->in_block = 0;
-        s->b++;
-    }
     return true;
 }
 
@@ -570,12 +560,13 @@ static int issue_one(struct shim_win *w, const struct shim_rma *op, const struct
 
 int shim_win_issue(struct shim_win *w, const struct shim_rma *op)
 {
-    struct seg_walk s = {.disp = op->disp, .t = op->ttype, .count = op->tcount};
+    struct seg_walk s;
     struct am_seg *segs = malloc(AM_SEGS * sizeof(*segs));
     size_t skip = 0, bytes;
     uint32_t nseg;
     int rc = segs ? PGC_OK : PGC_ERR_NOMEM;
 
+    walk_init(&s, op->disp, op->ttype, op->tcount);
     while (rc == PGC_OK && (bytes = fill_segs(&s, segs, &nseg)) > 0) {
         rc = issue_one(w, op, segs, nseg, skip, bytes);
         skip += bytes;
@@ -694,6 +685,11 @@ int shim_win_settle(struct shim_win *w, const char *fn)
     return settle(w, fn, &w->pending);
 }
 
+int shim_win_settle_counter(struct shim_win *w, const char *fn, int *counter)
+{
+    return settle(w, fn, counter);
+}
+
 int shim_win_refusal(struct shim_win *w, const char *fn)
 {
     int64_t err = __atomic_exchange_n(&w->remote_err, 0, __ATOMIC_ACQ_REL);
@@ -724,10 +720,11 @@ static int settle(struct shim_win *w, const char *fn, int *counter)
 void shim_win_walk(const struct shim_rma *op,
                    void (*fn)(void *arg, uint64_t off, uint64_t len, size_t skip), void *arg)
 {
-    struct seg_walk s = {.disp = op->disp, .t = op->ttype, .count = op->tcount};
+    struct seg_walk s;
     struct am_seg piece;
     size_t skip = 0;
 
+    walk_init(&s, op->disp, op->ttype, op->tcount);
     while (walk_next(&s, SIZE_MAX, &piece)) {
         fn(arg, piece.off, piece.len, skip);
         skip += piece.len;

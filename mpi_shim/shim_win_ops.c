@@ -15,6 +15,7 @@
 #include "shim_comm.h"
 #include "shim_win.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 /* A target rank of MPI_PROC_NULL: the operation does nothing. */
@@ -385,13 +386,23 @@ static int done_cancel(void *extra, int complete)
     return MPI_SUCCESS;
 }
 
-/* After an issue with rc: waits for the operation's replies, then a completed request. */
+/* After an issue with rc: waits for the operation's replies, then a completed request.
+ * Even after a failed issue it waits (without reporting other operations' refusals, which
+ * belong to the next synchronisation): the pieces sent before the failure count the counter
+ * down when their replies come, and returning at once would leave them writing into a dead
+ * stack frame. So the counter is on the heap, and stays allocated (four bytes lost) where
+ * the replies never came (a timeout): a late one still writes to it. */
 static int finish_request(const char *fn, MPI_Win win, int rc, int *counter, MPI_Request *req)
 {
     struct shim_win *w = shim_win_get(win);
 
-    if (rc == MPI_SUCCESS && w) {
+    if (w && rc == MPI_SUCCESS) {
         rc = shim_win_drain_counter(w, fn, counter);
+    } else if (w && __atomic_load_n(counter, __ATOMIC_ACQUIRE) > 0) {
+        (void)shim_win_settle_counter(w, fn, counter); /* rc already says what failed */
+    }
+    if (__atomic_load_n(counter, __ATOMIC_ACQUIRE) == 0) {
+        free(counter);
     }
     if (rc != MPI_SUCCESS) {
         return rc;
@@ -403,15 +414,22 @@ static int finish_request(const char *fn, MPI_Win win, int rc, int *counter, MPI
     return rc;
 }
 
-static int request_out(const char *fn, MPI_Win win, MPI_Request *request)
+/* Checks the request pointer and allocates the operation's counter (finish_request frees
+ * it). */
+static int request_out(const char *fn, MPI_Win win, MPI_Request *request, int **counter)
 {
-    if (!request) {
-        struct shim_win *w = shim_win_get(win);
+    struct shim_win *w = shim_win_get(win);
 
+    if (!request) {
         return shim_error(w ? w->comm : MPI_COMM_WORLD, fn, MPI_ERR_REQUEST,
                           "the request pointer is NULL");
     }
     *request = MPI_REQUEST_NULL;
+    *counter = calloc(1, sizeof(**counter));
+    if (!*counter) {
+        return shim_error(w ? w->comm : MPI_COMM_WORLD, fn, MPI_ERR_NO_MEM,
+                          "no memory for the request's counter");
+    }
     return MPI_SUCCESS;
 }
 
@@ -421,12 +439,12 @@ int PMPI_Rput(const void *origin_addr, int origin_count, MPI_Datatype origin_dat
               MPI_Win win, MPI_Request *request)
 {
     struct rma_args a = {target_rank, target_disp, target_count, target_datatype};
-    int counter = 0, rc = request_out(SHIM_FN, win, request);
+    int *counter = NULL, rc = request_out(SHIM_FN, win, request, &counter);
 
     if (rc == MPI_SUCCESS) {
         rc = put_or_acc(SHIM_FN, origin_addr, origin_count, origin_datatype, &a, MPI_OP_NULL, false,
-                        win, &counter);
-        rc = finish_request(SHIM_FN, win, rc, &counter, request);
+                        win, counter);
+        rc = finish_request(SHIM_FN, win, rc, counter, request);
     }
     return rc;
 }
@@ -437,12 +455,12 @@ int PMPI_Raccumulate(const void *origin_addr, int origin_count, MPI_Datatype ori
                      MPI_Datatype target_datatype, MPI_Op op, MPI_Win win, MPI_Request *request)
 {
     struct rma_args a = {target_rank, target_disp, target_count, target_datatype};
-    int counter = 0, rc = request_out(SHIM_FN, win, request);
+    int *counter = NULL, rc = request_out(SHIM_FN, win, request, &counter);
 
     if (rc == MPI_SUCCESS) {
         rc = put_or_acc(SHIM_FN, origin_addr, origin_count, origin_datatype, &a, op, true, win,
-                        &counter);
-        rc = finish_request(SHIM_FN, win, rc, &counter, request);
+                        counter);
+        rc = finish_request(SHIM_FN, win, rc, counter, request);
     }
     return rc;
 }
@@ -453,12 +471,12 @@ int PMPI_Rget(void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
               MPI_Request *request)
 {
     struct rma_args a = {target_rank, target_disp, target_count, target_datatype};
-    int counter = 0, rc = request_out(SHIM_FN, win, request);
+    int *counter = NULL, rc = request_out(SHIM_FN, win, request, &counter);
 
     if (rc == MPI_SUCCESS) {
         rc = fetching(SHIM_FN, NULL, 0, MPI_DATATYPE_NULL, origin_addr, origin_count,
-                      origin_datatype, &a, MPI_OP_NULL, false, win, &counter);
-        rc = finish_request(SHIM_FN, win, rc, &counter, request);
+                      origin_datatype, &a, MPI_OP_NULL, false, win, counter);
+        rc = finish_request(SHIM_FN, win, rc, counter, request);
     }
     return rc;
 }
@@ -470,12 +488,12 @@ int PMPI_Rget_accumulate(const void *origin_addr, int origin_count, MPI_Datatype
                          MPI_Datatype target_datatype, MPI_Op op, MPI_Win win, MPI_Request *request)
 {
     struct rma_args a = {target_rank, target_disp, target_count, target_datatype};
-    int counter = 0, rc = request_out(SHIM_FN, win, request);
+    int *counter = NULL, rc = request_out(SHIM_FN, win, request, &counter);
 
     if (rc == MPI_SUCCESS) {
         rc = fetching(SHIM_FN, origin_addr, origin_count, origin_datatype, result_addr,
-                      result_count, result_datatype, &a, op, true, win, &counter);
-        rc = finish_request(SHIM_FN, win, rc, &counter, request);
+                      result_count, result_datatype, &a, op, true, win, counter);
+        rc = finish_request(SHIM_FN, win, rc, counter, request);
     }
     return rc;
 }

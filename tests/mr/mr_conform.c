@@ -7,7 +7,8 @@
  *   buffer and count > 0 (MPI_ERR_BUFFER, no crash);
  * - the smaller items: persistent requests outliving their type, MPI_Get_elements on a
  *   partial message, status.MPI_ERROR untouched, error strings and classes, MPI_REPLACE and
- *   MPI_NO_OP commutative, user ops on a derived type. */
+ *   MPI_NO_OP commutative, user ops on a derived type;
+ * - types of more blocks than the flat form keeps (compact) across ranks. */
 #include "mrtest.h"
 
 #include <complex.h>
@@ -809,6 +810,79 @@ static void pack_external32_converts(void)
 #endif
 }
 
+/* Types of more than 64 blocks are kept compact (a vector is one entry, not one per block):
+ * point-to-point (rendezvous, pipelined) and collectives move them as they moved the flat
+ * ones. Every int or double is a function of its rank and index, checked on arrival. */
+static void compact_types_across_ranks(void)
+{
+    enum { N = 300000, M = 1000 };
+    int *strided = malloc(sizeof(int) * 3 * N), *dense = malloc(sizeof(int) * N);
+    double *dv = malloc(sizeof(double) * 5 * M), *all = malloc(sizeof(double) * 2 * M * size);
+    int to = (rank + 1) % size, from = (rank + size - 1) % size, count;
+    MPI_Datatype vec, dvec;
+    MPI_Status st;
+
+    CHECK_MPI(MPI_Type_vector(N, 1, 3, MPI_INT, &vec));
+    CHECK_MPI(MPI_Type_commit(&vec));
+    for (int k = 0; k < 3 * N; k++) {
+        strided[k] = k % 3 ? -1 : 1000 * rank + k / 3;
+    }
+    /* Strided out, dense in. */
+    CHECK_MPI(
+        MPI_Sendrecv(strided, 1, vec, to, 38, dense, N, MPI_INT, from, 38, MPI_COMM_WORLD, &st));
+    CHECK_MPI(MPI_Get_count(&st, MPI_INT, &count));
+    CHECK(count == N, "received %d ints, not %d", count, N);
+    for (int k = 0; k < N; k++) {
+        CHECK(dense[k] == 1000 * from + k, "int %d from rank %d is %d", k, from, dense[k]);
+    }
+    /* Dense out, strided in: the gaps keep their -2. */
+    for (int k = 0; k < N; k++) {
+        dense[k] = 7 * rank - k;
+    }
+    for (int k = 0; k < 3 * N; k++) {
+        strided[k] = -2;
+    }
+    CHECK_MPI(
+        MPI_Sendrecv(dense, N, MPI_INT, to, 39, strided, 1, vec, from, 39, MPI_COMM_WORLD, &st));
+    CHECK_MPI(MPI_Get_count(&st, vec, &count));
+    CHECK(count == 1, "received %d vectors, not 1", count);
+    for (int k = 0; k < 3 * N; k++) {
+        int want = k % 3 ? -2 : 7 * from - k / 3;
+        CHECK(strided[k] == want, "int %d is %d, not %d", k, strided[k], want);
+    }
+    /* A broadcast of the vector from rank 0. */
+    for (int k = 0; k < 3 * N; k++) {
+        strided[k] = rank == 0 ? (k % 3 ? -3 : 5 * k + 1) : -4;
+    }
+    CHECK_MPI(MPI_Bcast(strided, 1, vec, 0, MPI_COMM_WORLD));
+    for (int k = 0; k < 3 * N; k++) {
+        int want = k % 3 ? (rank == 0 ? -3 : -4) : 5 * k + 1;
+        CHECK(strided[k] == want, "bcast int %d is %d, not %d", k, strided[k], want);
+    }
+    /* An allgather of 1000 blocks of 2 doubles, stride 5, into dense doubles. */
+    CHECK_MPI(MPI_Type_vector(M, 2, 5, MPI_DOUBLE, &dvec));
+    CHECK_MPI(MPI_Type_commit(&dvec));
+    for (int k = 0; k < 5 * M; k++) {
+        dv[k] = rank * 1e6 + k;
+    }
+    CHECK_MPI(MPI_Allgather(dv, 1, dvec, all, 2 * M, MPI_DOUBLE, MPI_COMM_WORLD));
+    for (int r = 0; r < size; r++) {
+        for (int b = 0; b < M; b++) {
+            for (int j = 0; j < 2; j++) {
+                double want = r * 1e6 + 5 * b + j;
+                CHECK(all[2 * M * r + 2 * b + j] == want, "allgather [%d][%d] is %g, not %g", r,
+                      2 * b + j, all[2 * M * r + 2 * b + j], want);
+            }
+        }
+    }
+    CHECK_MPI(MPI_Type_free(&vec));
+    CHECK_MPI(MPI_Type_free(&dvec));
+    free(strided);
+    free(dense);
+    free(dv);
+    free(all);
+}
+
 int main(int argc, char **argv)
 {
     mrt_init(&argc, &argv);
@@ -830,5 +904,6 @@ int main(int argc, char **argv)
     darray_partitions_the_array();
     pack_external32();
     pack_external32_converts();
+    compact_types_across_ranks();
     return mrt_finish("mr_conform");
 }

@@ -13,7 +13,10 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
 
 #include <cmocka.h>
 
@@ -89,6 +92,45 @@ static struct shim_dtype *dt(MPI_Datatype h)
     return t;
 }
 
+/* The contiguous pieces of one element, in typemap order, through the iterator (the only
+ * way out of shim_datatype.c to the typemap); returns their number, fills at most max. */
+static size_t pieces(MPI_Datatype h, MPI_Aint *off, size_t *len, size_t max)
+{
+    struct shim_dtype_iter it;
+    MPI_Aint o;
+    size_t l, n = 0;
+    shim_dtype_iter_init(&it, dt(h), 1);
+    while (shim_dtype_iter_next(&it, SIZE_MAX, &o, &l)) {
+        if (n < max) {
+            off[n] = o;
+            len[n] = l;
+        }
+        n++;
+    }
+    return n;
+}
+
+static size_t nblocks(MPI_Datatype h)
+{
+    return pieces(h, NULL, NULL, 0);
+}
+
+static MPI_Aint block_off(MPI_Datatype h, size_t i)
+{
+    MPI_Aint off[8];
+    size_t len[8];
+    assert_true(pieces(h, off, len, 8) > i);
+    return off[i];
+}
+
+static size_t block_len(MPI_Datatype h, size_t i)
+{
+    MPI_Aint off[8];
+    size_t len[8];
+    assert_true(pieces(h, off, len, 8) > i);
+    return len[i];
+}
+
 static void free_type(MPI_Datatype *t)
 {
     assert_int_equal(MPI_Type_free(t), MPI_SUCCESS);
@@ -104,7 +146,7 @@ static void test_contiguous_of_three_ints_is_12_dense_bytes(void **state)
     assert_int_equal(MPI_Type_contiguous(3, MPI_INT, &t), MPI_SUCCESS);
     assert_shape(t, 0, 12, 0, 12, 12);
     assert_true(dt(t)->contig);
-    assert_int_equal(dt(t)->nblocks, 1);
+    assert_int_equal(nblocks(t), 1);
     free_type(&t);
 }
 
@@ -116,9 +158,9 @@ static void test_vector_has_gaps_between_blocks(void **state)
     assert_int_equal(MPI_Type_vector(3, 2, 4, MPI_INT, &t), MPI_SUCCESS);
     assert_shape(t, 0, 40, 0, 40, 24);
     assert_false(dt(t)->contig);
-    assert_int_equal(dt(t)->nblocks, 3);
-    assert_int_equal(dt(t)->blocks[1].off, 16);
-    assert_int_equal(dt(t)->blocks[1].len, 8);
+    assert_int_equal(nblocks(t), 3);
+    assert_int_equal(block_off(t, 1), 16);
+    assert_int_equal(block_len(t, 1), 8);
     free_type(&t);
 }
 
@@ -150,8 +192,8 @@ static void test_indexed_keeps_typemap_order(void **state)
     /* Ints 3,4 then int 0: bytes [12,20) then [0,4); lb 0, ub 20. */
     assert_int_equal(MPI_Type_indexed(2, bl, disp, MPI_INT, &t), MPI_SUCCESS);
     assert_shape(t, 0, 20, 0, 20, 12);
-    assert_int_equal(dt(t)->blocks[0].off, 12);
-    assert_int_equal(dt(t)->blocks[1].off, 0);
+    assert_int_equal(block_off(t, 0), 12);
+    assert_int_equal(block_off(t, 1), 0);
     free_type(&t);
 }
 
@@ -199,7 +241,7 @@ static void test_struct_of_mixed_types_has_no_base_type(void **state)
     assert_int_equal(MPI_Type_create_struct(2, bl, disp, types, &t), MPI_SUCCESS);
     assert_shape(t, 0, 16, 0, 16, 12);
     assert_int_equal(dt(t)->base, PG_DTYPE_NONE);
-    assert_int_equal(dt(t)->nblocks, 2);
+    assert_int_equal(nblocks(t), 2);
     assert_int_equal(MPI_Type_contiguous(4, MPI_DOUBLE, &c), MPI_SUCCESS);
     assert_int_equal(dt(c)->base, PG_DOUBLE);
     assert_int_equal(dt(c)->base_per_elem, 4);
@@ -217,7 +259,7 @@ static void test_subarray_in_c_order(void **state)
     assert_int_equal(MPI_Type_create_subarray(2, sizes, sub, starts, MPI_ORDER_C, MPI_INT, &t),
                      MPI_SUCCESS);
     assert_shape(t, 0, 80, 28, 32, 24);
-    assert_int_equal(dt(t)->nblocks, 2);
+    assert_int_equal(nblocks(t), 2);
     free_type(&t);
 }
 
@@ -232,7 +274,7 @@ static void test_subarray_in_fortran_order(void **state)
         MPI_Type_create_subarray(2, sizes, sub, starts, MPI_ORDER_FORTRAN, MPI_INT, &t),
         MPI_SUCCESS);
     assert_shape(t, 0, 80, 36, 40, 24);
-    assert_int_equal(dt(t)->nblocks, 3);
+    assert_int_equal(nblocks(t), 3);
     free_type(&t);
 }
 
@@ -672,6 +714,447 @@ static void test_address_arithmetic_and_match_size(void **state)
 
 /* ---- Info. ---- */
 
+/* ---- The compact form: memory that does not grow with the block count. ---- */
+
+/* Limits the address space to what the process maps now plus extra bytes, so that an engine
+ * that allocates in proportion to the block count fails (out of memory) instead of passing
+ * or swapping. Not under the sanitizers: their shadow memory needs terabytes of address
+ * space. Returns whether the limit is in force; *old is what to restore. */
+static bool limit_address_space(size_t extra, struct rlimit *old)
+{
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+    (void)extra;
+    (void)old;
+    return false;
+#else
+    unsigned long pages = 0;
+    FILE *f = fopen("/proc/self/statm", "r");
+    if (!f || fscanf(f, "%lu", &pages) != 1 || getrlimit(RLIMIT_AS, old) != 0) {
+        if (f) {
+            fclose(f);
+        }
+        return false;
+    }
+    fclose(f);
+    struct rlimit lim = {pages * 4096ul + extra, old->rlim_max};
+    return setrlimit(RLIMIT_AS, &lim) == 0;
+#endif
+}
+
+static void restore_address_space(bool limited, const struct rlimit *old)
+{
+    if (limited) {
+        assert_int_equal(setrlimit(RLIMIT_AS, old), 0);
+    }
+}
+
+/* The byte at address i of the test buffers: a hash, so that a misplaced byte shows. */
+static unsigned char pattern(size_t i)
+{
+    return (unsigned char)((i * 2654435761u) >> 13);
+}
+
+static void test_vector_of_2_30_chars_commits_in_a_few_hundred_bytes(void **state)
+{
+    const size_t n = (size_t)1 << 30, span = 2 * n - 1;
+    MPI_Datatype t;
+    struct rlimit old;
+    unsigned char out[4096];
+    (void)state;
+    /* One entry per block would be 2^30 x 16 bytes: far past the 64 MiB allowed here. */
+    bool limited = limit_address_space(64u << 20, &old);
+    int rc = MPI_Type_vector((int)n, 1, 2, MPI_CHAR, &t);
+    if (rc == MPI_SUCCESS) {
+        rc = MPI_Type_commit(&t);
+    }
+    restore_address_space(limited, &old);
+    assert_int_equal(rc, MPI_SUCCESS);
+    /* Blocks at 0, 2, ..., 2^31 - 2: extent 2^31 - 1, size 2^30. */
+    assert_shape(t, 0, (MPI_Aint)span, 0, (MPI_Aint)span, (int)n);
+    assert_true(shim_dtype_mem_bytes(dt(t)) < 1024);
+    print_message("vector of 2^30 chars: %zu bytes\n", shim_dtype_mem_bytes(dt(t)));
+    /* Packs pieces from the middle and the end of a 2 GiB mapping that is never touched
+     * elsewhere (untouched pages cost no memory): the seek must not walk the blocks. */
+    unsigned char *buf = mmap(NULL, span, PROT_READ | PROT_WRITE,
+                              MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (buf == MAP_FAILED) {
+        print_message("skipped the packing: no 2 GiB of address space to map\n");
+        free_type(&t);
+        return;
+    }
+    size_t skips[3] = {n / 2 + 12345, n - sizeof(out), 7};
+    for (int k = 0; k < 3; k++) {
+        for (size_t j = 0; j < sizeof(out); j++) {
+            buf[2 * (skips[k] + j)] = pattern(skips[k] + j);
+        }
+        memset(out, 0, sizeof(out));
+        assert_int_equal(shim_dtype_pack_partial(buf, 1, dt(t), skips[k], out, sizeof(out)),
+                         sizeof(out));
+        for (size_t j = 0; j < sizeof(out); j++) {
+            assert_int_equal(out[j], pattern(skips[k] + j));
+        }
+    }
+    munmap(buf, span);
+    free_type(&t);
+}
+
+static void test_vector_of_2_24_chars_packs_every_byte_without_growing(void **state)
+{
+    const size_t n = (size_t)1 << 24;
+    MPI_Datatype t;
+    struct rlimit old;
+    int pos = 0;
+    unsigned char *buf = malloc(2 * n), *out = malloc(n), piece[65537];
+    (void)state;
+    assert_non_null(buf);
+    assert_non_null(out);
+    for (size_t i = 0; i < 2 * n; i++) {
+        buf[i] = pattern(i);
+    }
+    /* The buffers are allocated: 16 MiB more is all the type and the packing may take. */
+    bool limited = limit_address_space(16u << 20, &old);
+    int rc = MPI_Type_vector((int)n, 1, 2, MPI_CHAR, &t);
+    if (rc == MPI_SUCCESS) {
+        rc = MPI_Type_commit(&t);
+    }
+    if (rc == MPI_SUCCESS) {
+        rc = MPI_Pack(buf, 1, t, out, (int)n, &pos, MPI_COMM_WORLD);
+    }
+    restore_address_space(limited, &old);
+    assert_int_equal(rc, MPI_SUCCESS);
+    assert_int_equal(pos, (int)n);
+    assert_true(shim_dtype_mem_bytes(dt(t)) < 1024);
+    for (size_t i = 0; i < n; i++) {
+        if (out[i] != pattern(2 * i)) {
+            fail_msg("packed byte %zu is %u, not the buffer's byte %zu (%u)", i, out[i], 2 * i,
+                     pattern(2 * i));
+        }
+    }
+    /* In pieces of odd sizes: the same bytes as the one-shot pack. */
+    static const size_t sizes[] = {1, 7, 65537, 4093, 13, 60001};
+    size_t skip = 0;
+    for (int k = 0; skip < n; k = (k + 1) % 6) {
+        size_t got = shim_dtype_pack_partial(buf, 1, dt(t), skip, piece, sizes[k]);
+        assert_int_equal(got, sizes[k] < n - skip ? sizes[k] : n - skip);
+        assert_memory_equal(piece, out + skip, got);
+        skip += got;
+    }
+    /* Unpacked into a cleared buffer: even bytes back, odd bytes untouched. */
+    memset(buf, 0, 2 * n);
+    pos = 0;
+    assert_int_equal(MPI_Unpack(out, (int)n, &pos, buf, 1, t, MPI_COMM_WORLD), MPI_SUCCESS);
+    for (size_t i = 0; i < 2 * n; i++) {
+        if (buf[i] != (i % 2 ? 0 : pattern(i))) {
+            fail_msg("unpacked byte %zu is %u", i, buf[i]);
+        }
+    }
+    free(buf);
+    free(out);
+    free_type(&t);
+}
+
+/* The nested type below, {double, int, char} structs in a vector in an hvector, described
+ * independently: the (offset, size) of every basic element of count elements, in typemap
+ * order. */
+#define NEST_COUNT 3
+#define NEST_VEC 100                                        /* inner: 100 blocks of 2, stride 3 */
+#define NEST_IEXT ((NEST_VEC - 1) * 3 * 16 + 2 * 16)        /* 4784 */
+#define NEST_OSTRIDE (2 * NEST_IEXT + 40)                   /* outer: 5 blocks of 2 inner */
+#define NEST_EXT (4 * NEST_OSTRIDE + 2 * NEST_IEXT)         /* 48000 */
+#define NEST_BASICS (NEST_COUNT * 5 * 2 * NEST_VEC * 2 * 3) /* 18000 */
+
+struct basic {
+    size_t off, len;
+};
+
+static size_t nest_reference(struct basic *list)
+{
+    size_t n = 0;
+    for (size_t e = 0; e < NEST_COUNT; e++) {
+        for (size_t r = 0; r < 5; r++) {
+            for (size_t j = 0; j < 2; j++) {
+                for (size_t v = 0; v < NEST_VEC; v++) {
+                    for (size_t b = 0; b < 2; b++) {
+                        size_t s =
+                            e * NEST_EXT + r * NEST_OSTRIDE + j * NEST_IEXT + v * 48 + b * 16;
+                        list[n++] = (struct basic){s, 8};
+                        list[n++] = (struct basic){s + 8, 4};
+                        list[n++] = (struct basic){s + 12, 1};
+                    }
+                }
+            }
+        }
+    }
+    return n;
+}
+
+static MPI_Datatype nest_type(void)
+{
+    MPI_Datatype s, inner, outer;
+    int bl[3] = {1, 1, 1};
+    MPI_Aint disp[3] = {0, 8, 12};
+    MPI_Datatype types[3] = {MPI_DOUBLE, MPI_INT, MPI_CHAR};
+    assert_int_equal(MPI_Type_create_struct(3, bl, disp, types, &s), MPI_SUCCESS);
+    assert_int_equal(MPI_Type_vector(NEST_VEC, 2, 3, s, &inner), MPI_SUCCESS);
+    assert_int_equal(MPI_Type_create_hvector(5, 2, NEST_OSTRIDE, inner, &outer), MPI_SUCCESS);
+    assert_int_equal(MPI_Type_commit(&outer), MPI_SUCCESS);
+    free_type(&s);
+    free_type(&inner);
+    return outer;
+}
+
+/* The basic elements wholly in the first nbytes packed bytes, or MPI_UNDEFINED. */
+static MPI_Count nest_elements(const struct basic *list, size_t n, size_t nbytes)
+{
+    size_t pos = 0, k = 0;
+    while (k < n && pos + list[k].len <= nbytes) {
+        pos += list[k++].len;
+    }
+    return pos == nbytes ? (MPI_Count)k : MPI_UNDEFINED;
+}
+
+static void test_nested_vector_of_struct_matches_a_naive_packer(void **state)
+{
+    struct basic *list = malloc(NEST_BASICS * sizeof(*list));
+    size_t nb = nest_reference(list), psize = 0;
+    unsigned char *buf = malloc(NEST_COUNT * NEST_EXT), *ref = malloc(NEST_COUNT * NEST_EXT);
+    unsigned char *packed = malloc(NEST_BASICS * 8), *want = malloc(NEST_BASICS * 8);
+    (void)state;
+    assert_int_equal(nb, NEST_BASICS);
+    for (size_t i = 0; i < NEST_COUNT * NEST_EXT; i++) {
+        buf[i] = pattern(i);
+    }
+    memset(ref, 0, NEST_COUNT * NEST_EXT);
+    for (size_t k = 0; k < nb; k++) {
+        memcpy(want + psize, buf + list[k].off, list[k].len);
+        memcpy(ref + list[k].off, buf + list[k].off, list[k].len);
+        psize += list[k].len;
+    }
+    MPI_Datatype t = nest_type();
+    assert_shape(t, 0, NEST_EXT, 0, NEST_EXT - 3, (int)(psize / NEST_COUNT));
+    /* One entry per block (2000 of 13 bytes) or per signature run (6000) would be tens of
+     * kilobytes; the compact form is three small types. */
+    print_message("nested type: %zu bytes\n", shim_dtype_mem_bytes(dt(t)));
+    assert_true(shim_dtype_mem_bytes(dt(t)) < 4096);
+
+    int pos = 0;
+    assert_int_equal(MPI_Pack(buf, NEST_COUNT, t, packed, (int)psize, &pos, MPI_COMM_WORLD),
+                     MPI_SUCCESS);
+    assert_int_equal(pos, (int)psize);
+    assert_memory_equal(packed, want, psize);
+
+    /* Pieces of odd sizes, packed and unpacked: the same bytes as the reference. */
+    static const size_t sizes[] = {1, 7, 13, 4093, 333, 5};
+    unsigned char *typed = calloc(NEST_COUNT * NEST_EXT, 1);
+    memset(packed, 0, psize);
+    for (size_t skip = 0, k = 0, got; skip < psize; skip += got, k = (k + 1) % 6) {
+        got = shim_dtype_pack_partial(buf, NEST_COUNT, dt(t), skip, packed + skip, sizes[k]);
+        assert_int_equal(got, sizes[k] < psize - skip ? sizes[k] : psize - skip);
+        assert_int_equal(
+            shim_dtype_unpack_partial(want + skip, NEST_COUNT, dt(t), skip, typed, sizes[k]), got);
+    }
+    assert_memory_equal(packed, want, psize);
+    assert_memory_equal(typed, ref, NEST_COUNT * NEST_EXT);
+
+    /* The iterator's pieces (at most 5 bytes each), read from buf, are the packed bytes. */
+    struct shim_dtype_iter it;
+    MPI_Aint off;
+    size_t len, at = 0;
+    shim_dtype_iter_init(&it, dt(t), NEST_COUNT);
+    while (shim_dtype_iter_next(&it, 5, &off, &len)) {
+        assert_true(len > 0 && len <= 5 && at + len <= psize);
+        assert_memory_equal(buf + off, want + at, len);
+        at += len;
+    }
+    assert_int_equal(at, psize);
+
+    /* MPI_Get_elements' count of partial messages, mixed types. */
+    static const size_t nbytes[] = {0,    8,    9, 12, 13, 26000, 26008, 26012, 52000 + 13 * 7 + 12,
+                                    5555, 78000};
+    for (size_t k = 0; k < sizeof(nbytes) / sizeof(*nbytes); k++) {
+        assert_int_equal(shim_dtype_elements(dt(t), nbytes[k]), nest_elements(list, nb, nbytes[k]));
+    }
+
+    /* external32: every number big-endian, in typemap order; and back. */
+    MPI_Aint xpos = 0, xsize = 0;
+    assert_int_equal(MPI_Pack_external_size("external32", NEST_COUNT, t, &xsize), MPI_SUCCESS);
+    assert_int_equal(xsize, (MPI_Aint)psize);
+    assert_int_equal(MPI_Pack_external("external32", buf, NEST_COUNT, t, packed, xsize, &xpos),
+                     MPI_SUCCESS);
+    for (size_t k = 0, p = 0; k < nb; p += list[k++].len) {
+        for (size_t b = 0; b < list[k].len; b++) {
+            assert_int_equal(packed[p + b], buf[list[k].off + list[k].len - 1 - b]);
+        }
+    }
+    memset(typed, 0, NEST_COUNT * NEST_EXT);
+    xpos = 0;
+    assert_int_equal(MPI_Unpack_external("external32", packed, xsize, &xpos, typed, NEST_COUNT, t),
+                     MPI_SUCCESS);
+    assert_memory_equal(typed, ref, NEST_COUNT * NEST_EXT);
+
+    free_type(&t);
+    free(typed);
+    free(list);
+    free(buf);
+    free(ref);
+    free(packed);
+    free(want);
+}
+
+static void test_dup_and_resized_of_a_compact_type_pack_alike(void **state)
+{
+    MPI_Datatype v, d, r;
+    int in[700], out[200], two[400], back[596];
+    (void)state;
+    for (int i = 0; i < 700; i++) {
+        in[i] = i * 3 + 1;
+    }
+    /* 100 blocks of 2 ints at ints 6b, 6b + 1: compact (more than 64 blocks); ub 596 ints. */
+    assert_int_equal(MPI_Type_vector(100, 2, 6, MPI_INT, &v), MPI_SUCCESS);
+    assert_int_equal(MPI_Type_dup(v, &d), MPI_SUCCESS);
+    /* The same blocks, an element every 100 ints. */
+    assert_int_equal(MPI_Type_create_resized(v, 0, 100 * sizeof(int), &r), MPI_SUCCESS);
+    assert_int_equal(MPI_Type_commit(&d), MPI_SUCCESS);
+    assert_int_equal(MPI_Type_commit(&r), MPI_SUCCESS);
+    assert_shape(d, 0, 596 * 4, 0, 596 * 4, 800);
+    assert_shape(r, 0, 400, 0, 596 * 4, 800);
+    shim_dtype_pack(in, 1, dt(d), out);
+    for (int b = 0; b < 100; b++) {
+        assert_int_equal(out[2 * b], in[6 * b]);
+        assert_int_equal(out[2 * b + 1], in[6 * b + 1]);
+    }
+    shim_dtype_pack(in, 2, dt(r), two);
+    for (int e = 0; e < 2; e++) {
+        for (int b = 0; b < 100; b++) {
+            assert_int_equal(two[200 * e + 2 * b], in[100 * e + 6 * b]);
+            assert_int_equal(two[200 * e + 2 * b + 1], in[100 * e + 6 * b + 1]);
+        }
+    }
+    /* Unpacked through the dup: the block ints back, the gaps left alone. */
+    memset(back, 0, sizeof(back));
+    shim_dtype_unpack(out, 1, dt(d), back);
+    for (int i = 0; i < 596; i++) {
+        assert_int_equal(back[i], i % 6 < 2 ? in[i] : 0);
+    }
+    free_type(&v);
+    free_type(&d);
+    free_type(&r);
+}
+
+/* Packs count elements of t from a patterned buffer of span bytes in one shot, in pieces of
+ * odd sizes and through the iterator, and unpacks them into a cleared one, comparing each
+ * with the byte ranges list (n of them, typemap order, all count elements) says. */
+static void check_against(MPI_Datatype t, size_t count, const struct basic *list, size_t n,
+                          size_t span)
+{
+    static const size_t sizes[] = {3, 1, 29, 1024, 7};
+    unsigned char *buf = malloc(span), *typed = calloc(span, 1), *ref = calloc(span, 1);
+    size_t psize = 0;
+    for (size_t k = 0; k < n; k++) {
+        psize += list[k].len;
+    }
+    unsigned char *want = malloc(psize + 1), *packed = calloc(psize + 1, 1);
+    for (size_t i = 0; i < span; i++) {
+        buf[i] = pattern(i);
+    }
+    for (size_t k = 0, p = 0; k < n; p += list[k++].len) {
+        memcpy(want + p, buf + list[k].off, list[k].len);
+        memcpy(ref + list[k].off, buf + list[k].off, list[k].len);
+    }
+    assert_int_equal(count * dt(t)->size, psize);
+    shim_dtype_pack(buf, count, dt(t), packed);
+    assert_memory_equal(packed, want, psize);
+    memset(packed, 0, psize);
+    for (size_t skip = 0, k = 0, got; skip < psize; skip += got, k = (k + 1) % 5) {
+        got = shim_dtype_pack_partial(buf, count, dt(t), skip, packed + skip, sizes[k]);
+        assert_int_equal(got, sizes[k] < psize - skip ? sizes[k] : psize - skip);
+        shim_dtype_unpack_partial(want + skip, count, dt(t), skip, typed, got);
+    }
+    assert_memory_equal(packed, want, psize);
+    assert_memory_equal(typed, ref, span);
+    struct shim_dtype_iter it;
+    MPI_Aint off;
+    size_t len, at = 0;
+    shim_dtype_iter_init(&it, dt(t), count);
+    while (shim_dtype_iter_next(&it, 11, &off, &len)) {
+        assert_memory_equal(buf + off, want + at, len);
+        at += len;
+    }
+    assert_int_equal(at, psize);
+    free(buf);
+    free(typed);
+    free(ref);
+    free(want);
+    free(packed);
+}
+
+static void test_large_subarray_indexed_and_struct_match_their_typemaps(void **state)
+{
+    MPI_Datatype sub, idx, st;
+    struct basic *list = malloc(4096 * sizeof(*list));
+    size_t n = 0;
+    (void)state;
+    /* int[12][10][8], the block [2..10][1..8][3..6] in C order: 72 rows of 4 ints (compact),
+     * rows of a plane 8 ints apart, planes 80 ints apart; count 2 (the second array 960 ints
+     * on). */
+    int sizes[3] = {12, 10, 8}, subs[3] = {9, 8, 4}, starts[3] = {2, 1, 3};
+    assert_int_equal(MPI_Type_create_subarray(3, sizes, subs, starts, MPI_ORDER_C, MPI_INT, &sub),
+                     MPI_SUCCESS);
+    assert_int_equal(MPI_Type_commit(&sub), MPI_SUCCESS);
+    for (size_t e = 0; e < 2; e++) {
+        for (size_t i = 0; i < 9; i++) {
+            for (size_t j = 0; j < 8; j++) {
+                size_t at = e * 960 + (2 + i) * 80 + (1 + j) * 8 + 3;
+                list[n++] = (struct basic){4 * at, 16};
+            }
+        }
+    }
+    assert_true(nblocks(sub) > SHIM_DTYPE_FLAT_MAX);
+    check_against(sub, 2, list, n, 2 * 960 * 4);
+    /* 100 blocks of 1 + b % 3 doubles at doubles 5b (b even) or 5b + 1 (b odd), backwards:
+     * block b is listed at position 99 - b. Nothing merges: this one stays a flat list (its
+     * blocks are its arguments, and 100 entries would be larger). */
+    int bl[100], disp[100];
+    n = 0;
+    for (int k = 0; k < 100; k++) {
+        int b = 99 - k;
+        bl[k] = 1 + b % 3;
+        disp[k] = 5 * b + b % 2;
+        list[n++] = (struct basic){8 * (size_t)disp[k], 8 * (size_t)bl[k]};
+    }
+    assert_int_equal(MPI_Type_indexed(100, bl, disp, MPI_DOUBLE, &idx), MPI_SUCCESS);
+    assert_int_equal(MPI_Type_commit(&idx), MPI_SUCCESS);
+    check_against(idx, 1, list, n, 8 * 500);
+    /* A struct of 80 members alternating a short and the indexed type above, 4000 bytes
+     * apart (the indexed one's extent is (5 * 99 + 1 + 1) * 8 = 3976): 4040 blocks, compact. */
+    int sbl[80];
+    MPI_Aint sdisp[80];
+    MPI_Datatype stypes[80];
+    struct basic *inner = malloc(100 * sizeof(*inner));
+    memcpy(inner, list, 100 * sizeof(*inner));
+    n = 0;
+    for (int k = 0; k < 80; k++) {
+        sbl[k] = 1;
+        sdisp[k] = 4000 * (MPI_Aint)k;
+        stypes[k] = k % 2 ? idx : MPI_SHORT;
+        if (k % 2) {
+            for (int b = 0; b < 100; b++) {
+                list[n++] = (struct basic){(size_t)sdisp[k] + inner[b].off, inner[b].len};
+            }
+        } else {
+            list[n++] = (struct basic){(size_t)sdisp[k], 2};
+        }
+    }
+    assert_int_equal(MPI_Type_create_struct(80, sbl, sdisp, stypes, &st), MPI_SUCCESS);
+    assert_int_equal(MPI_Type_commit(&st), MPI_SUCCESS);
+    check_against(st, 1, list, n, 80 * 4000);
+    free_type(&sub);
+    free_type(&idx);
+    free_type(&st);
+    free(inner);
+    free(list);
+}
+
 static void test_info_set_get_nkeys_nthkey(void **state)
 {
     MPI_Info info;
@@ -780,6 +1263,11 @@ int main(void)
         cmocka_unit_test(test_constructor_argument_errors),
         cmocka_unit_test(test_elements_counts_basic_elements),
         cmocka_unit_test(test_address_arithmetic_and_match_size),
+        cmocka_unit_test(test_vector_of_2_30_chars_commits_in_a_few_hundred_bytes),
+        cmocka_unit_test(test_vector_of_2_24_chars_packs_every_byte_without_growing),
+        cmocka_unit_test(test_nested_vector_of_struct_matches_a_naive_packer),
+        cmocka_unit_test(test_dup_and_resized_of_a_compact_type_pack_alike),
+        cmocka_unit_test(test_large_subarray_indexed_and_struct_match_their_typemaps),
         cmocka_unit_test(test_info_set_get_nkeys_nthkey),
         cmocka_unit_test(test_info_delete_and_dup),
         cmocka_unit_test(test_info_errors),
