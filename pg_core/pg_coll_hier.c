@@ -284,14 +284,15 @@ static bool chain_desc(void *arg, struct pg_awaited *a)
     bool node = o->on && o->on == o->h->node;
 
     if (!o->busy) {
-        snprintf(a->who, sizeof(a->who), "the group's earlier non-blocking node-aware "
-                                         "collectives");
-        snprintf(a->how, sizeof(a->how), "stage %d of %d of the node-aware %s, not yet "
-                                         "started: they start theirs first",
+        snprintf(a->who, sizeof(a->who),
+                 "the group's earlier non-blocking node-aware collectives");
+        snprintf(a->how, sizeof(a->how),
+                 "stage %d of %d of the node-aware %s, not yet started: they start theirs first",
                  o->next + 1, o->nstages, o->name);
         return true;
     }
-    snprintf(a->who, sizeof(a->who), "%s", node ? "ranks of this node" : "the other nodes' leaders");
+    snprintf(a->who, sizeof(a->who), "%s",
+             node ? "ranks of this node" : "the other nodes' leaders");
     snprintf(a->how, sizeof(a->how), "stage %d of %d of the node-aware %s: its %s", o->next,
              o->nstages, o->name, node ? "step within the node" : "step among the node leaders");
     return true;

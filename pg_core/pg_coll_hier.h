@@ -3,11 +3,12 @@
  * two sub-groups, and the five algorithms built on them (pg_coll_hier_<kind>.c).
  *
  * A group that spans nodes with several ranks on some node runs its allreduce, bcast,
- * reduce, allgather and barrier, blocking and non-blocking, in three steps: within each node (shared memory and
- * the rings), among one leader per node (the network), and within each node again. The
- * layout is a pure function of what every rank knows alike (the bootstrap's node name of
- * every world rank and MPISHIM_NODE_SPLIT), so every member finds the same one without a
- * message; pg_coll.c's selection reads it beside the op and the root.
+ * reduce, allgather and barrier, blocking and non-blocking, in three steps: within each
+ * node (shared memory and the rings), among one leader per node (the network), and within
+ * each node again. The layout is a pure function of what every rank knows alike (the
+ * bootstrap's node name of every world rank and MPISHIM_NODE_SPLIT), so every member finds
+ * the same one without a message; pg_coll.c's selection reads it beside the op and the
+ * root.
  */
 #ifndef PG_COLL_HIER_H
 #define PG_COLL_HIER_H
@@ -110,11 +111,11 @@ struct pg_hier_op {
     struct pg_group *g;
     struct pg_hier *h;
     pg_hier_stage_fn stage;
-    const char *name;        /* "allreduce", for a timeout's message */
-    int nstages, next;       /* its stages, and the next one to start */
-    bool busy;               /* sub is in flight */
-    bool queued;             /* in h->waiting */
-    struct pg_group *on;     /* the group of the stage in flight, for a timeout's message */
+    const char *name;    /* "allreduce", for a timeout's message */
+    int nstages, next;   /* its stages, and the next one to start */
+    bool busy;           /* sub is in flight */
+    bool queued;         /* in h->waiting */
+    struct pg_group *on; /* the group of the stage in flight, for a timeout's message */
     struct mps_list link;
     struct pg_req sub;
     /* the call's arguments and scratch */
