@@ -119,9 +119,9 @@
       "1: allreduce, bcast and barrier of up to 2 KiB on a group within one node go through "      \
       "shared memory in one round (pg_coll_shm.c); 0: through messages")                           \
     X(COLL_HIER, "MPISHIM_COLL_HIER", BOOL, "1", MPS_ANY,                                          \
-      "1: blocking allreduce, bcast, reduce, allgather and barrier of a group that spans nodes "   \
-      "with several ranks on a node run within each node, then among one leader per node; 0: "     \
-      "flat")                                                                                      \
+      "1: allreduce, bcast, reduce, allgather and barrier (blocking and non-blocking) of a "      \
+      "group that spans nodes with several ranks on a node run within each node, then among "      \
+      "one leader per node; 0: flat")                                                              \
     X(NODE_SPLIT, "MPISHIM_NODE_SPLIT", INT, "0", MPS_ANY,                                         \
       "test knob: k > 0 makes node-aware collectives treat every k ranks of a node (by local "     \
       "rank) as a node of their own; the transport is unchanged. 0: the real nodes")               \

@@ -29,7 +29,12 @@
     X(ALLGATHER_BRUCK, "allgather_bruck", "scheduled allgathers by Bruck's algorithm")             \
     X(ALLGATHER_RING, "allgather_ring", "scheduled allgather(v)s by the ring")                     \
     X(BARRIER_DISSEMINATION, "barrier_dissemination",                                              \
-      "scheduled (nonblocking) barriers by dissemination")
+      "scheduled (nonblocking) barriers by dissemination")                                         \
+    X(ALLREDUCE_HIER, "allreduce_hier", "node-aware allreduces, blocking and nonblocking")         \
+    X(BCAST_HIER, "bcast_hier", "node-aware broadcasts, blocking and nonblocking")                 \
+    X(REDUCE_HIER, "reduce_hier", "node-aware reduces, blocking and nonblocking")                  \
+    X(ALLGATHER_HIER, "allgather_hier", "node-aware allgathers, blocking and nonblocking")         \
+    X(BARRIER_HIER, "barrier_hier", "node-aware barriers, blocking and nonblocking")
 
 enum mps_algo {
 #define MPS_ALGO_ENUM(id, name, doc) MPS_ALGO_##id,

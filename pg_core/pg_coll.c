@@ -52,8 +52,12 @@ static bool algo_auto(enum mps_config_id id)
 
 int pg_ibarrier_impl(struct pg_group *g, struct pg_req *req)
 {
-    struct pg_sched *s = pg_sched_new(g, NULL, req);
+    struct pg_sched *s;
 
+    if (pg_hier_on(g)) {
+        return pg_ibarrier_hier(g, req);
+    }
+    s = pg_sched_new(g, NULL, req);
     if (!s) {
         return PGC_ERR_NOMEM;
     }
@@ -73,6 +77,9 @@ int pg_ibcast_impl(struct pg_group *g, void *buf, size_t bytes, int root, struct
 
     if (rc != PGC_OK) {
         return rc;
+    }
+    if (pg_hier_on(g)) {
+        return pg_ibcast_hier(g, buf, bytes, root, req);
     }
     s = pg_sched_new(g, NULL, req);
     if (!s) {
@@ -114,6 +121,9 @@ int pg_ireduce_impl(struct pg_group *g, const void *in, void *out, size_t count,
     }
     if (rc != PGC_OK) {
         return rc;
+    }
+    if (op->commutative && pg_hier_on(g)) {
+        return pg_ireduce_hier(g, in, out, count, op, root, req);
     }
     s = pg_sched_new(g, op, req);
     if (!s) {
@@ -183,6 +193,9 @@ int pg_iallreduce_impl(struct pg_group *g, const void *in, void *out, size_t cou
 
     if (rc != PGC_OK) {
         return rc;
+    }
+    if (op->commutative && pg_hier_on(g)) {
+        return pg_iallreduce_hier(g, in, out, count, op, req);
     }
     s = pg_sched_new(g, op, req);
     if (!s) {
@@ -316,6 +329,9 @@ int pg_iallgather_impl(struct pg_group *g, const void *in, void *out, size_t byt
     size_t *cd;
     int rc;
 
+    if (pg_hier_on(g)) {
+        return pg_iallgather_hier(g, in, out, bytes, req);
+    }
     if (all_pairs_chosen(g, bytes)) {
         return iallgather_pairs(g, in, out, bytes, req);
     }
@@ -345,14 +361,16 @@ int pg_iallgather_impl(struct pg_group *g, const void *in, void *out, size_t byt
  * shared-memory ones as a schedule's poll step (pg_shm_sched), the direct ones as the
  * schedule of the same messages. MPI does not need that (its blocking collectives never
  * match non-blocking ones), but pgc does: torch's async_op is each rank's own choice, and
- * pgc's blocking calls run these forms (not where the node-aware forms below apply, which
- * have no non-blocking twin: pg_coll_sync_ok).
+ * pgc's blocking calls run these forms.
  *
- * Before all of these: a group that spans nodes with several ranks on a node runs
- * node-aware (pg_coll_hier_<kind>.c): within each node, among one leader per node, within
- * each node again. The layout comes from the node names every rank has alike (never from
- * buffers), and reductions go that way only with a commutative op, since each node
- * reduces its own ranks first.
+ * Before all of these, blocking and non-blocking (pg_i*_impl above): a group that spans
+ * nodes with several ranks on a node runs node-aware (pg_coll_hier_<kind>.c): within each
+ * node, among one leader per node, within each node again. The layout comes from the node
+ * names every rank has alike (never from buffers), and reductions go that way only with a
+ * commutative op, since each node reduces its own ranks first. The two forms run the same
+ * steps; a blocking call made while a non-blocking one of this rank still has steps to
+ * start runs the non-blocking form and waits (pg_hier_idle), so that the steps of both
+ * start in call order on every rank.
  */
 #define PG_BLOCKING(call)                                                                          \
     do {                                                                                           \
@@ -364,6 +382,11 @@ int pg_iallgather_impl(struct pg_group *g, const void *in, void *out, size_t byt
 /* The scheduled paths stay out of line: the blocking forms' fast paths are then a check and
  * a tail call, with no request on their stack. */
 #define PG_SLOW __attribute__((noinline, cold))
+
+PG_SLOW static int barrier_sched(struct pg_group *g)
+{
+    PG_BLOCKING(pg_ibarrier(g, &req));
+}
 
 PG_SLOW static int bcast_sched(struct pg_group *g, void *buf, size_t bytes, int root)
 {
@@ -401,7 +424,7 @@ PG_SLOW static int alltoall_sched(struct pg_group *g, const void *in, void *out,
 int pg_barrier_impl(struct pg_group *g)
 {
     if (pg_hier_on(g)) {
-        return pg_barrier_hier(g);
+        return pg_hier_idle(g) ? pg_barrier_hier(g) : barrier_sched(g);
     }
     return pg_barrier_direct(g);
 }
@@ -409,7 +432,8 @@ int pg_barrier_impl(struct pg_group *g)
 int pg_bcast_impl(struct pg_group *g, void *buf, size_t bytes, int root)
 {
     if (pg_hier_on(g) && pg_check_root(g, root) == PGC_OK) {
-        return pg_bcast_hier(g, buf, bytes, root);
+        return pg_hier_idle(g) ? pg_bcast_hier(g, buf, bytes, root)
+                               : bcast_sched(g, buf, bytes, root);
     }
     /* pg_bcast_direct_ok reads buf only to pick between the direct and the scheduled
      * binomial tree, which send the same messages. */
@@ -424,7 +448,8 @@ int pg_reduce_impl(struct pg_group *g, const void *in, void *out, size_t count,
 {
     if (op->commutative && pg_hier_on(g) && pg_check_root(g, root) == PGC_OK &&
         pg_check_op(op) == PGC_OK) {
-        return pg_reduce_hier(g, in, out, count, op, root);
+        return pg_hier_idle(g) ? pg_reduce_hier(g, in, out, count, op, root)
+                               : reduce_sched(g, in, out, count, op, root);
     }
     if (count * op->elem_size <= PG_DIRECT_MAX) {
         return pg_reduce_direct(g, in, out, count, op, root);
@@ -436,7 +461,8 @@ int pg_allreduce_impl(struct pg_group *g, const void *in, void *out, size_t coun
                       const struct pg_op_spec *op)
 {
     if (op->commutative && pg_hier_on(g) && pg_check_op(op) == PGC_OK) {
-        return pg_allreduce_hier(g, in, out, count, op);
+        return pg_hier_idle(g) ? pg_allreduce_hier(g, in, out, count, op)
+                               : allreduce_sched(g, in, out, count, op);
     }
     if (count * op->elem_size <= PG_DIRECT_MAX) {
         return pg_allreduce_direct(g, in, out, count, op);
@@ -456,7 +482,8 @@ int pg_reduce_scatter_block(struct pg_group *g, const void *in, void *out, size_
 int pg_allgather_impl(struct pg_group *g, const void *in, void *out, size_t bytes)
 {
     if (pg_hier_on(g)) {
-        return pg_allgather_hier(g, in, out, bytes);
+        return pg_hier_idle(g) ? pg_allgather_hier(g, in, out, bytes)
+                               : allgather_sched(g, in, out, bytes);
     }
     if (all_pairs_chosen(g, bytes)) {
         return pg_allgather_direct(g, in, out, bytes);

@@ -148,7 +148,9 @@ int pg_reduce_scatter_block_direct(struct pg_group *g, const void *in, void *out
 {
     unsigned char all[PG_DIRECT_MAX];
     size_t block = count * op->elem_size;
-    int rc = pg_allreduce_direct(g, in, all, count * (size_t)g->size, op);
+    /* The allreduce's own selection (node-aware across nodes, else the direct one): pgc's
+     * async form of this call runs pg_iallreduce, which a peer's blocking call must meet. */
+    int rc = pg_allreduce_impl(g, in, all, count * (size_t)g->size, op);
 
     if (rc == PGC_OK) {
         memcpy(out, all + (size_t)g->rank * block, block);

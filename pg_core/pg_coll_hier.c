@@ -10,8 +10,13 @@
  *
  * The layout is computed without a message and cached on the group; the world's is
  * computed from the names once and every other group's from it. The two sub-groups (my
- * node's ranks, one leader per node) are created by their members at g's first
- * hierarchical collective (pg_hier_prepare): a group that never runs one costs nothing.
+ * node's ranks, one leader per node) are created when g is (pg_hier_prepare, called by
+ * pg_init and every group creation), only where g runs node-aware. Not later, at g's first
+ * node-aware collective: creating them is collective and blocks, and a non-blocking
+ * collective must not wait for its peers to call it (a rank may start MPI_Ibarrier and then
+ * block in a receive that another rank sends before its own MPI_Ibarrier).
+ *
+ * Below: the chains that run the non-blocking forms' stages (pg_coll_hier.h).
  */
 #include "config.h"
 
@@ -23,6 +28,7 @@
 #include "pg_internal.h"
 #include "pgc_status.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -139,6 +145,7 @@ struct pg_hier *pg_hier_layout(struct pg_group *g)
             h->pos = h->node_of + g->size;
             h->count = h->pos + g->size;
             h->leader = h->count + g->size;
+            mps_list_init(&h->waiting);
         }
         if (h && compute(g, h) != PGC_OK) {
             free(h);
@@ -184,6 +191,18 @@ int pg_hier_prepare(struct pg_group *g)
     return rc;
 }
 
+int pg_hier_created(int rc, struct pg_group **g)
+{
+    if (rc == PGC_OK && *g) {
+        rc = pg_hier_prepare(*g);
+        if (rc != PGC_OK) {
+            pg_group_release(*g);
+            *g = NULL;
+        }
+    }
+    return rc;
+}
+
 void pg_hier_free(struct pg_group *g)
 {
     struct pg_hier *h = g->hier;
@@ -194,4 +213,114 @@ void pg_hier_free(struct pg_group *g)
         pg_group_release(h->leaders);
         free(h);
     }
+}
+
+/* ---- the chains of the non-blocking forms ---- */
+
+static void unqueue(struct pg_hier_op *o)
+{
+    if (o->queued) {
+        mps_list_remove(&o->link);
+        o->queued = false;
+        __atomic_store_n(&o->h->nwaiting, o->h->nwaiting - 1, __ATOMIC_RELEASE);
+    }
+}
+
+/* Starts o's stages while its stage in flight has completed and it is the oldest chain with
+ * stages to start; *done once its last stage has completed. */
+static int advance_chain(struct pg_hier_op *o, bool *done)
+{
+    int rc = PGC_OK;
+
+    while (rc == PGC_OK) {
+        if (o->busy && !pg_req_is_done(&o->sub)) {
+            break;
+        }
+        if (o->busy) {
+            o->busy = false;
+            rc = o->sub.status;
+        } else if (o->next == o->nstages) {
+            *done = true;
+            break;
+        } else if (o->h->waiting.next != &o->link) {
+            break; /* an older chain has a stage to start first */
+        } else {
+            pg_req_init(&o->sub, PG_REQ_COLL);
+            o->on = NULL;
+            rc = o->stage(o, o->next++, &o->busy);
+            if (o->next == o->nstages) {
+                unqueue(o);
+            }
+        }
+    }
+    return rc;
+}
+
+/* The schedule's poll step (under the world lock): the first call takes o's place in the
+ * order of g's chains. */
+static int chain_poll(void *arg, bool *done)
+{
+    struct pg_hier_op *o = arg;
+    int rc;
+
+    *done = false;
+    if (o->next == 0 && !o->queued) {
+        mps_list_push_back(&o->h->waiting, &o->link);
+        o->queued = true;
+        __atomic_store_n(&o->h->nwaiting, o->h->nwaiting + 1, __ATOMIC_RELEASE);
+    }
+    rc = advance_chain(o, done);
+    if (rc != PGC_OK) {
+        unqueue(o); /* the chains after it must not wait for its stages */
+        *done = true;
+    }
+    return rc;
+}
+
+/* What a chain waits for, when a wait for it timed out. */
+static bool chain_desc(void *arg, struct pg_awaited *a)
+{
+    struct pg_hier_op *o = arg;
+    bool node = o->on && o->on == o->h->node;
+
+    if (!o->busy) {
+        snprintf(a->who, sizeof(a->who),
+                 "the group's earlier non-blocking node-aware collectives");
+        snprintf(a->how, sizeof(a->how),
+                 "stage %d of %d of the node-aware %s, not yet started: they start theirs first",
+                 o->next + 1, o->nstages, o->name);
+        return true;
+    }
+    snprintf(a->who, sizeof(a->who), "%s",
+             node ? "ranks of this node" : "the other nodes' leaders");
+    snprintf(a->how, sizeof(a->how), "stage %d of %d of the node-aware %s: its %s", o->next,
+             o->nstages, o->name, node ? "step within the node" : "step among the node leaders");
+    return true;
+}
+
+struct pg_hier_op *pg_hier_op_new(struct pg_sched *s, pg_hier_stage_fn stage, int nstages,
+                                  const char *name)
+{
+    struct pg_hier_op *o = pg_sched_alloc(s, sizeof(*o));
+
+    if (o) {
+        memset(o, 0, sizeof(*o));
+        o->g = s->g;
+        o->h = s->g->hier;
+        o->stage = stage;
+        o->nstages = nstages;
+        o->name = name;
+        mps_list_init(&o->link);
+    }
+    return o;
+}
+
+int pg_hier_op_launch(struct pg_sched *s, struct pg_hier_op *o)
+{
+    pg_sched_algo(s, "node-aware stages");
+    if (o) {
+        pg_sched_poll(s, chain_poll, o);
+        pg_sched_poll_desc(s, chain_desc);
+    }
+    return pg_sched_launch(s);
 }

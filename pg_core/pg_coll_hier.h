@@ -2,17 +2,19 @@
  * pg_coll_hier.h - node-aware (hierarchical) collectives: the node layout of a group, its
  * two sub-groups, and the five algorithms built on them (pg_coll_hier_<kind>.c).
  *
- * A group that spans nodes with several ranks on some node runs its blocking allreduce,
- * bcast, reduce, allgather and barrier in three steps: within each node (shared memory and
- * the rings), among one leader per node (the network), and within each node again. The
- * layout is a pure function of what every rank knows alike (the bootstrap's node name of
- * every world rank and MPISHIM_NODE_SPLIT), so every member finds the same one without a
- * message; pg_coll.c's selection reads it beside the op and the root.
+ * A group that spans nodes with several ranks on some node runs its allreduce, bcast,
+ * reduce, allgather and barrier, blocking and non-blocking, in three steps: within each
+ * node (shared memory and the rings), among one leader per node (the network), and within
+ * each node again. The layout is a pure function of what every rank knows alike (the
+ * bootstrap's node name of every world rank and MPISHIM_NODE_SPLIT), so every member finds
+ * the same one without a message; pg_coll.c's selection reads it beside the op and the
+ * root.
  */
 #ifndef PG_COLL_HIER_H
 #define PG_COLL_HIER_H
 
 #include "pg.h"
+#include "pg_sched.h"
 
 struct pg_hier {
     bool on;      /* the group spans nodes and some node has several of its ranks */
@@ -26,6 +28,11 @@ struct pg_hier {
     int *leader;           /* node -> its leader: its lowest group rank, rank `node` of leaders */
     struct pg_group *node; /* my node's ranks in group order; NULL when alone there */
     struct pg_group *leaders; /* one rank per node, in node order; NULL on non-leaders */
+    /* Non-blocking node-aware collectives with stages still to start, in the order they
+     * were called (struct pg_hier_op via link; the world lock guards it), and how many
+     * (written under the lock, read without it by pg_hier_idle). */
+    struct mps_list waiting;
+    int nwaiting;
 };
 
 /* Computes g's layout once (under the world lock) and caches it on g; NULL without memory
@@ -49,9 +56,24 @@ static inline bool pg_hier_on(struct pg_group *g)
 
 /* Creates g's node and leader sub-groups if g runs node-aware and has none yet. Collective
  * over g (every member calls it, in the same order as g's other collectives); a no-op for
- * a flat group. Group creation calls it before it reads its context-id proposal, so that a
- * hierarchical allreduce inside the agreement never creates groups halfway through it. */
+ * a flat group. pg_init calls it on the world and every group creation on the new group
+ * (pg_hier_created), so that no non-blocking collective has to create them (and wait for
+ * its peers to do so); group creation also calls it on the parent before it reads its
+ * context-id proposal (a no-op by then). */
 int pg_hier_prepare(struct pg_group *g);
+
+/* The end of every group creation (rc its result, *g the new group or NULL on a rank
+ * outside it): pg_hier_prepare on *g by its members, all of which are in the same creation
+ * call; if that fails, *g is released and set to NULL. Returns the result. */
+int pg_hier_created(int rc, struct pg_group **g);
+
+/* Whether no non-blocking node-aware collective of this rank on g has a stage still to
+ * start: then a blocking one may run its stages directly (else it starts the non-blocking
+ * form and waits, so that the stages of both start in the order the calls were made). */
+static inline bool pg_hier_idle(const struct pg_group *g)
+{
+    return __atomic_load_n(&g->hier->nwaiting, __ATOMIC_ACQUIRE) == 0;
+}
 
 /* Releases the sub-groups and the layout (pg_group_release). */
 void pg_hier_free(struct pg_group *g);
@@ -65,5 +87,61 @@ int pg_reduce_hier(struct pg_group *g, const void *in, void *out, size_t count,
                    const struct pg_op_spec *op, int root);
 int pg_allgather_hier(struct pg_group *g, const void *in, void *out, size_t bytes);
 int pg_barrier_hier(struct pg_group *g);
+
+/*
+ * The non-blocking forms: a chain of stages, each a collective (or one message) on the node
+ * or the leaders' group, started when the stage before it has completed, by a poll step of
+ * a schedule on g (pg_sched_poll) that the progress engine runs while the caller computes.
+ * The stages are those of the blocking form, with the same arguments, so that a rank may
+ * run either form while its peers run the other (pgc's async_op is each rank's own choice).
+ *
+ * Order: the sub-groups' collectives are matched by their sequence numbers, taken when each
+ * stage starts. Stages of several outstanding collectives must therefore start in the same
+ * order on every rank, whatever order their predecessors complete in: a collective starts
+ * its stages only while it is the oldest of g's that still has stages to start
+ * (h->waiting), so they start in call order, stage by stage, as the blocking forms run
+ * them. A collective's last stage overlaps with the next one's first.
+ */
+struct pg_hier_op;
+/* Does stage `stage` of o: local work and/or starting one sub-collective on o->sub
+ * (*started then true). */
+typedef int (*pg_hier_stage_fn)(struct pg_hier_op *o, int stage, bool *started);
+
+struct pg_hier_op {
+    struct pg_group *g;
+    struct pg_hier *h;
+    pg_hier_stage_fn stage;
+    const char *name;    /* "allreduce", for a timeout's message */
+    int nstages, next;   /* its stages, and the next one to start */
+    bool busy;           /* sub is in flight */
+    bool queued;         /* in h->waiting */
+    struct pg_group *on; /* the group of the stage in flight, for a timeout's message */
+    struct mps_list link;
+    struct pg_req sub;
+    /* the call's arguments and scratch */
+    const void *in;
+    void *out, *acc, *tmp;
+    size_t count, bytes, *cd;
+    struct pg_op_spec op;
+    int root;
+};
+
+/* A new chain of nstages stages on the schedule s (on g): its memory belongs to s; NULL
+ * when it has none (s holds the error). */
+struct pg_hier_op *pg_hier_op_new(struct pg_sched *s, pg_hier_stage_fn stage, int nstages,
+                                  const char *name);
+/* Starts o's schedule: its first stage starts now if no earlier chain waits. */
+int pg_hier_op_launch(struct pg_sched *s, struct pg_hier_op *o);
+
+/* The non-blocking algorithms: the contracts of pg_iallreduce etc. (pg.h), for groups where
+ * pg_hier_on holds; reductions with a commutative op only. */
+int pg_iallreduce_hier(struct pg_group *g, const void *in, void *out, size_t count,
+                       const struct pg_op_spec *op, struct pg_req *req);
+int pg_ibcast_hier(struct pg_group *g, void *buf, size_t bytes, int root, struct pg_req *req);
+int pg_ireduce_hier(struct pg_group *g, const void *in, void *out, size_t count,
+                    const struct pg_op_spec *op, int root, struct pg_req *req);
+int pg_iallgather_hier(struct pg_group *g, const void *in, void *out, size_t bytes,
+                       struct pg_req *req);
+int pg_ibarrier_hier(struct pg_group *g, struct pg_req *req);
 
 #endif

@@ -11,10 +11,14 @@
  * The leaders exchange node blocks in node order; where a node's ranks are not consecutive
  * in the group (a cyclic placement, MPISHIM_NODE_SPLIT on an interleaved group) they are
  * gathered into scratch and put in rank order before the node broadcast.
+ *
+ * The non-blocking form runs the same steps as a chain of non-blocking collectives on the
+ * same groups with the same arguments (pg_coll_hier.h), so the two forms match.
  */
 #include "config.h"
 
 #include "mps_log.h"
+#include "mps_stats.h"
 #include "pg_coll2.h"
 #include "pg_coll_hier.h"
 #include "pg_internal.h"
@@ -28,10 +32,11 @@ static int wait_started(int rc, struct pg_req *req)
     return rc == PGC_OK ? pg_wait(req, -1) : rc;
 }
 
-/* The leaders' allgather of node blocks into tmp, node k's block at off[k]. */
-static int leaders_exchange(struct pg_hier *h, char *tmp, size_t bytes, size_t *cd)
+/* Starts the leaders' allgather of node blocks into tmp, node k's block at cd[nnodes + k]
+ * (cd: the counts, then the displacements, of the nodes' blocks). */
+static int leaders_exchange_start(struct pg_hier *h, char *tmp, size_t bytes, size_t *cd,
+                                  struct pg_req *req)
 {
-    struct pg_req req = {0};
     size_t *counts = cd, *displs = cd + h->nnodes, at = 0;
 
     for (int k = 0; k < h->nnodes; k++) {
@@ -39,9 +44,27 @@ static int leaders_exchange(struct pg_hier *h, char *tmp, size_t bytes, size_t *
         displs[k] = at;
         at += counts[k];
     }
-    return wait_started(pg_iallgatherv(h->leaders, tmp + displs[h->my_node], counts[h->my_node],
-                                       tmp, counts, displs, &req),
-                        &req);
+    return pg_iallgatherv(h->leaders, tmp + displs[h->my_node], counts[h->my_node], tmp, counts,
+                          displs, req);
+}
+
+/* The leaders' allgather of node blocks, waited for. */
+static int leaders_exchange(struct pg_hier *h, char *tmp, size_t bytes, size_t *cd)
+{
+    struct pg_req req = {0};
+
+    return wait_started(leaders_exchange_start(h, tmp, bytes, cd, &req), &req);
+}
+
+/* Where my node's block starts in the node-ordered blocks: the ranks of the nodes before. */
+static size_t node_start(const struct pg_hier *h, size_t bytes)
+{
+    size_t before = 0;
+
+    for (int k = 0; k < h->my_node; k++) {
+        before += (size_t)h->count[k] * bytes;
+    }
+    return before;
 }
 
 /* Node-ordered blocks (tmp) to rank order (out). */
@@ -73,13 +96,8 @@ int pg_allgather_hier(struct pg_group *g, const void *in, void *out, size_t byte
                                    g->rank, total);
     }
     if (rc == PGC_OK) {
-        /* Where my node's block starts in tmp: the ranks of the nodes before it. */
-        size_t before = 0;
-
-        for (int k = 0; k < h->my_node; k++) {
-            before += (size_t)h->count[k] * bytes;
-        }
-        mine = tmp ? tmp + before : NULL;
+        mps_stats_algo(MPS_ALGO_ALLGATHER_HIER);
+        mine = tmp ? tmp + node_start(h, bytes) : NULL;
         if (h->node) {
             rc = wait_started(pg_igather(h->node, in, mine, bytes, 0, &req), &req);
         } else if (mine != in) {
@@ -99,5 +117,71 @@ int pg_allgather_hier(struct pg_group *g, const void *in, void *out, size_t byte
         free(tmp);
     }
     free(cd);
+    return rc;
+}
+
+/* Stage 0 gathers the node's blocks at its leader, 1 exchanges the node blocks among the
+ * leaders (and puts them in rank order), 2 broadcasts the whole within the node:
+ * pg_allgather_hier's calls, started non-blocking. */
+static int allgather_stage(struct pg_hier_op *o, int stage, bool *started)
+{
+    struct pg_hier *h = o->h;
+    char *mine = o->tmp ? (char *)o->tmp + node_start(h, o->bytes) : NULL;
+    int rc = PGC_OK;
+
+    o->on = stage == 1 ? h->leaders : h->node;
+    *started = false;
+    if (stage == 0 && h->node) {
+        rc = pg_igather(h->node, o->in, mine, o->bytes, 0, &o->sub);
+        *started = true;
+    } else if (stage == 0 && mine != o->in) {
+        memmove(mine, o->in, o->bytes);
+    } else if (stage == 1 && h->leaders) {
+        rc = leaders_exchange_start(h, o->tmp, o->bytes, o->cd, &o->sub);
+        *started = true;
+    } else if (stage == 2) {
+        if (h->leaders && o->tmp != o->out) {
+            to_rank_order(o->g, h, o->tmp, o->out, o->bytes, o->cd + h->nnodes);
+        }
+        if (h->node) {
+            rc = pg_ibcast_impl(h->node, o->out, (size_t)o->g->size * o->bytes, 0, &o->sub);
+            *started = true;
+        }
+    }
+    *started = *started && rc == PGC_OK;
+    return rc;
+}
+
+int pg_iallgather_hier(struct pg_group *g, const void *in, void *out, size_t bytes,
+                       struct pg_req *req)
+{
+    struct pg_sched *s;
+    struct pg_hier_op *o;
+    struct pg_hier *h = g->hier;
+    int rc = pg_hier_prepare(g);
+
+    if (rc != PGC_OK) {
+        return rc;
+    }
+    s = pg_sched_new(g, NULL, req);
+    if (!s) {
+        return PGC_ERR_NOMEM;
+    }
+    pg_sched_sig(s, PG_COLL_ALLGATHER, NULL, -1);
+    o = pg_hier_op_new(s, allgather_stage, 3, "allgather");
+    if (o) {
+        o->in = in;
+        o->out = out;
+        o->bytes = bytes;
+    }
+    if (o && h->leaders) {
+        /* Consecutive nodes need no reordering: the leaders gather straight into out. */
+        o->tmp = h->blocked ? out : pg_sched_alloc(s, (size_t)g->size * bytes);
+        o->cd = pg_sched_alloc(s, sizeof(size_t) * 2 * (size_t)h->nnodes);
+    }
+    rc = pg_hier_op_launch(s, o);
+    if (rc == PGC_OK) {
+        mps_stats_algo(MPS_ALGO_ALLGATHER_HIER);
+    }
     return rc;
 }

@@ -14,10 +14,14 @@
  * numbered by their lowest rank). Every rank receives the leader's bytes, so the result is
  * bitwise the same on every rank; for SUM on integers it equals the flat result exactly,
  * for floating point it may differ from the flat algorithm's in the last bits.
+ *
+ * The non-blocking form runs the same three steps as a chain of non-blocking collectives
+ * on the same groups with the same arguments (pg_coll_hier.h), so the two forms match.
  */
 #include "config.h"
 
 #include "pg_coll_hier.h"
+#include "mps_stats.h"
 #include "pg_internal.h"
 #include "pgc_status.h"
 
@@ -33,6 +37,7 @@ int pg_allreduce_hier(struct pg_group *g, const void *in, void *out, size_t coun
     if (rc != PGC_OK) {
         goto fail;
     }
+    mps_stats_algo(MPS_ALGO_ALLREDUCE_HIER);
     if (h->node) {
         rc = pg_reduce(h->node, in, out, count, op, 0);
     } else if (in != out) {
@@ -45,5 +50,57 @@ int pg_allreduce_hier(struct pg_group *g, const void *in, void *out, size_t coun
         rc = pg_bcast(h->node, out, bytes, 0);
     }
 fail:
+    return rc;
+}
+
+/* Stage 0 reduces within the node to its leader, 1 allreduces among the leaders, 2
+ * broadcasts within the node: pg_allreduce_hier's calls, started non-blocking. */
+static int allreduce_stage(struct pg_hier_op *o, int stage, bool *started)
+{
+    struct pg_hier *h = o->h;
+    int rc = PGC_OK;
+
+    o->on = stage == 1 ? h->leaders : h->node;
+    *started = o->on != NULL;
+    if (stage == 0 && h->node) {
+        rc = pg_ireduce_impl(h->node, o->in, o->out, o->count, &o->op, 0, &o->sub);
+    } else if (stage == 0 && o->in != o->out) {
+        memcpy(o->out, o->in, o->bytes);
+    } else if (stage == 1 && h->leaders) {
+        rc = pg_iallreduce_impl(h->leaders, o->out, o->out, o->count, &o->op, &o->sub);
+    } else if (stage == 2 && h->node) {
+        rc = pg_ibcast_impl(h->node, o->out, o->bytes, 0, &o->sub);
+    }
+    *started = *started && rc == PGC_OK;
+    return rc;
+}
+
+int pg_iallreduce_hier(struct pg_group *g, const void *in, void *out, size_t count,
+                       const struct pg_op_spec *op, struct pg_req *req)
+{
+    struct pg_sched *s;
+    struct pg_hier_op *o;
+    int rc = pg_hier_prepare(g);
+
+    if (rc != PGC_OK) {
+        return rc;
+    }
+    s = pg_sched_new(g, op, req);
+    if (!s) {
+        return PGC_ERR_NOMEM;
+    }
+    pg_sched_sig(s, PG_COLL_ALLREDUCE, op, -1);
+    o = pg_hier_op_new(s, allreduce_stage, 3, "allreduce");
+    if (o) {
+        o->in = in;
+        o->out = out;
+        o->count = count;
+        o->bytes = count * op->elem_size;
+        o->op = *op;
+    }
+    rc = pg_hier_op_launch(s, o);
+    if (rc == PGC_OK) {
+        mps_stats_algo(MPS_ALGO_ALLREDUCE_HIER);
+    }
     return rc;
 }

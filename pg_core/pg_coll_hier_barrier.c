@@ -6,10 +6,14 @@
  * Cost (N nodes of L ranks): two rounds in shared memory (one stamp per rank,
  * pg_coll_shm.c) and log2 N rounds of the dissemination barrier over the network, one
  * message per node and round; the flat barrier sends log2(N·L) rounds from every rank.
+ *
+ * The non-blocking form runs the same three steps as a chain of non-blocking barriers on
+ * the same groups (pg_coll_hier.h), so the two forms match.
  */
 #include "config.h"
 
 #include "pg_coll_hier.h"
+#include "mps_stats.h"
 #include "pg_internal.h"
 #include "pgc_status.h"
 
@@ -18,6 +22,9 @@ int pg_barrier_hier(struct pg_group *g)
     struct pg_hier *h = g->hier;
     int rc = pg_hier_prepare(g);
 
+    if (rc == PGC_OK) {
+        mps_stats_algo(MPS_ALGO_BARRIER_HIER);
+    }
     if (rc == PGC_OK && h->node) {
         rc = pg_barrier(h->node);
     }
@@ -26,6 +33,41 @@ int pg_barrier_hier(struct pg_group *g)
     }
     if (rc == PGC_OK && h->node) {
         rc = pg_barrier(h->node);
+    }
+    return rc;
+}
+
+/* Stages 0 and 2 within the node, 1 among the leaders: pg_barrier_hier's, non-blocking. */
+static int barrier_stage(struct pg_hier_op *o, int stage, bool *started)
+{
+    int rc = PGC_OK;
+
+    o->on = stage == 1 ? o->h->leaders : o->h->node;
+    if (o->on) {
+        rc = pg_ibarrier_impl(o->on, &o->sub);
+    }
+    *started = o->on && rc == PGC_OK;
+    return rc;
+}
+
+int pg_ibarrier_hier(struct pg_group *g, struct pg_req *req)
+{
+    struct pg_sched *s;
+    struct pg_hier_op *o;
+    int rc = pg_hier_prepare(g);
+
+    if (rc != PGC_OK) {
+        return rc;
+    }
+    s = pg_sched_new(g, NULL, req);
+    if (!s) {
+        return PGC_ERR_NOMEM;
+    }
+    pg_sched_sig(s, PG_COLL_BARRIER, NULL, -1);
+    o = pg_hier_op_new(s, barrier_stage, 3, "barrier");
+    rc = pg_hier_op_launch(s, o);
+    if (rc == PGC_OK) {
+        mps_stats_algo(MPS_ALGO_BARRIER_HIER);
     }
     return rc;
 }

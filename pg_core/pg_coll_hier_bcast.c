@@ -7,10 +7,14 @@
  * rounds of the binomial tree otherwise), and the leaders' broadcast sends log2 N rounds
  * over the network; the flat binomial tree sends m across the network once per node that
  * holds part of a subtree, up to L times per node.
+ *
+ * The non-blocking form runs the same three steps as a chain of non-blocking broadcasts on
+ * the same groups with the same arguments (pg_coll_hier.h), so the two forms match.
  */
 #include "config.h"
 
 #include "pg_coll_hier.h"
+#include "mps_stats.h"
 #include "pg_internal.h"
 #include "pgc_status.h"
 
@@ -20,6 +24,9 @@ int pg_bcast_hier(struct pg_group *g, void *buf, size_t bytes, int root)
     int rc = pg_hier_prepare(g);
     int rnode = h->node_of[root];
 
+    if (rc == PGC_OK) {
+        mps_stats_algo(MPS_ALGO_BCAST_HIER);
+    }
     if (rc == PGC_OK && h->node && h->my_node == rnode) {
         rc = pg_bcast(h->node, buf, bytes, h->pos[root]);
     }
@@ -28,6 +35,58 @@ int pg_bcast_hier(struct pg_group *g, void *buf, size_t bytes, int root)
     }
     if (rc == PGC_OK && h->node && h->my_node != rnode) {
         rc = pg_bcast(h->node, buf, bytes, 0);
+    }
+    return rc;
+}
+
+/* Stage 0 broadcasts within the root's node, 1 among the leaders, 2 within the other
+ * nodes: pg_bcast_hier's calls, started non-blocking. */
+static int bcast_stage(struct pg_hier_op *o, int stage, bool *started)
+{
+    struct pg_hier *h = o->h;
+    int rnode = h->node_of[o->root];
+    bool mine = h->my_node == rnode;
+    int rc = PGC_OK;
+
+    o->on = stage == 1 ? h->leaders : h->node;
+    *started = false;
+    if (stage == 0 && h->node && mine) {
+        rc = pg_ibcast_impl(h->node, o->out, o->bytes, h->pos[o->root], &o->sub);
+        *started = true;
+    } else if (stage == 1 && h->leaders) {
+        rc = pg_ibcast_impl(h->leaders, o->out, o->bytes, rnode, &o->sub);
+        *started = true;
+    } else if (stage == 2 && h->node && !mine) {
+        rc = pg_ibcast_impl(h->node, o->out, o->bytes, 0, &o->sub);
+        *started = true;
+    }
+    *started = *started && rc == PGC_OK;
+    return rc;
+}
+
+int pg_ibcast_hier(struct pg_group *g, void *buf, size_t bytes, int root, struct pg_req *req)
+{
+    struct pg_sched *s;
+    struct pg_hier_op *o;
+    int rc = pg_hier_prepare(g);
+
+    if (rc != PGC_OK) {
+        return rc;
+    }
+    s = pg_sched_new(g, NULL, req);
+    if (!s) {
+        return PGC_ERR_NOMEM;
+    }
+    pg_sched_sig(s, PG_COLL_BCAST, NULL, root);
+    o = pg_hier_op_new(s, bcast_stage, 3, "bcast");
+    if (o) {
+        o->out = buf;
+        o->bytes = bytes;
+        o->root = root;
+    }
+    rc = pg_hier_op_launch(s, o);
+    if (rc == PGC_OK) {
+        mps_stats_algo(MPS_ALGO_BCAST_HIER);
     }
     return rc;
 }

@@ -8,11 +8,15 @@
  * network among the leaders, and at most one m-byte copy within the root's node. Order of
  * reduction: as the node-aware allreduce (pg_coll_hier_allreduce.c): each node's ranks
  * first, then the nodes in node order.
+ *
+ * The non-blocking form runs the same steps as a chain of non-blocking calls on the same
+ * groups with the same arguments (pg_coll_hier.h), so the two forms match.
  */
 #include "config.h"
 
 #include "mps_log.h"
 #include "pg_coll_hier.h"
+#include "mps_stats.h"
 #include "pg_internal.h"
 #include "pgc_status.h"
 
@@ -53,6 +57,9 @@ int pg_reduce_hier(struct pg_group *g, const void *in, void *out, size_t count,
                              "bytes of a node's partial result",
                              g->rank, bytes);
     }
+    if (rc == PGC_OK) {
+        mps_stats_algo(MPS_ALGO_REDUCE_HIER);
+    }
     if (rc == PGC_OK && h->node) {
         rc = pg_reduce(h->node, in, acc, count, op, 0);
     } else if (rc == PGC_OK && acc != in) {
@@ -66,6 +73,83 @@ int pg_reduce_hier(struct pg_group *g, const void *in, void *out, size_t count,
     }
     if (acc != out) {
         free(acc);
+    }
+    return rc;
+}
+
+/* Whether this rank takes part in the last step: the root's node's leader handing the
+ * result to the root, when they differ. */
+static bool hands_over(const struct pg_hier_op *o)
+{
+    const struct pg_hier *h = o->h;
+    int rnode = h->node_of[o->root];
+
+    return h->leader[rnode] != o->root && h->my_node == rnode &&
+           (o->g->rank == o->root || h->leaders);
+}
+
+/* Stage 0 reduces within the node to its leader, 1 among the leaders to the root's node's
+ * leader, 2 hands the result to the root: pg_reduce_hier's calls, started non-blocking
+ * (the last on the locked path: pg_isend_ctx, as pg_isend sends it). */
+static int reduce_stage(struct pg_hier_op *o, int stage, bool *started)
+{
+    struct pg_hier *h = o->h;
+    int rc = PGC_OK;
+
+    o->on = stage == 1 ? h->leaders : h->node;
+    *started = false;
+    if (stage == 0 && h->node) {
+        rc = pg_ireduce_impl(h->node, o->in, o->acc, o->count, &o->op, 0, &o->sub);
+        *started = true;
+    } else if (stage == 0 && o->acc != o->in) {
+        memcpy(o->acc, o->in, o->bytes);
+    } else if (stage == 1 && h->leaders) {
+        rc = pg_ireduce_impl(h->leaders, o->acc, o->acc, o->count, &o->op, h->node_of[o->root],
+                             &o->sub);
+        *started = true;
+    } else if (stage == 2 && hands_over(o) && o->g->rank == o->root) {
+        rc = pg_irecv_ctx(h->node, pg_ctx_p2p(h->node), o->out, o->bytes, 0, HIER_TAG, &o->sub);
+        *started = true;
+    } else if (stage == 2 && hands_over(o)) {
+        rc = pg_isend_ctx(h->node, pg_ctx_p2p(h->node), o->acc, o->bytes, h->pos[o->root],
+                          HIER_TAG, 0, &o->sub);
+        *started = true;
+    }
+    *started = *started && rc == PGC_OK;
+    return rc;
+}
+
+int pg_ireduce_hier(struct pg_group *g, const void *in, void *out, size_t count,
+                    const struct pg_op_spec *op, int root, struct pg_req *req)
+{
+    struct pg_sched *s;
+    struct pg_hier_op *o;
+    size_t bytes = count * op->elem_size;
+    int rc = pg_hier_prepare(g);
+
+    if (rc != PGC_OK) {
+        return rc;
+    }
+    s = pg_sched_new(g, op, req);
+    if (!s) {
+        return PGC_ERR_NOMEM;
+    }
+    pg_sched_sig(s, PG_COLL_REDUCE, op, root);
+    o = pg_hier_op_new(s, reduce_stage, 3, "reduce");
+    if (o) {
+        o->in = in;
+        o->out = out;
+        o->count = count;
+        o->bytes = bytes;
+        o->op = *op;
+        o->root = root;
+        /* A leader's node partial, then the leaders' result: the root's own output, else
+         * the schedule's scratch. */
+        o->acc = !g->hier->leaders ? NULL : g->rank == root ? out : pg_sched_alloc(s, bytes);
+    }
+    rc = pg_hier_op_launch(s, o);
+    if (rc == PGC_OK) {
+        mps_stats_algo(MPS_ALGO_REDUCE_HIER);
     }
     return rc;
 }

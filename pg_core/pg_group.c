@@ -231,7 +231,7 @@ int pg_group_create(struct pg_group *parent, const int *parent_ranks, int n,
 fail:
     pg_ids_release(chan);
     free(world);
-    return rc;
+    return pg_hier_created(rc, out);
 }
 
 int pg_group_dup(struct pg_group *parent, struct pg_group **out)
@@ -244,7 +244,7 @@ int pg_group_dup(struct pg_group *parent, struct pg_group **out)
         rc = pg_group_new(ctx, chan, parent->rank, parent->size, parent->ranks, out);
     }
     pg_ids_release(chan);
-    return rc;
+    return pg_hier_created(rc, out);
 }
 
 struct split_entry {
@@ -314,5 +314,5 @@ int pg_group_split(struct pg_group *parent, int color, int key, struct pg_group 
     pg_ids_release(chan);
     free(all);
     free(world);
-    return rc;
+    return pg_hier_created(rc, out);
 }

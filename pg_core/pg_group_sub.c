@@ -14,6 +14,7 @@
 #include "config.h"
 
 #include "mps_log.h"
+#include "pg_coll_hier.h"
 #include "pg_group_sub.h"
 #include "pg_internal.h"
 #include "pgc_status.h"
@@ -99,7 +100,7 @@ int pg_group_create_sub(struct pg_group *parent, const int *parent_ranks, int n,
     }
     pg_group_release(tmp);
     free(world);
-    return rc;
+    return pg_hier_created(rc, out);
 }
 
 int pg_group_remote_view(struct pg_group *uni, int local_rank, const int *remote_world,

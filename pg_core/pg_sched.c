@@ -17,6 +17,10 @@ static struct pg_sched *cache[SCHED_CACHE];
 static int ncached;
 /* Schedules are built outside the world lock, so the cache has a lock of its own. */
 static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
+/* How deep this thread is in poll steps, which run under the world lock: a schedule that a
+ * poll step starts (a stage of a node-aware collective, pg_coll_hier.c) starts without
+ * taking the lock again (it is not recursive). */
+static __thread int polling;
 
 static struct pg_sched *cache_pop(void)
 {
@@ -374,7 +378,9 @@ static bool advance(struct pg_sched *s)
             return false;
         } else if (st->kind == PG_STEP_POLL) {
             bool done;
+            polling++;
             rc = st->poll(st->dst, &done);
+            polling--;
             if (!done) {
                 return false;
             }
@@ -451,6 +457,9 @@ int pg_sched_launch(struct pg_sched *s)
 {
     int rc;
 
+    if (polling > 0) {
+        return pg_sched_start(s); /* the world lock is held: a poll step starts s */
+    }
     PG_LOCK();
     rc = pg_sched_start(s);
     PG_UNLOCK();

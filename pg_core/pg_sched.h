@@ -120,7 +120,9 @@ void pg_sched_align_like(struct pg_sched *s, const void *user_buf);
 void *pg_sched_alloc(struct pg_sched *s, size_t bytes);
 /* Starts it (the world lock held). On error nothing stays posted and req is untouched. */
 int pg_sched_start(struct pg_sched *s);
-/* pg_sched_start under the world lock: what collective entry points call. */
+/* pg_sched_start under the world lock: what collective entry points call. Called from a
+ * poll step (which holds the lock already), it starts s without taking the lock again, so
+ * that a poll step may start the next stage of a chain of collectives (pg_coll_hier.c). */
 int pg_sched_launch(struct pg_sched *s);
 /* Blocking helper: start, then wait with the world timeout (lock held). */
 int pg_sched_run(struct pg_sched *s);

@@ -5,6 +5,7 @@
 #include "config.h"
 #include "pg_device.h"
 
+#include "pg_coll_hier.h"
 #include "pg_internal.h"
 #include "boot.h"
 #include "mps_config.h"
@@ -206,6 +207,9 @@ int pg_init(const char *init_method, int rank, int size, double timeout, bool mt
     /* Leave together, as other MPIs do (their init ends with a fence): the first timed
      * call of a program should not absorb the ranks' skew in getting here. */
     rc = agree_oversubscribed();
+    if (rc == PGC_OK) {
+        rc = pg_hier_prepare(pg_w.world); /* while every rank is here (pg_coll_hier.c) */
+    }
     if (rc != PGC_OK) {
         pg_w.initialized = false;
         goto fail;

@@ -20,7 +20,6 @@
 
 #include "mps_log.h"
 #include "pg_coll2.h"
-#include "pg_coll_hier.h"
 #include "pg_internal.h"
 #include "pg_sched.h"
 #include "pgc_internal.h"
@@ -135,20 +134,13 @@ static int coll_start(struct pgc_work *w, int rc, int async_op, pgc_work **work)
 /*
  * A blocking call on host memory runs pg's blocking form, the path MPI's twin takes (one
  * round in shared memory, or the direct algorithms): pg's non-blocking forms take the same
- * protocol for the same arguments, so ranks may mix async_op freely, as torch allows.
+ * protocol for the same arguments, so ranks may mix async_op freely, as torch allows. That
+ * holds for the node-aware forms too (pg_coll_hier.h: both run the same steps).
  * rc: the blocking form's result.
  */
 static bool blocking_host(int async_op, const pgc_tensor *t)
 {
     return !async_op && (!t || t->device != PGC_DEVICE_CUDA);
-}
-
-/* The same for the kinds that run node-aware across nodes (pg_coll_hier.h): their
- * node-aware forms have no non-blocking twin, so on such a group both pgc forms run the
- * non-blocking one. */
-static bool blocking_flat(int async_op, const pgc_tensor *t, struct pg_group *g)
-{
-    return blocking_host(async_op, t) && !pg_hier_on(g);
 }
 
 static int blocking_done(const char *call, struct pg_group *g, int rc)
@@ -223,7 +215,7 @@ int pgc_broadcast(pgc_tensor *tensor, int src, pgc_group *group, int async_op, p
     if (rc != PGC_OK) {
         return rc;
     }
-    if (blocking_flat(async_op, tensor, g)) {
+    if (blocking_host(async_op, tensor)) {
         return blocking_done(call, g, pg_bcast(g, tensor->data, nbytes(tensor), src));
     }
     w = coll_work(call, g, async_op, &stack);
@@ -261,7 +253,7 @@ int pgc_barrier(pgc_group *group, int async_op, pgc_work **work)
     if (rc != PGC_OK) {
         return rc;
     }
-    if (blocking_flat(async_op, NULL, g)) {
+    if (blocking_host(async_op, NULL)) {
         return blocking_done(call, g, pg_barrier(g));
     }
     return barrier_work(g, async_op, work);
@@ -315,7 +307,7 @@ static int reduction(const char *call, pgc_tensor *t, int root, pgc_reduce_op op
     if (rc != PGC_OK) {
         return rc;
     }
-    if (blocking_flat(async_op, t, g) && op != PGC_AVG && !needs_widening(t->dtype, op)) {
+    if (blocking_host(async_op, t) && op != PGC_AVG && !needs_widening(t->dtype, op)) {
         rc = root < 0 ? pg_allreduce(g, t->data, t->data, t->numel, &spec)
                       : pg_reduce(g, t->data, t->data, t->numel, &spec, root);
         return blocking_done(call, g, rc);
@@ -539,7 +531,7 @@ int pgc_all_gather(pgc_tensor *output_list, const pgc_tensor *input, pgc_group *
         return PGC_ERR_NOMEM;
     }
     rc = list_buffer(w, output_list, nbytes(input), false, &all);
-    if (rc == PGC_OK && blocking_flat(async_op, input, g)) {
+    if (rc == PGC_OK && blocking_host(async_op, input)) {
         rc = pg_allgather(g, input->data, all, nbytes(input));
         if (rc == PGC_OK && w->finish) {
             rc = w->finish(w);
@@ -585,7 +577,7 @@ int pgc_all_gather_into_tensor(pgc_tensor *output, const pgc_tensor *input, pgc_
     if (rc != PGC_OK) {
         return rc;
     }
-    if (blocking_flat(async_op, input, g)) {
+    if (blocking_host(async_op, input)) {
         return blocking_done(call, g, pg_allgather(g, input->data, output->data, nbytes(input)));
     }
     w = coll_work(call, g, async_op, &stack);

@@ -13,8 +13,8 @@
 #   with a host file and `cluster.sh rsh` as its rsh agent; a torch-style env://
 #   launch, one rank per node, whose MASTER_ADDR is the other node's address; a rank that
 #   fails in MPI_Init ends the whole step (PMIx_Abort) with a message naming its rank, and so
-#   does a fatal error in MPI_Finalize; the node-aware collectives (mr_coll_hier) at 2 x 3
-#   and 2 x 4, with block and cyclic placement; ranks
+#   does a fatal error in MPI_Finalize; the node-aware collectives, blocking and
+#   non-blocking (mr_coll_hier), at 2 x 3 and 2 x 4, with block and cyclic placement; ranks
 #   that share a node name on two hosts (own /dev/shm each) fail at once, saying why.
 #
 # Under sanitizers (MPS_SAN_FLAGS set, as `make check` sets it) the programs run several
@@ -156,19 +156,22 @@ finalize_failure() {
 }
 
 # Node-aware collectives (pg_core/pg_coll_hier_*.c) across the nodes: mr_coll_hier checks
-# their values on the world and on an interleaved split; every rank's log must say it took
-# the hierarchy on both. DIST: Slurm's task distribution (block: nodes hold consecutive
-# ranks; cyclic: they alternate, so the world's nodes interleave too).
+# the values of the blocking and the non-blocking forms (several outstanding, among
+# point-to-point) on the world, its duplicate and an interleaved split; every rank's log must
+# say it took the hierarchy on all three, and (MRT_EXPECT_HIER=1) the MPI_T counters that
+# every non-blocking call ran node-aware. DIST: Slurm's task distribution (block: nodes hold
+# consecutive ranks; cyclic: they alternate, so the world's nodes interleave too).
 hier_job() {
     local n=$1 dist=$2 rc lines
-    MPISHIM_LOG_LEVEL=info timeout -k 5 150 srun --mpi=pmix -N 2 -n "$n" -m "$dist" \
-        tests/mr/mr_coll_hier </dev/null >"$tmp/out" 2>&1
+    MRT_EXPECT_HIER=1 MPISHIM_LOG_LEVEL=info timeout -k 5 150 srun --mpi=pmix -N 2 -n "$n" \
+        -m "$dist" tests/mr/mr_coll_hier </dev/null >"$tmp/out" 2>&1
     rc=$?
     lines=$(grep -c "node-aware collectives" "$tmp/out")
-    if [ $rc = 0 ] && [ "$lines" = $((2 * n)) ]; then
-        ok "srun -N 2 -n $n -m $dist mr_coll_hier: node-aware on every rank, values right"
+    if [ $rc = 0 ] && [ "$lines" = $((3 * n)) ]; then
+        ok "srun -N 2 -n $n -m $dist mr_coll_hier: node-aware on every rank, blocking and \
+non-blocking, values right"
     else
-        not_ok "srun -N 2 -n $n -m $dist mr_coll_hier (exit $rc, $lines of $((2 * n)) ranks' \
+        not_ok "srun -N 2 -n $n -m $dist mr_coll_hier (exit $rc, $lines of $((3 * n)) ranks' \
 communicators node-aware)" "$tmp/out"
     fi
 }
