@@ -82,10 +82,12 @@ void shim_errhandler_invoke(MPI_Errhandler h, MPI_Comm comm, int code, const cha
         e->fn(&handle, &c, msg);
         return;
     }
-    /* MPI_ERRORS_ARE_FATAL and MPI_ERRORS_ABORT: say what failed, then end the job. */
+    /* MPI_ERRORS_ARE_FATAL and MPI_ERRORS_ABORT: say what failed, then end the job with
+     * the class as exit status (a dynamic code's low byte would say nothing). */
     fprintf(stderr, "[mpishim] fatal error: %s\n", msg);
     fflush(stdout);
     fflush(stderr);
+    code = shim_errcode_class(code);
     if (shim_initialized()) {
         pg_abort(code ? code : 1, msg);
     }
