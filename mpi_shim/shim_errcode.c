@@ -51,7 +51,9 @@ static bool encodable(int errclass)
 
 bool shim_errcode_is_dynamic(int code)
 {
-    return code > 0 && code <= MPI_ERR_LASTCODE && (code >> GEN_SHIFT) != 0;
+    /* Class 0 is never encoded: such a value is no code, not a success. */
+    return code > 0 && code <= MPI_ERR_LASTCODE && (code >> GEN_SHIFT) != 0 &&
+           (code & CLASS_MASK) != 0;
 }
 
 int shim_errcode_class(int code)

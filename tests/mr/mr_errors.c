@@ -177,6 +177,19 @@ static void dynamic_codes(void)
     snprintf(want, sizeof(want), "tag %d is outside 0..", -100);
     CHECK_MPI(MPI_Error_string(rc, s, &len));
     CHECK(strstr(s, want) && strstr(s, "MPI_Send (rank "), "the newest code reads '%s'", s);
+    /* A value with no class in it is no code; a returned code stands for its class when a
+     * user code is added to it, and user codes keep their own numbers and strings. */
+    EXPECT_CLASS(MPI_Error_class(1 << 13, &cls), MPI_ERR_ARG);
+    {
+        int mine, mcls;
+        CHECK_MPI(MPI_Add_error_code(first, &mine));
+        CHECK(mine > MPI_ERR_LASTCODE, "MPI_Add_error_code gave %d", mine);
+        CHECK_MPI(MPI_Error_class(mine, &mcls));
+        CHECK(mcls == MPI_ERR_RANK, "a user code added to a returned code has class %d", mcls);
+        CHECK_MPI(MPI_Add_error_string(mine, "my own error"));
+        CHECK_MPI(MPI_Error_string(mine, s, &len));
+        CHECK(strcmp(s, "my own error") == 0, "the user code reads '%s'", s);
+    }
 }
 
 int main(int argc, char **argv)
