@@ -27,7 +27,9 @@ static struct rec_hdr *rec_at(size_t off, unsigned kind, uint32_t len, const voi
 
     memset(ring, 0, sizeof(ring));
     *h = (struct rec_hdr){.stamp = off + 1, .len = len, .kind = (uint16_t)kind};
-    memcpy(h + 1, body, blen);
+    if (blen) {
+        memcpy(h + 1, body, blen);
+    }
     return h;
 }
 
