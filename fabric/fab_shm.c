@@ -101,10 +101,10 @@
 /* Below this a reader copying through the heap mapping goes alone where its helper would
  * need a system call (help_too_slow). */
 #define HELP_MIXED_MIN (128u * 1024u)
-#define NSLOTS 64
+#define NSLOTS FAB_SHM_NSLOTS
 /* A chunk record's ring bytes, header included: eight fill the ring. Records of 16 and
  * 64 KiB were tried (2 ranks, bw/bibw/latency 64 KiB-4 MiB) and were no better. */
-#define STREAM_REC (32u * 1024u)
+#define STREAM_REC FAB_SHM_STREAM_REC
 #define STREAM_CHUNK (STREAM_REC - FAB_SHM_REC_HDR - sizeof(struct chunk_hdr))
 #define STREAM_MIN (32u * 1024u)
 #define REC_ALIGN FAB_SHM_REC_ALIGN
@@ -140,49 +140,6 @@ struct seg {
     _Alignas(64) struct ring rings[];
 };
 
-enum rec_kind {
-    REC_AM = 1,
-    REC_DATA = 2,
-    REC_FIN = 3,
-    REC_WRAP = 4,
-    REC_HELP = 5,
-    REC_CTS = 6,  /* the receiver of a streamed transfer is ready (struct data_cts) */
-    REC_CHUNK = 7 /* a piece of a streamed transfer (struct chunk_hdr, then the bytes) */
-};
-
-/* The sender comes from the ring a record is in, so the header fits in 16 bytes and a
- * small message (16 B header, pg's header, a few bytes) in one line. */
-struct rec_hdr {
-    uint64_t stamp; /* the record's ring position + 1, stored last (see rec_ready) */
-    uint32_t len;   /* payload bytes after this header (WRAP: bytes to skip, header included) */
-    uint16_t kind;
-    uint16_t pad;
-};
-_Static_assert(sizeof(struct rec_hdr) == FAB_SHM_REC_HDR, "fab_shm.h's header size");
-
-struct data_rts {
-    uint64_t tag, addr, len, cookie;
-    uint32_t slot;   /* the shared copy's slot in the sender's segment + 1, or 0 */
-    uint32_t stream; /* 1: the bytes come through the ring once the receiver sends a CTS */
-};
-
-struct data_fin {
-    uint64_t cookie;
-    int32_t status;
-    uint32_t slot; /* as in data_rts: the sender frees it */
-};
-
-/* A streamed transfer's go-ahead: the sender's request and buffer (echoed from its DATA
- * record, so the sender keeps nothing while it waits), what to send, the receive's id. */
-struct data_cts {
-    uint64_t cookie, addr, len, rcookie;
-};
-
-/* Precedes the bytes of a CHUNK record: whose receive they fill, and where. */
-struct chunk_hdr {
-    uint64_t rcookie, off;
-};
-
 /* A DATA record whose receive is not posted yet. */
 struct pending_data {
     struct pending_data *next;
@@ -214,7 +171,7 @@ struct fab_shm {
     uint8_t *stale;        /* local index * LINES + line: that line of my ring for that sender
                             * starts with bytes of an old payload, not a header (rec_ready) */
     uint8_t *wfaulted;     /* rank -> the ring I write in its segment is mapped (prefault) */
-    uint8_t *rfaulted;     /* local index -> the ring I read for that sender is mapped */
+    uint8_t *rfaulted;     /* local index -> the ring I read for that sender: RING_* */
     uint8_t *peek_small;   /* local index -> the last AM taken by fab_shm_am_peek was small */
     pid_t *pids;
     struct fab_heap_info *heap; /* rank -> its shared heap, copied at connect */
@@ -229,6 +186,10 @@ struct fab_shm {
     struct fab_req *streams; /* sends being streamed, oldest first (SR_NEXT) */
 };
 
+/* The state of a ring I read: not touched yet, mapped (prefaulted), or no longer read
+ * because a record in it had an impossible length (fab_shm_rec_check). */
+enum { RING_UNTOUCHED, RING_MAPPED, RING_BROKEN };
+
 /* A posted receive keeps its fields in the fi_context2 scratch space, which libfabric
  * would own only if the request went to a provider. */
 enum { PR_NEXT, PR_PEER, PR_TAG, PR_BUF, PR_GOT, PR_WANT, PR_FULL };
@@ -237,7 +198,7 @@ enum { SR_NEXT, SR_PEER, SR_SRC, SR_LEN, SR_OFF, SR_RCOOKIE };
 
 static size_t rec_size(size_t payload)
 {
-    return (sizeof(struct rec_hdr) + payload + REC_ALIGN - 1) & ~(size_t)(REC_ALIGN - 1);
+    return fab_shm_rec_size(payload);
 }
 
 static size_t seg_bytes(int nlocal)
@@ -963,11 +924,19 @@ static void stream_accept(struct fab *f, int peer, const struct data_rts *d, str
 }
 
 /* A piece of a streamed transfer: into its receive's buffer, which it completes last. */
-static void on_chunk(const struct chunk_hdr *ch, size_t len)
+static void on_chunk(const struct chunk_hdr *ch, size_t len, int peer)
 {
     struct fab_req *req = (struct fab_req *)(uintptr_t)ch->rcookie;
     uint64_t got = (uint64_t)(uintptr_t)PR(req, GOT) + len;
+    uint64_t want = (uint64_t)(uintptr_t)PR(req, WANT);
 
+    /* Only the bytes the CTS asked for, within the receive's buffer. */
+    if (ch->off > want || len > want - ch->off || got > want) {
+        MPS_ERR("fab_progress: a CHUNK record from rank %d for bytes %" PRIu64 "..%" PRIu64
+                " of a receive of %" PRIu64 " bytes: dropped",
+                peer, ch->off, ch->off + len, want);
+        return;
+    }
     mps_copy((char *)PR(req, BUF) + ch->off, ch + 1, len);
     PR(req, GOT) = (void *)(uintptr_t)got;
     if (got == (uint64_t)(uintptr_t)PR(req, WANT)) {
@@ -1072,7 +1041,7 @@ static enum fab_am_result dispatch(struct fab *f, const struct rec_hdr *h, int s
     } else if (h->kind == REC_FIN) {
         on_fin(f->ring, payload);
     } else if (h->kind == REC_CHUNK) {
-        on_chunk(payload, h->len - sizeof(struct chunk_hdr));
+        on_chunk(payload, h->len - sizeof(struct chunk_hdr), src);
     } else if (h->kind == REC_CTS) {
         on_cts(f, src, payload);
     } else if (h->kind == REC_HELP) {
@@ -1116,6 +1085,23 @@ static void mark_consumed(struct fab_shm *s, int li, size_t off, size_t bytes, b
     }
 }
 
+/* A record that failed fab_shm_rec_check: logged, and skipped when its length is sound
+ * (true); otherwise the ring is read no more (false): where its next record starts is
+ * unknown. The sender's requests behind it then end by their timeout. */
+static __attribute__((noinline, cold)) bool bad_record(struct fab_shm *s, int li,
+                                                       const struct rec_hdr *h, size_t off,
+                                                       const char *why, enum fab_shm_verdict v)
+{
+    MPS_ERR("fab_progress: %s (kind %u, %u bytes) at byte %zu of the ring from rank %d: %s", why,
+            (unsigned)h->kind, (unsigned)h->len, off, s->rank_of[li],
+            v == FAB_SHM_REC_DROP ? "dropped" : "that ring is no longer read");
+    if (v == FAB_SHM_REC_CORRUPT) {
+        s->rfaulted[li] = RING_BROKEN;
+        return false;
+    }
+    return true;
+}
+
 /* Handles the records published in the ring of one local sender. Kept out of line: the
  * poll that finds nothing (most of them) then costs no register saves.
  * Once a message has completed a posted receive, the ones behind it that match nothing
@@ -1135,18 +1121,27 @@ static __attribute__((noinline)) int drain(struct fab *f, int li)
     bool matched = false;
     int n = 0;
 
-    if (mps_unlikely(!s->rfaulted[li])) {
+    if (mps_unlikely(s->rfaulted[li] != RING_MAPPED)) {
+        if (s->rfaulted[li] == RING_BROKEN) {
+            return 0;
+        }
         ring_prefault(r);
-        s->rfaulted[li] = 1;
+        s->rfaulted[li] = RING_MAPPED;
     }
 
     while (rec_ready(s, li, head)) {
         size_t off = head % RING_BYTES;
         const struct rec_hdr *h = (const struct rec_hdr *)(r->data + off);
+        const char *why = "";
+        enum fab_shm_verdict v = fab_shm_rec_check(h, off, &why);
         bool wrap = h->kind == REC_WRAP;
         size_t bytes = wrap ? h->len : rec_size(h->len);
 
-        if (!wrap) {
+        if (mps_unlikely(v != FAB_SHM_REC_OK)) {
+            if (!bad_record(s, li, h, off, why, v)) {
+                break;
+            }
+        } else if (!wrap) {
             enum fab_am_result res = dispatch(f, h, s->rank_of[li], matched);
             if (res == FAB_AM_DEFER) {
                 break;
@@ -1188,7 +1183,7 @@ int fab_shm_am_peek(struct fab *f, int peer, const void **buf, size_t *len)
     uint64_t head = s->chead[li];
     const struct rec_hdr *h;
 
-    if (mps_unlikely(!s->rfaulted[li])) {
+    if (mps_unlikely(s->rfaulted[li] != RING_MAPPED)) {
         return -1;
     }
     if (!rec_ready(s, li, head)) {
@@ -1198,7 +1193,8 @@ int fab_shm_am_peek(struct fab *f, int peer, const void **buf, size_t *len)
         return 0;
     }
     h = (const struct rec_hdr *)(s->mine->rings[li].data + head % RING_BYTES);
-    if (h->kind != REC_AM) {
+    /* Anything but a sound AM is drain's, which reports a bad one. */
+    if (h->kind != REC_AM || h->len > RING_BYTES - head % RING_BYTES - FAB_SHM_REC_HDR) {
         return -1;
     }
     *buf = h + 1;

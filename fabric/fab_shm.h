@@ -14,14 +14,11 @@
 #define FAB_SHM_H
 
 #include "fab_int.h"
+/* The ring's layout and records (FAB_SHM_RING_BYTES, FAB_SHM_REC_ALIGN, FAB_SHM_REC_HDR),
+ * for fab_shm.c and for the tests that lay records out as it does. */
+#include "fab_shm_wire.h"
 
 #include <stdbool.h>
-
-/* The ring's layout, for fab_shm.c and for the test that lays records out as it does: a
- * ring's bytes, and records of a 16-byte header plus payload, each starting on a line. */
-#define FAB_SHM_RING_BYTES (256u * 1024u)
-#define FAB_SHM_REC_ALIGN 64u
-#define FAB_SHM_REC_HDR 16u
 
 /* Creates this rank's segment when the fast path applies (intra-node peers, no forced
  * provider, MPISHIM_SHM_RING=1). f->ring stays NULL when it does not. */

@@ -9,8 +9,10 @@
  *
  * Errors: a function that fails calls shim_error(comm, "MPI_Xxx", errclass, fmt, ...),
  * which formats "MPI_Xxx (rank R): cause", runs the communicator's error handler (the
- * default MPI_ERRORS_ARE_FATAL prints the line and aborts the job) and returns errclass,
- * so the usual line is `return shim_error(comm, __func__ + 1, MPI_ERR_COUNT, "count %d < 0", c);`
+ * default MPI_ERRORS_ARE_FATAL prints the line and aborts the job) and returns a dynamic
+ * error code of class errclass that keeps that line for MPI_Error_string (shim_errcode.c);
+ * compare what a call returned with shim_errcode_class(rc), never with == MPI_ERR_xxx.
+ * The usual line is `return shim_error(comm, __func__ + 1, MPI_ERR_COUNT, "count %d < 0", c);`
  * (__func__ + 1 turns "PMPI_Send" into "MPI_Send"). Errors not tied to a communicator
  * (datatypes, ops, info, groups) are raised on MPI_COMM_WORLD, as MPI-3.1 says.
  */
@@ -38,7 +40,8 @@ bool shim_initialized(void);
 bool shim_finalized(void);
 
 /* Raises an error on comm (MPI_COMM_NULL or an invalid comm: MPI_COMM_WORLD's handler,
- * or fatal before MPI_Init). Returns errclass when the handler returns. */
+ * or fatal before MPI_Init). Returns a code of class errclass (errclass may itself be a code
+ * another call returned) when the handler returns. */
 int shim_error(MPI_Comm comm, const char *fn, int errclass, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 /* The MPI error class for a pgc status code (PGC_ERR_TRUNCATE -> MPI_ERR_TRUNCATE ...). */
@@ -50,6 +53,15 @@ int shim_error_pg(MPI_Comm comm, const char *fn, int status);
 /* Returns MPI_SUCCESS when MPI is initialized and not finalized; otherwise raises
  * MPI_ERR_OTHER naming fn (fatal: no communicator exists yet to choose another handler). */
 int shim_check_init(const char *fn);
+
+/* Dynamic error codes (shim_errcode.c): a code of errclass that keeps msg for
+ * MPI_Error_string, in a ring of the last 64 (user classes and MPI_SUCCESS come back as
+ * they are); the class of any code (a class is its own); whether code is a dynamic one; and
+ * its message, copied to out (MPI_MAX_ERROR_STRING bytes), false once its slot was reused. */
+int shim_errcode_make(int errclass, const char *msg);
+int shim_errcode_class(int code);
+bool shim_errcode_is_dynamic(int code);
+bool shim_errcode_string(int code, char *out);
 
 /* User-defined error classes and codes (MPI_Add_error_*): their string or NULL. */
 const char *shim_user_error_string(int code);

@@ -65,7 +65,7 @@ int PMPI_Comm_spawn(const char *command, char *argv[], int maxprocs, MPI_Info in
 {
     int rc = refuse_on(SHIM_FN, comm, intercomm, MPI_ERR_SPAWN, NO_SPAWN);
 
-    if (rc == MPI_ERR_SPAWN) {
+    if (shim_errcode_class(rc) == MPI_ERR_SPAWN) {
         spawn_codes(comm, root, maxprocs, array_of_errcodes);
     }
     return rc;
@@ -80,14 +80,14 @@ int PMPI_Comm_spawn_multiple(int count, char *array_of_commands[], char **array_
     int total = 0;
 
     /* The counts are significant at the root only: read them there. */
-    if (rc == MPI_ERR_SPAWN && array_of_maxprocs && count > 0) {
+    if (shim_errcode_class(rc) == MPI_ERR_SPAWN && array_of_maxprocs && count > 0) {
         int rank = -1;
         PMPI_Comm_rank(comm, &rank);
         for (int i = 0; rank == root && i < count; i++) {
             total += array_of_maxprocs[i] > 0 ? array_of_maxprocs[i] : 0;
         }
     }
-    if (rc == MPI_ERR_SPAWN) {
+    if (shim_errcode_class(rc) == MPI_ERR_SPAWN) {
         spawn_codes(comm, root, total, array_of_errcodes);
     }
     return rc;

@@ -103,6 +103,7 @@ int shim_error(MPI_Comm comm, const char *fn, int errclass, const char *fmt, ...
     struct shim_comm *c = NULL;
     MPI_Errhandler h = MPI_ERRORS_ARE_FATAL;
     va_list ap;
+    int code;
 
     va_start(ap, fmt);
     vsnprintf(cause, sizeof(cause), fmt, ap);
@@ -117,8 +118,11 @@ int shim_error(MPI_Comm comm, const char *fn, int errclass, const char *fmt, ...
                        shim_comm_get(MPI_COMM_WORLD, &c) == MPI_SUCCESS)) {
         h = c->errh;
     }
-    shim_errhandler_invoke(h, comm, errclass, msg);
-    return errclass;
+    /* The handler and the caller get the same code, which keeps msg for MPI_Error_string
+     * (under MPI_ERRORS_RETURN the only way to read it). */
+    code = shim_errcode_make(errclass, msg);
+    shim_errhandler_invoke(h, comm, code, msg);
+    return code;
 }
 
 int shim_error_pg(MPI_Comm comm, const char *fn, int status)
@@ -397,13 +401,24 @@ static const char *class_strings[] = {
     [MPI_ERR_RMA_FLAVOR] = "passed window has the wrong flavor for the called function",
 };
 
+/* A predefined class's text, or NULL where class is none (54, or past 58). */
+static const char *class_string(int errclass)
+{
+    if (errclass >= 0 && errclass < (int)(sizeof(class_strings) / sizeof(*class_strings))) {
+        return class_strings[errclass];
+    }
+    return NULL;
+}
+
 #pragma weak MPI_Error_string = PMPI_Error_string
 int PMPI_Error_string(int errorcode, char *string, int *resultlen)
 {
-    const char *s = NULL;
+    const char *s = class_string(shim_errcode_class(errorcode));
 
-    if (errorcode >= 0 && errorcode < (int)(sizeof(class_strings) / sizeof(*class_strings))) {
-        s = class_strings[errorcode];
+    /* A dynamic code whose slot was reused since reads as its class, as MPI allows. */
+    if (s && shim_errcode_string(errorcode, string)) {
+        *resultlen = (int)strlen(string);
+        return MPI_SUCCESS;
     }
     if (!s) {
         s = shim_user_error_string(errorcode);
@@ -419,10 +434,12 @@ int PMPI_Error_string(int errorcode, char *string, int *resultlen)
 #pragma weak MPI_Error_class = PMPI_Error_class
 int PMPI_Error_class(int errorcode, int *errorclass)
 {
-    /* The predefined classes are the codes with a string: 0..58 but 54, as in MPICH. */
-    if (errorcode >= 0 && errorcode < (int)(sizeof(class_strings) / sizeof(*class_strings)) &&
-        class_strings[errorcode]) {
-        *errorclass = errorcode;
+    /* The predefined classes are the codes with a string: 0..58 but 54, as in MPICH; a
+     * dynamic code (shim_errcode.c) carries one of them. */
+    int errclass = shim_errcode_class(errorcode);
+
+    if (class_string(errclass)) {
+        *errorclass = errclass;
         return MPI_SUCCESS;
     }
     return shim_user_error_class(errorcode, errorclass);

@@ -82,10 +82,12 @@ void shim_errhandler_invoke(MPI_Errhandler h, MPI_Comm comm, int code, const cha
         e->fn(&handle, &c, msg);
         return;
     }
-    /* MPI_ERRORS_ARE_FATAL and MPI_ERRORS_ABORT: say what failed, then end the job. */
+    /* MPI_ERRORS_ARE_FATAL and MPI_ERRORS_ABORT: say what failed, then end the job with
+     * the class as exit status (a dynamic code's low byte would say nothing). */
     fprintf(stderr, "[mpishim] fatal error: %s\n", msg);
     fflush(stdout);
     fflush(stderr);
+    code = shim_errcode_class(code);
     if (shim_initialized()) {
         pg_abort(code ? code : 1, msg);
     }
@@ -213,13 +215,14 @@ int PMPI_Add_error_class(int *errorclass)
 #pragma weak MPI_Add_error_code = PMPI_Add_error_code
 int PMPI_Add_error_code(int errorclass, int *errorcode)
 {
-    int dummy;
+    int cls;
 
-    if (PMPI_Error_class(errorclass, &dummy) != MPI_SUCCESS) {
+    if (PMPI_Error_class(errorclass, &cls) != MPI_SUCCESS) {
         return shim_error(MPI_COMM_WORLD, SHIM_FN, MPI_ERR_ARG, "unknown error class %d",
                           errorclass);
     }
-    return add_code(errorclass, errorcode);
+    /* A code some call returned stands for its class. */
+    return add_code(cls, errorcode);
 }
 
 #pragma weak MPI_Add_error_string = PMPI_Add_error_string

@@ -13,6 +13,7 @@
 #include "mps_log.h"
 #include "pgc_status.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 
 /* The pg request to wait for, NULL for null or inactive requests; MPI_ERR_REQUEST for a
@@ -107,6 +108,20 @@ static void set_errors(MPI_Status *statuses, const int *errs, int n)
     }
 }
 
+/* What a multi-completion call returns when some of its n requests failed: a code of class
+ * MPI_ERR_IN_STATUS whose text counts them (each one's own error, already raised on its
+ * communicator, is in its status). */
+static int in_status(const char *fn, int failed, int n)
+{
+    char msg[MPI_MAX_ERROR_STRING];
+
+    snprintf(msg, sizeof(msg),
+             "%s (rank %d): %d of %d completed requests failed; the MPI_ERROR field of their "
+             "statuses says why",
+             fn, pg_world_rank(), failed, n);
+    return shim_errcode_make(MPI_ERR_IN_STATUS, msg);
+}
+
 #pragma weak MPI_Waitall = PMPI_Waitall
 int PMPI_Waitall(int count, MPI_Request reqs[], MPI_Status *statuses)
 {
@@ -125,7 +140,7 @@ int PMPI_Waitall(int count, MPI_Request reqs[], MPI_Status *statuses)
     }
     if (rc == MPI_SUCCESS && failed) {
         set_errors(statuses, errs, count);
-        rc = MPI_ERR_IN_STATUS;
+        rc = in_status(SHIM_FN, failed, count);
     }
     if (errs != stack) {
         free(errs);
@@ -266,7 +281,7 @@ static int some_common(int count, MPI_Request reqs[], int *outcount, int indices
     if (errs != stack) {
         free(errs);
     }
-    return failed ? MPI_ERR_IN_STATUS : MPI_SUCCESS;
+    return failed ? in_status(fn, failed, *outcount) : MPI_SUCCESS;
 }
 
 #pragma weak MPI_Waitsome = PMPI_Waitsome

@@ -1,6 +1,6 @@
 /*
- * pg_internal.h - state shared by the pg_core files: the world singleton, the wire
- * header, the lock, and the functions the files call in each other.
+ * pg_internal.h - state shared by the pg_core files: the world singleton (the wire
+ * header is pg_wire.h's), the lock, and the functions the files call in each other.
  */
 #ifndef PG_INTERNAL_H
 #define PG_INTERNAL_H
@@ -8,42 +8,12 @@
 #include "fab_heap.h"
 #include "pg.h"
 #include "pg_flight.h"
+#include "pg_wire.h"
 #include "pgc_status.h"
 
 #include <pthread.h>
 
 struct boot;
-
-/* A message's envelope as the matching code sees it (decoded from the wire form below). */
-enum pg_wire_kind { PG_WIRE_EAGER = 1, PG_WIRE_RTS = 2, PG_WIRE_ACK = 3 };
-
-struct pg_wire {
-    uint64_t ctx;
-    int32_t src; /* the sender's rank in the group of ctx */
-    int32_t tag;
-    uint32_t kind;
-    uint32_t src_world;
-    uint64_t len;
-    uint64_t rndv_tag; /* RTS: the fabric tag of the data transfer */
-    uint64_t sync_id;  /* synchronous eager send: the cookie to ack; ACK: that cookie */
-};
-
-/* On the wire: 16 bytes for a standard eager message of less than 64 KiB, so that the ring
- * record of a message of up to 32 bytes (record header, this, payload) fits one cache line;
- * rendezvous, synchronous, ack and longer messages add the extension. Contexts fit 32 bits
- * (PG_CTX_LIMIT). The sender's world rank comes from the transport. */
-struct pg_wire_hdr {
-    uint32_t ctx;
-    int32_t src, tag;
-    uint16_t len; /* eager payload bytes (the extension holds the 64-bit length) */
-    uint8_t kind;
-    uint8_t has_ext;
-};
-_Static_assert(sizeof(struct pg_wire_hdr) == 16, "one line holds a 32-byte message");
-
-struct pg_wire_ext {
-    uint64_t len, rndv_tag, sync_id;
-};
 
 /* A deferred action: work the AM handler found but may not do itself (it must not send or
  * post from inside the fabric's completion dispatch). */

@@ -460,25 +460,7 @@ static struct pg_msg *queue_unexpected(const struct pg_wire *w, const void *payl
     return m;
 }
 
-/* Decodes the wire form into an envelope; NULL payload when the message is malformed. */
-static const void *wire_decode(const void *buf, size_t len, int peer, struct pg_wire *w)
-{
-    const struct pg_wire_hdr *h = buf;
-    const struct pg_wire_ext *x = (const void *)(h + 1);
-    size_t hlen = sizeof(*h) + (len >= sizeof(*h) && h->has_ext ? sizeof(*x) : 0);
-
-    if (len < sizeof(*h) || len < hlen) {
-        return NULL;
-    }
-    *w = (struct pg_wire){.ctx = h->ctx, .src = h->src, .tag = h->tag, .kind = h->kind,
-                          .src_world = (uint32_t)peer, .len = h->len};
-    if (h->has_ext) {
-        w->len = x->len;
-        w->rndv_tag = x->rndv_tag;
-        w->sync_id = x->sync_id;
-    }
-    return (const char *)buf + hlen;
-}
+_Static_assert(PG_WIRE_RNDV_BIT == FAB_TAG_RNDV, "pg_wire_parse checks an RTS's tag");
 
 /* The wire header of an envelope (has_ext left to the caller). */
 static inline struct pg_wire_hdr wire_hdr(uint64_t ctx, int src, int tag, size_t len, int kind)
@@ -510,11 +492,12 @@ enum fab_am_result pg_am_handler(void *arg, int peer, const void *buf, size_t le
                                  bool may_defer)
 {
     struct pg_wire w;
-    const void *payload = wire_decode(buf, len, peer, &w);
+    const char *why;
+    const void *payload = pg_wire_parse(buf, len, peer, &w, &why);
     struct pg_req *r;
 
-    if (!payload) {
-        MPS_ERR("short active message (%zu bytes) from rank %d dropped", len, peer);
+    if (mps_unlikely(!payload)) {
+        MPS_ERR("a message of %zu bytes from rank %d %s: dropped", len, peer, why);
         return FAB_AM_TAKEN;
     }
     if (w.kind == PG_WIRE_ACK) {
