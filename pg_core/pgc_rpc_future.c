@@ -224,16 +224,22 @@ int pgc_future_set_error(pgc_future *f, int status, const char *fmt, ...)
     return PGC_OK;
 }
 
-/* A short spin first: an RPC answered within microseconds should not pay a futex sleep
- * and wake-up. The spin is bounded in time and does not yield: on a loaded machine a thread
- * that yields in a loop runs only when the scheduler gives it a slice (milliseconds), while
- * one that sleeps on the condition variable runs as soon as the agent wakes it. */
-#define WAIT_SPIN 10e-6 /* s */
+/* A bounded spin first: an RPC answered within microseconds should not pay a futex sleep
+ * and wake-up. While RPC is up the waiter also receives (rpc_receive_while_pending), so
+ * that the answer completes the future in this thread with no other thread woken; else, or
+ * while another thread receives, it watches the state. The spin does not yield: on a loaded
+ * machine a thread that yields in a loop runs only when the scheduler gives it a slice
+ * (milliseconds), while one that sleeps on the condition variable runs as soon as it is
+ * woken. */
+#define WAIT_SPIN 10e-6 /* s, without RPC */
 
 static void spin_briefly(pgc_future *f)
 {
     double end = mps_now() + WAIT_SPIN;
 
+    if (rpc_receive_while_pending(f, 0)) {
+        return;
+    }
     while (state_of(f) == PGC_ERR_PENDING && mps_now() < end) {
 #if defined(__x86_64__) || defined(__i386__)
         __builtin_ia32_pause();
