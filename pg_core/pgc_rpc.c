@@ -49,6 +49,8 @@
 /* s the agent parks while another thread receives (that thread wakes it when it stops for
  * want of messages, not when its own answer came: the bound covers that case). */
 #define PARK_TIME 500e-6
+/* s a thread tries for the receiver's role before it leaves the receiving to its holder. */
+#define ROLE_TRY 10e-6
 /* Messages up to this size are packed and received on the stack. */
 #define SMALL_MSG 512
 
@@ -496,7 +498,7 @@ int pgc_rpc_sync(const char *to, const char *fn, const pgc_rpc_value *args, doub
 
 /* ---- the callee: server threads ---- */
 
-static bool poll_until(bool (*done)(void *arg), void *arg, double spin);
+static bool poll_until(bool (*done)(void *arg), void *arg, double spin, bool caller);
 
 static void queue_job(struct rpc_job *j)
 {
@@ -736,7 +738,7 @@ static void *server_main(void *arg)
             /* The caller's next request is likely on its way: receive it here. */
             after_job = false;
             idle_server = true;
-            poll_until(job_queued, NULL, SERVE_SPIN);
+            poll_until(job_queued, NULL, SERVE_SPIN, false);
             idle_server = false;
             continue;
         }
@@ -868,26 +870,30 @@ static void cpu_relax(void)
 #endif
 }
 
-/* Polls as the receiver (once it has the role) until done(arg) or for spin seconds. A thread
- * that stops for want of messages while it held the role wakes the agent, which parked
- * meanwhile; one whose wait ended leaves that to the park's bound, since it is likely to
- * receive again at once (a caller in a loop). Whether done(arg) held. */
-static bool poll_until(bool (*done)(void *arg), void *arg, double spin)
+/* Polls as the receiver until done(arg) or for spin seconds, if it gets the role within
+ * ROLE_TRY: a thread that does not leaves the receiving to the holder (more threads polling
+ * on a few cores slow each other down). On giving the role back it wakes the agent, which
+ * parked meanwhile, when it stops for want of messages or when other callers wait (they
+ * may sleep on their futures); a caller whose own answer came does not, since it is likely
+ * to receive again at once (a caller in a loop): the park's bound covers the rest. Whether
+ * done(arg) held. */
+static bool poll_until(bool (*done)(void *arg), void *arg, double spin, bool caller)
 {
-    double end = mps_now() + spin;
+    double start = mps_now(), now = start;
     bool have = false, ok;
 
     while (!(ok = done(arg)) && !__atomic_load_n(&rpc.stop, __ATOMIC_ACQUIRE) &&
-           mps_now() < end) {
+           now - start < (have ? spin : ROLE_TRY)) {
         if (have || (have = rx_try())) {
             receive_one();
         } else {
             cpu_relax();
         }
+        now = mps_now();
     }
     if (have) {
         rx_release();
-        if (!ok) {
+        if (!ok || __atomic_load_n(&rpc.waiters, __ATOMIC_ACQUIRE) > (caller ? 1 : 0)) {
             rpc_bell_ring_self();
         }
     }
@@ -899,12 +905,26 @@ static bool future_done(void *f)
     return pgc_future_done(f);
 }
 
-bool rpc_receive_while_pending(pgc_future *f, double spin)
+bool rpc_waiter_enter(void)
 {
     if (!__atomic_load_n(&rpc.up, __ATOMIC_ACQUIRE)) {
         return false;
     }
-    return poll_until(future_done, f, spin > 0 ? spin : CALL_SPIN);
+    __atomic_add_fetch(&rpc.waiters, 1, __ATOMIC_ACQ_REL);
+    return true;
+}
+
+void rpc_waiter_leave(void)
+{
+    __atomic_sub_fetch(&rpc.waiters, 1, __ATOMIC_ACQ_REL);
+}
+
+bool rpc_receive_while_pending(pgc_future *f, double limit)
+{
+    if (!__atomic_load_n(&rpc.up, __ATOMIC_ACQUIRE)) {
+        return false;
+    }
+    return poll_until(future_done, f, limit > 0 && limit < CALL_SPIN ? limit : CALL_SPIN, true);
 }
 
 static void watch_dead(void)

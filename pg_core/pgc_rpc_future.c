@@ -233,11 +233,11 @@ int pgc_future_set_error(pgc_future *f, int status, const char *fmt, ...)
  * woken. */
 #define WAIT_SPIN 10e-6 /* s, without RPC */
 
-static void spin_briefly(pgc_future *f)
+static void spin_briefly(pgc_future *f, double timeout)
 {
     double end = mps_now() + WAIT_SPIN;
 
-    if (rpc_receive_while_pending(f, 0)) {
+    if (rpc_receive_while_pending(f, timeout)) {
         return;
     }
     while (state_of(f) == PGC_ERR_PENDING && mps_now() < end) {
@@ -250,14 +250,13 @@ static void spin_briefly(pgc_future *f)
 int pgc_future_wait(pgc_future *f, double timeout)
 {
     struct timespec until;
+    bool counted;
     int rc = 0;
 
     if (!f) {
         return mps_error(PGC_ERR_INVALID_ARG, "pgc_future_wait: NULL future");
     }
-    if (timeout != 0) {
-        spin_briefly(f);
-    }
+    /* The deadline counts from here: the spin is part of the wait. */
     clock_gettime(CLOCK_MONOTONIC, &until);
     if (timeout > 0) {
         until.tv_sec += (time_t)timeout;
@@ -267,12 +266,19 @@ int pgc_future_wait(pgc_future *f, double timeout)
             until.tv_nsec -= 1000000000L;
         }
     }
+    counted = timeout != 0 && rpc_waiter_enter();
+    if (timeout != 0) {
+        spin_briefly(f, timeout);
+    }
     pthread_mutex_lock(&f->mu);
     while (state_of(f) == PGC_ERR_PENDING && rc != ETIMEDOUT && timeout != 0) {
         rc = timeout < 0 ? pthread_cond_wait(&f->cv, &f->mu)
                          : pthread_cond_timedwait(&f->cv, &f->mu, &until);
     }
     pthread_mutex_unlock(&f->mu);
+    if (counted) {
+        rpc_waiter_leave();
+    }
     if (state_of(f) == PGC_ERR_PENDING) {
         return mps_error(PGC_ERR_TIMEOUT, "pgc_future_wait: not complete within %g s", timeout);
     }

@@ -176,6 +176,7 @@ struct rpc_state {
     pthread_mutex_t rx_mu;
     int qsleepers; /* server threads asleep on qcv (rpc.mu) */
     int queued;    /* requests in the queue: written under rpc.mu, read atomically */
+    int waiters;   /* atomic: threads in pgc_future_wait */
 };
 
 extern struct rpc_state rpc;
@@ -249,9 +250,13 @@ void rpc_bell_disarm(void);
 /* Sleeps until a ring (unless one came since rpc_bell_arm) or for at most seconds. */
 void rpc_bell_sleep(uint32_t word, double seconds);
 /* pgc_rpc.c: a thread that waits for f receives while it waits (when no other thread does),
- * for at most spin seconds (0: the default). Whether f completed; false at once while RPC is
- * down. */
-bool rpc_receive_while_pending(pgc_future *f, double spin);
+ * for at most limit seconds or the default bound, whichever is less (limit <= 0: the
+ * default). Whether f completed; false at once while RPC is down. Between
+ * rpc_waiter_enter (true: counted) and rpc_waiter_leave the thread counts as waiting for a
+ * future: a receiver that stops then wakes the agent, which completes it. */
+bool rpc_waiter_enter(void);
+void rpc_waiter_leave(void);
+bool rpc_receive_while_pending(pgc_future *f, double limit);
 /* Objects made, deleted by the protocol and dropped by shutdown since the process started. */
 void rpc_rref_lifetime_counts(long *made, long *deleted, long *dropped);
 /* After the threads stopped: frees what is left. */
