@@ -45,6 +45,11 @@
  * about 0.5 ms). */
 #define AGENT_SPIN 100e-6
 #define SERVE_SPIN 200e-6
+/* A server thread polls longer, up to this, when the last two requests it ran came closer
+ * than this: 1.5 times their gap. Without it a loaded machine locks into the slow path: a
+ * round trip that took longer than SERVE_SPIN (a wake-up delayed by the load) makes the
+ * next request arrive after the poll ended, which takes the wake-ups again. */
+#define SERVE_SPIN_MAX 2e-3
 #define CALL_SPIN 1e-3
 /* s the agent parks while another thread receives (that thread wakes it when it stops for
  * want of messages, not when its own answer came: the bound covers that case). */
@@ -718,14 +723,25 @@ static bool job_queued(void *arg)
     return __atomic_load_n(&rpc.queued, __ATOMIC_ACQUIRE) > 0;
 }
 
+/* How long a server thread polls after a request that came gap seconds after the one
+ * before. */
+static double serve_spin(double gap)
+{
+    return gap < SERVE_SPIN_MAX && 1.5 * gap > SERVE_SPIN ? 1.5 * gap : SERVE_SPIN;
+}
+
 static void *server_main(void *arg)
 {
     bool after_job = false;
+    double last_job = 0, gap = 1;
 
     (void)arg;
     for (;;) {
         struct rpc_job *j = job_take();
         if (j) {
+            double now = mps_now();
+            gap = now - last_job;
+            last_job = now;
             run_job(j);
             job_done();
             after_job = true;
@@ -738,7 +754,7 @@ static void *server_main(void *arg)
             /* The caller's next request is likely on its way: receive it here. */
             after_job = false;
             idle_server = true;
-            poll_until(job_queued, NULL, SERVE_SPIN, false);
+            poll_until(job_queued, NULL, serve_spin(gap), false);
             idle_server = false;
             continue;
         }
@@ -882,8 +898,13 @@ static bool poll_until(bool (*done)(void *arg), void *arg, double spin, bool cal
     double start = mps_now(), now = start;
     bool have = false, ok;
 
-    while (!(ok = done(arg)) && !__atomic_load_n(&rpc.stop, __ATOMIC_ACQUIRE) &&
-           now - start < (have ? spin : ROLE_TRY)) {
+    /* The agent yields the role while this is above 0 (it would otherwise take it back
+     * between any two of our tries, as it releases it only for an instant). */
+    __atomic_add_fetch(&rpc.rx_wanted, 1, __ATOMIC_SEQ_CST);
+    /* ROLE_TRY counts tries too: a thread preempted during it has not really tried. */
+    for (int tries = 0; !(ok = done(arg)) && !__atomic_load_n(&rpc.stop, __ATOMIC_ACQUIRE) &&
+                        (have ? now - start < spin : now - start < ROLE_TRY || tries < 1000);
+         tries++) {
         if (have || (have = rx_try())) {
             receive_one();
         } else {
@@ -891,6 +912,7 @@ static bool poll_until(bool (*done)(void *arg), void *arg, double spin, bool cal
         }
         now = mps_now();
     }
+    __atomic_sub_fetch(&rpc.rx_wanted, 1, __ATOMIC_SEQ_CST);
     if (have) {
         rx_release();
         if (!ok || __atomic_load_n(&rpc.waiters, __ATOMIC_ACQUIRE) > (caller ? 1 : 0)) {
@@ -984,13 +1006,13 @@ static bool sleep_on_bell(double idle)
     return false;
 }
 
-/* Another thread receives: sleeps until it stops (it rings) or for PARK_TIME, without being
- * rung by senders, which that thread serves. */
+/* Another thread receives or wants to: sleeps until it stops (it rings) or for PARK_TIME,
+ * without being rung by senders, which that thread serves. */
 static void park(void)
 {
     uint32_t word = rpc_bell_arm(BELL_PARKED);
 
-    if (rx_try()) {
+    if (__atomic_load_n(&rpc.rx_wanted, __ATOMIC_SEQ_CST) == 0 && rx_try()) {
         /* Free already: the agent polls at once. */
         rx_release();
         rpc_bell_disarm();
@@ -1019,7 +1041,8 @@ static void *agent_main(void *arg)
 
     (void)arg;
     while (!__atomic_load_n(&rpc.stop, __ATOMIC_ACQUIRE)) {
-        bool busy = !rx_try(), got = false;
+        bool busy = __atomic_load_n(&rpc.rx_wanted, __ATOMIC_ACQUIRE) > 0 || !rx_try();
+        bool got = false;
         double now;
         if (!busy) {
             got = receive_one();

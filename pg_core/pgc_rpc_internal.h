@@ -177,6 +177,7 @@ struct rpc_state {
     int qsleepers; /* server threads asleep on qcv (rpc.mu) */
     int queued;    /* requests in the queue: written under rpc.mu, read atomically */
     int waiters;   /* atomic: threads in pgc_future_wait */
+    int rx_wanted; /* atomic: threads polling (or trying to) other than the agent */
 };
 
 extern struct rpc_state rpc;
