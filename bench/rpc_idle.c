@@ -3,9 +3,10 @@
  * stop.
  *
  * worker0 makes CALLS echo calls to worker1 (on itself with one process) and then calls
- * "done" there; from then on both workers stay idle for 1.5 s and report the CPU time its process (all threads: agent, servers,
- * main) used in the last second of that, read from /proc/self/stat (utime + stime, in clock
- * ticks) and from getrusage (microseconds), as a share of one core.
+ * "done" there; from then on both workers stay idle for 1.5 s, and each reports the CPU time
+ * its process (all threads: agent, servers, main) used in the last second of that, read
+ * from /proc/self/stat (utime + stime, in clock ticks) and from getrusage (microseconds),
+ * as a share of one core.
  *
  *   mpiexec -n 2 bench/rpc_idle [CALLS]
  *
@@ -111,9 +112,9 @@ int main(int argc, char **argv)
     u0 = rusage_s();
     sleep_s(1.0);
     printf("%s (pid %d): idle for 1 s after %d calls: %ld clock ticks (of %ld/s), %.2f ms "
-           "of CPU (getrusage): %.2f%% of a core\n", name, (int)getpid(), me.rank == 0 ? calls : 0,
-           stat_ticks() - t0, sysconf(_SC_CLK_TCK), (rusage_s() - u0) * 1e3,
-           (rusage_s() - u0) * 100);
+           "of CPU (getrusage): %.2f%% of a core\n",
+           name, (int)getpid(), me.rank == 0 ? calls : 0, stat_ticks() - t0, sysconf(_SC_CLK_TCK),
+           (rusage_s() - u0) * 1e3, (rusage_s() - u0) * 100);
     fflush(stdout);
     pgc_rpc_shutdown(1);
     return 0;

@@ -893,6 +893,14 @@ static void cpu_relax(void)
  * may sleep on their futures); a caller whose own answer came does not, since it is likely
  * to receive again at once (a caller in a loop): the park's bound covers the rest. Whether
  * done(arg) held. */
+/* Whether a poll goes on after elapsed seconds and tries: for spin seconds once it has the
+ * role; before, for ROLE_TRY and at least 1000 tries (a thread preempted during those 10 us
+ * has not really tried). */
+static bool poll_more(bool have, double elapsed, int tries, double spin)
+{
+    return have ? elapsed < spin : elapsed < ROLE_TRY || tries < 1000;
+}
+
 static bool poll_until(bool (*done)(void *arg), void *arg, double spin, bool caller)
 {
     double start = mps_now(), now = start;
@@ -901,9 +909,8 @@ static bool poll_until(bool (*done)(void *arg), void *arg, double spin, bool cal
     /* The agent yields the role while this is above 0 (it would otherwise take it back
      * between any two of our tries, as it releases it only for an instant). */
     __atomic_add_fetch(&rpc.rx_wanted, 1, __ATOMIC_SEQ_CST);
-    /* ROLE_TRY counts tries too: a thread preempted during it has not really tried. */
     for (int tries = 0; !(ok = done(arg)) && !__atomic_load_n(&rpc.stop, __ATOMIC_ACQUIRE) &&
-                        (have ? now - start < spin : now - start < ROLE_TRY || tries < 1000);
+                        poll_more(have, now - start, tries, spin);
          tries++) {
         if (have || (have = rx_try())) {
             receive_one();
