@@ -10,9 +10,15 @@
  * reply that a function defers (async execution) is sent by a server thread too: the
  * agent never sends a value, so it can never wait for itself.
  *
- * The agent polls the fabric; idle, it sleeps on a doorbell that senders on this node ring
- * (pgc_rpc_bell.c). It also fails calls past their deadline and, every WATCH_DEAD seconds,
- * asks the fabric whether a process of this node died: calls waiting for it fail at once.
+ * Receiving is a role rather than a thread (rpc.rx_mu): besides the agent, a caller that
+ * waits for its answer and a server thread that just finished a request poll the fabric
+ * for a bounded time, so that on a quiet exchange the answer completes the caller's future
+ * in the caller's own thread and a request is run by the server thread that received it:
+ * no thread is woken on the way. Whoever receives dispatches in arrival order. The agent
+ * parks while another thread receives and is woken when that thread stops; idle, it sleeps
+ * on a doorbell that senders on this node ring (pgc_rpc_bell.c). It also fails calls past
+ * their deadline and, every WATCH_DEAD seconds, asks the fabric whether a process of this
+ * node died: calls waiting for it fail at once.
  */
 #include "config.h"
 
@@ -31,12 +37,32 @@
 #define DEFAULT_SERVERS 2
 #define WATCH_TIMEOUTS 0.01 /* s between two looks at the pending calls' deadlines */
 #define WATCH_DEAD 0.1      /* s between two looks at the local processes */
-/* s of polling without a message before the agent sleeps on its doorbell: short, since a
- * thread that polls on a loaded machine runs only in the slices the scheduler gives it,
- * while a sleeping one is woken at once by the ring (pgc_rpc_bell.c). */
-#define IDLE_SPIN 50e-6
+/* The bounded polls (s). Each is short next to a scheduler slice: a thread that polls on a
+ * loaded machine runs only in the slices it is given, while a sleeping one is woken at once
+ * by a ring. AGENT_SPIN: the agent's poll after a message before it sleeps. SERVE_SPIN: a
+ * server thread's after a request (the next one of a caller in a loop comes within
+ * microseconds). CALL_SPIN: a caller's while it waits for its answer (a 1 MiB echo takes
+ * about 0.5 ms). */
+#define AGENT_SPIN 100e-6
+#define SERVE_SPIN 200e-6
+/* A server thread polls longer, up to this, when the last two requests it ran came closer
+ * than this: 1.5 times their gap. Without it a loaded machine locks into the slow path: a
+ * round trip that took longer than SERVE_SPIN (a wake-up delayed by the load) makes the
+ * next request arrive after the poll ended, which takes the wake-ups again. */
+#define SERVE_SPIN_MAX 2e-3
+#define CALL_SPIN 1e-3
+/* s the agent parks while another thread receives (that thread wakes it when it stops for
+ * want of messages, not when its own answer came: the bound covers that case). */
+#define PARK_TIME 500e-6
+/* s a thread tries for the receiver's role before it leaves the receiving to its holder. */
+#define ROLE_TRY 10e-6
+/* Messages up to this size are packed and received on the stack. */
+#define SMALL_MSG 512
 
-struct rpc_state rpc = {.mu = PTHREAD_MUTEX_INITIALIZER, .bell_fd = -1};
+struct rpc_state rpc = {.mu = PTHREAD_MUTEX_INITIALIZER, .rx_mu = PTHREAD_MUTEX_INITIALIZER};
+/* A server thread between two requests: a request it receives is left for it to run rather
+ * than handed to a sleeping one. */
+static __thread bool idle_server;
 static pthread_mutex_t fn_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct rpc_fn_entry *fns;
 
@@ -235,6 +261,11 @@ static int send_all(int dst, const void *buf, size_t len, const struct rpc_hdr *
             rc = pg_isend(rpc.g, t->data, bytes, dst, (int)h->data_tag, false, &rq[n++]);
         }
     }
+    /* Before the waits: a large tensor's send completes only once the receiver has taken
+     * the header, which a sleeping receiver does only when rung. */
+    if (rc == PGC_OK) {
+        rpc_bell_ring(dst);
+    }
     for (int i = 0; i < n; i++) {
         int w = pg_wait(&rq[i], rpc.timeout);
         rc = rc == PGC_OK ? w : rc;
@@ -251,6 +282,7 @@ int rpc_send(int dst, struct rpc_hdr *h, const char *name, size_t name_len, cons
     int made = 0, rc = PGC_OK;
     size_t len;
     void *buf = NULL;
+    uint64_t small[SMALL_MSG / 8];
 
     if (v && v->nrrefs && !(rd = calloc((size_t)v->nrrefs, sizeof(*rd)))) {
         return mps_error(PGC_ERR_NOMEM, "pgc_rpc: rref descriptors");
@@ -260,14 +292,11 @@ int rpc_send(int dst, struct rpc_hdr *h, const char *name, size_t name_len, cons
     }
     h->data_tag = new_data_tag();
     if (rc == PGC_OK) {
-        rc = rpc_wire_pack(h, name, name_len, v, rd, &buf, &len);
+        rc = rpc_wire_pack(h, name, name_len, v, rd, small, sizeof(small), &buf, &len);
     }
     if (rc == PGC_OK) {
         __atomic_add_fetch(&rpc.sent, 1, __ATOMIC_RELAXED);
         rc = send_all(dst, buf, len, h, v);
-    }
-    if (rc == PGC_OK) {
-        rpc_bell_ring(dst);
     }
     if (rc != PGC_OK) {
         /* Undo the forks: the receiver never learns of them. (A failure after the header left
@@ -276,7 +305,9 @@ int rpc_send(int dst, struct rpc_hdr *h, const char *name, size_t name_len, cons
             rpc_rref_fork_undo(v->rrefs[i], &rd[i]);
         }
     }
-    free(buf);
+    if (buf != small) {
+        free(buf);
+    }
     free(rd);
     return rc;
 }
@@ -472,6 +503,8 @@ int pgc_rpc_sync(const char *to, const char *fn, const pgc_rpc_value *args, doub
 
 /* ---- the callee: server threads ---- */
 
+static bool poll_until(bool (*done)(void *arg), void *arg, double spin, bool caller);
+
 static void queue_job(struct rpc_job *j)
 {
     pthread_mutex_lock(&rpc.mu);
@@ -482,7 +515,11 @@ static void queue_job(struct rpc_job *j)
         rpc.qhead = j;
     }
     rpc.qtail = j;
-    pthread_cond_signal(&rpc.qcv);
+    __atomic_add_fetch(&rpc.queued, 1, __ATOMIC_RELEASE);
+    /* An idle server thread that received it runs it itself: waking another costs more. */
+    if (!idle_server && rpc.qsleepers > 0) {
+        pthread_cond_signal(&rpc.qcv);
+    }
     pthread_mutex_unlock(&rpc.mu);
 }
 
@@ -638,30 +675,91 @@ static void run_job(struct rpc_job *j)
     }
 }
 
-static void *server_main(void *arg)
+/* The next request, counted as running, or NULL. Wakes another server thread for the one
+ * after it, which the idle thread that received both would otherwise leave waiting. */
+static struct rpc_job *job_take(void)
 {
-    (void)arg;
+    struct rpc_job *j;
+
     pthread_mutex_lock(&rpc.mu);
-    for (;;) {
-        struct rpc_job *j;
-        while (!rpc.qhead && !__atomic_load_n(&rpc.stop, __ATOMIC_ACQUIRE)) {
-            pthread_cond_wait(&rpc.qcv, &rpc.mu);
-        }
-        if (!rpc.qhead) {
-            break;
-        }
-        j = rpc.qhead;
+    j = rpc.qhead;
+    if (j) {
         rpc.qhead = j->next;
         if (!rpc.qhead) {
             rpc.qtail = NULL;
         }
+        __atomic_sub_fetch(&rpc.queued, 1, __ATOMIC_RELAXED);
         rpc.running_jobs++;
-        pthread_mutex_unlock(&rpc.mu);
-        run_job(j);
-        pthread_mutex_lock(&rpc.mu);
-        rpc.running_jobs--;
+        if (rpc.qhead && rpc.qsleepers > 0) {
+            pthread_cond_signal(&rpc.qcv);
+        }
     }
     pthread_mutex_unlock(&rpc.mu);
+    return j;
+}
+
+static void job_done(void)
+{
+    pthread_mutex_lock(&rpc.mu);
+    rpc.running_jobs--;
+    pthread_mutex_unlock(&rpc.mu);
+}
+
+/* Sleeps until a request is queued or the threads stop. */
+static void job_sleep(void)
+{
+    pthread_mutex_lock(&rpc.mu);
+    while (!rpc.qhead && !__atomic_load_n(&rpc.stop, __ATOMIC_ACQUIRE)) {
+        rpc.qsleepers++;
+        pthread_cond_wait(&rpc.qcv, &rpc.mu);
+        rpc.qsleepers--;
+    }
+    pthread_mutex_unlock(&rpc.mu);
+}
+
+static bool job_queued(void *arg)
+{
+    (void)arg;
+    return __atomic_load_n(&rpc.queued, __ATOMIC_ACQUIRE) > 0;
+}
+
+/* How long a server thread polls after a request that came gap seconds after the one
+ * before. */
+static double serve_spin(double gap)
+{
+    return gap < SERVE_SPIN_MAX && 1.5 * gap > SERVE_SPIN ? 1.5 * gap : SERVE_SPIN;
+}
+
+static void *server_main(void *arg)
+{
+    bool after_job = false;
+    double last_job = 0, gap = 1;
+
+    (void)arg;
+    for (;;) {
+        struct rpc_job *j = job_take();
+        if (j) {
+            double now = mps_now();
+            gap = now - last_job;
+            last_job = now;
+            run_job(j);
+            job_done();
+            after_job = true;
+            continue;
+        }
+        if (__atomic_load_n(&rpc.stop, __ATOMIC_ACQUIRE)) {
+            break;
+        }
+        if (after_job) {
+            /* The caller's next request is likely on its way: receive it here. */
+            after_job = false;
+            idle_server = true;
+            poll_until(job_queued, NULL, serve_spin(gap), false);
+            idle_server = false;
+            continue;
+        }
+        job_sleep();
+    }
     return NULL;
 }
 
@@ -743,6 +841,7 @@ static bool receive_one(void)
     struct pg_req probe, req;
     struct pg_msg *msg = NULL;
     bool found = false;
+    uint64_t small[SMALL_MSG / 8];
     void *buf;
     int rc;
 
@@ -750,7 +849,7 @@ static bool receive_one(void)
     if (rc != PGC_OK || !found) {
         return false;
     }
-    buf = malloc(probe.len ? probe.len : 1);
+    buf = probe.len <= sizeof(small) ? small : malloc(probe.len);
     if (!buf) {
         pg_msg_free(msg);
         return true;
@@ -764,8 +863,97 @@ static bool receive_one(void)
     if (rc == PGC_OK) {
         dispatch(probe.source, buf, probe.len);
     }
-    free(buf);
+    if (buf != small) {
+        free(buf);
+    }
     return true;
+}
+
+static bool rx_try(void)
+{
+    return pthread_mutex_trylock(&rpc.rx_mu) == 0;
+}
+
+static void rx_release(void)
+{
+    pthread_mutex_unlock(&rpc.rx_mu);
+}
+
+static void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
+
+/* Polls as the receiver until done(arg) or for spin seconds, if it gets the role within
+ * ROLE_TRY: a thread that does not leaves the receiving to the holder (more threads polling
+ * on a few cores slow each other down). On giving the role back it wakes the agent, which
+ * parked meanwhile, when it stops for want of messages or when other callers wait (they
+ * may sleep on their futures); a caller whose own answer came does not, since it is likely
+ * to receive again at once (a caller in a loop): the park's bound covers the rest. Whether
+ * done(arg) held. */
+/* Whether a poll goes on after elapsed seconds and tries: for spin seconds once it has the
+ * role; before, for ROLE_TRY and at least 1000 tries (a thread preempted during those 10 us
+ * has not really tried). */
+static bool poll_more(bool have, double elapsed, int tries, double spin)
+{
+    return have ? elapsed < spin : elapsed < ROLE_TRY || tries < 1000;
+}
+
+static bool poll_until(bool (*done)(void *arg), void *arg, double spin, bool caller)
+{
+    double start = mps_now(), now = start;
+    bool have = false, ok;
+
+    /* The agent yields the role while this is above 0 (it would otherwise take it back
+     * between any two of our tries, as it releases it only for an instant). */
+    __atomic_add_fetch(&rpc.rx_wanted, 1, __ATOMIC_SEQ_CST);
+    for (int tries = 0; !(ok = done(arg)) && !__atomic_load_n(&rpc.stop, __ATOMIC_ACQUIRE) &&
+                        poll_more(have, now - start, tries, spin);
+         tries++) {
+        if (have || (have = rx_try())) {
+            receive_one();
+        } else {
+            cpu_relax();
+        }
+        now = mps_now();
+    }
+    __atomic_sub_fetch(&rpc.rx_wanted, 1, __ATOMIC_SEQ_CST);
+    if (have) {
+        rx_release();
+        if (!ok || __atomic_load_n(&rpc.waiters, __ATOMIC_ACQUIRE) > (caller ? 1 : 0)) {
+            rpc_bell_ring_self();
+        }
+    }
+    return ok;
+}
+
+static bool future_done(void *f)
+{
+    return pgc_future_done(f);
+}
+
+bool rpc_waiter_enter(void)
+{
+    if (!__atomic_load_n(&rpc.up, __ATOMIC_ACQUIRE)) {
+        return false;
+    }
+    __atomic_add_fetch(&rpc.waiters, 1, __ATOMIC_ACQ_REL);
+    return true;
+}
+
+void rpc_waiter_leave(void)
+{
+    __atomic_sub_fetch(&rpc.waiters, 1, __ATOMIC_ACQ_REL);
+}
+
+bool rpc_receive_while_pending(pgc_future *f, double limit)
+{
+    if (!__atomic_load_n(&rpc.up, __ATOMIC_ACQUIRE)) {
+        return false;
+    }
+    return poll_until(future_done, f, limit > 0 && limit < CALL_SPIN ? limit : CALL_SPIN, true);
 }
 
 static void watch_dead(void)
@@ -790,11 +978,68 @@ static void watch_dead(void)
     }
 }
 
-/* Sleeps until a sender on this node rings, or for the bound that finds messages from other
- * nodes soon enough (they do not ring): 50 us while calls are recent, 500 us once idle. */
-static void nap(double idle)
+/* How long the agent may sleep: until a ring, or for the bound that finds messages from
+ * peers that can not ring (another node) soon enough: 50 us while calls are recent, 500 us
+ * once idle. With every peer ringing, only the deadlines bound it. */
+static double nap_time(double idle)
 {
-    rpc_bell_wait(idle < 0.1 ? 50e-6 : 500e-6);
+    for (int r = 0; r < rpc.size; r++) {
+        if (!rpc.bells[r]) {
+            return idle < 0.1 ? 50e-6 : 500e-6;
+        }
+    }
+    return WATCH_TIMEOUTS;
+}
+
+/* Sleeps on the doorbell unless a message came; true if one did (and was received). */
+static bool sleep_on_bell(double idle)
+{
+    uint32_t word = rpc_bell_arm(BELL_ASLEEP);
+    bool got = false;
+
+    /* The last probe after arming: a message sent before it is found here, one after it
+     * rings (pgc_rpc_bell.c). The role is busy: its holder receives, the agent parks. */
+    if (!rx_try()) {
+        rpc_bell_disarm();
+        return false;
+    }
+    got = receive_one();
+    rx_release();
+    if (got) {
+        rpc_bell_disarm();
+        return true;
+    }
+    rpc_bell_sleep(word, nap_time(idle));
+    return false;
+}
+
+/* Another thread receives or wants to: sleeps until it stops (it rings) or for PARK_TIME,
+ * without being rung by senders, which that thread serves. */
+static void park(void)
+{
+    uint32_t word = rpc_bell_arm(BELL_PARKED);
+
+    if (__atomic_load_n(&rpc.rx_wanted, __ATOMIC_SEQ_CST) == 0 && rx_try()) {
+        /* Free already: the agent polls at once. */
+        rx_release();
+        rpc_bell_disarm();
+        return;
+    }
+    rpc_bell_sleep(word, PARK_TIME);
+}
+
+static void housekeeping(double now, double *next_deadlines, double *next_dead)
+{
+    if (now >= *next_deadlines) {
+        char why[96];
+        *next_deadlines = now + WATCH_TIMEOUTS;
+        snprintf(why, sizeof(why), "no answer within its timeout");
+        pending_fail_where(past_deadline, &now, PGC_ERR_TIMEOUT, why);
+    }
+    if (now >= *next_dead) {
+        *next_dead = now + WATCH_DEAD;
+        watch_dead();
+    }
 }
 
 static void *agent_main(void *arg)
@@ -803,27 +1048,25 @@ static void *agent_main(void *arg)
 
     (void)arg;
     while (!__atomic_load_n(&rpc.stop, __ATOMIC_ACQUIRE)) {
+        bool busy = __atomic_load_n(&rpc.rx_wanted, __ATOMIC_ACQUIRE) > 0 || !rx_try();
+        bool got = false;
         double now;
-        if (receive_one()) {
-            last_msg = 0;
-            continue;
+        if (!busy) {
+            got = receive_one();
+            rx_release();
         }
         now = mps_now();
-        if (last_msg == 0) {
+        if (got) {
             last_msg = now;
+            continue;
         }
-        if (now >= next_deadlines) {
-            char why[96];
-            next_deadlines = now + WATCH_TIMEOUTS;
-            snprintf(why, sizeof(why), "no answer within its timeout");
-            pending_fail_where(past_deadline, &now, PGC_ERR_TIMEOUT, why);
-        }
-        if (now >= next_dead) {
-            next_dead = now + WATCH_DEAD;
-            watch_dead();
-        }
-        if (now - last_msg > IDLE_SPIN) {
-            nap(now - last_msg);
+        housekeeping(now, &next_deadlines, &next_dead);
+        if (busy) {
+            park();
+        } else if (now - last_msg > AGENT_SPIN && sleep_on_bell(now - last_msg)) {
+            last_msg = mps_now();
+        } else {
+            cpu_relax();
         }
     }
     return NULL;
@@ -914,6 +1157,7 @@ static void stop_threads(bool agent_started)
     __atomic_store_n(&rpc.stop, 1, __ATOMIC_RELEASE);
     pthread_cond_broadcast(&rpc.qcv);
     pthread_mutex_unlock(&rpc.mu);
+    rpc_bell_ring_self();
     if (agent_started) {
         pthread_join(rpc.agent, NULL);
     }

@@ -224,16 +224,22 @@ int pgc_future_set_error(pgc_future *f, int status, const char *fmt, ...)
     return PGC_OK;
 }
 
-/* A short spin first: an RPC answered within microseconds should not pay a futex sleep
- * and wake-up. The spin is bounded in time and does not yield: on a loaded machine a thread
- * that yields in a loop runs only when the scheduler gives it a slice (milliseconds), while
- * one that sleeps on the condition variable runs as soon as the agent wakes it. */
-#define WAIT_SPIN 10e-6 /* s */
+/* A bounded spin first: an RPC answered within microseconds should not pay a futex sleep
+ * and wake-up. While RPC is up the waiter also receives (rpc_receive_while_pending), so
+ * that the answer completes the future in this thread with no other thread woken; else, or
+ * while another thread receives, it watches the state. The spin does not yield: on a loaded
+ * machine a thread that yields in a loop runs only when the scheduler gives it a slice
+ * (milliseconds), while one that sleeps on the condition variable runs as soon as it is
+ * woken. */
+#define WAIT_SPIN 10e-6 /* s, without RPC */
 
-static void spin_briefly(pgc_future *f)
+static void spin_briefly(pgc_future *f, double timeout)
 {
     double end = mps_now() + WAIT_SPIN;
 
+    if (rpc_receive_while_pending(f, timeout)) {
+        return;
+    }
     while (state_of(f) == PGC_ERR_PENDING && mps_now() < end) {
 #if defined(__x86_64__) || defined(__i386__)
         __builtin_ia32_pause();
@@ -244,14 +250,13 @@ static void spin_briefly(pgc_future *f)
 int pgc_future_wait(pgc_future *f, double timeout)
 {
     struct timespec until;
+    bool counted;
     int rc = 0;
 
     if (!f) {
         return mps_error(PGC_ERR_INVALID_ARG, "pgc_future_wait: NULL future");
     }
-    if (timeout != 0) {
-        spin_briefly(f);
-    }
+    /* The deadline counts from here: the spin is part of the wait. */
     clock_gettime(CLOCK_MONOTONIC, &until);
     if (timeout > 0) {
         until.tv_sec += (time_t)timeout;
@@ -261,12 +266,19 @@ int pgc_future_wait(pgc_future *f, double timeout)
             until.tv_nsec -= 1000000000L;
         }
     }
+    counted = timeout != 0 && rpc_waiter_enter();
+    if (timeout != 0) {
+        spin_briefly(f, timeout);
+    }
     pthread_mutex_lock(&f->mu);
     while (state_of(f) == PGC_ERR_PENDING && rc != ETIMEDOUT && timeout != 0) {
         rc = timeout < 0 ? pthread_cond_wait(&f->cv, &f->mu)
                          : pthread_cond_timedwait(&f->cv, &f->mu, &until);
     }
     pthread_mutex_unlock(&f->mu);
+    if (counted) {
+        rpc_waiter_leave();
+    }
     if (state_of(f) == PGC_ERR_PENDING) {
         return mps_error(PGC_ERR_TIMEOUT, "pgc_future_wait: not complete within %g s", timeout);
     }

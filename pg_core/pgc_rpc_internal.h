@@ -168,8 +168,16 @@ struct rpc_state {
     uint64_t next_id;  /* atomic */
     uint32_t next_tag; /* atomic */
     uint64_t sent, received; /* atomic: messages, for shutdown's quiescence test */
-    int bell_fd;             /* the agent's doorbell (pgc_rpc_bell.c), -1: none */
-    int32_t *pids;           /* every worker's pid: the names of their doorbells */
+    struct rpc_bell *bell;   /* the agent's doorbell (pgc_rpc_bell.c), NULL: none */
+    struct rpc_bell **bells; /* every worker's, mapped; NULL: not reachable (another node) */
+    /* The receiver's role: whoever holds it takes messages off the fabric and dispatches
+     * them, in arrival order. The agent, an idle server thread or a caller waiting for its
+     * answer (no thread hop for the reply). Taken with trylock only. */
+    pthread_mutex_t rx_mu;
+    int qsleepers; /* server threads asleep on qcv (rpc.mu) */
+    int queued;    /* requests in the queue: written under rpc.mu, read atomically */
+    int waiters;   /* atomic: threads in pgc_future_wait */
+    int rx_wanted; /* atomic: threads polling (or trying to) other than the agent */
 };
 
 extern struct rpc_state rpc;
@@ -195,9 +203,11 @@ int rpc_call(const char *call, int dst, const struct rpc_hdr *h, const char *fn,
 int rpc_wait_take(pgc_future *f, pgc_rpc_value *result);
 
 /* pgc_rpc_wire.c */
-/* Packs h, name and v into one buffer plus the list of separate tensors. */
+/* Packs h, name and v into one buffer plus the list of separate tensors: small (small_len
+ * bytes) when the message fits, else one it allocates (*buf != small: free it). */
 int rpc_wire_pack(struct rpc_hdr *h, const char *name, size_t name_len, const pgc_rpc_value *v,
-                  const struct rpc_rdesc *rd, void **buf, size_t *len);
+                  const struct rpc_rdesc *rd, void *small, size_t small_len, void **buf,
+                  size_t *len);
 /* Receives the header message msg (len bytes from src) and its separate tensors. */
 int rpc_wire_unpack(int src, void *buf, size_t len, struct rpc_hdr *h, char *name, size_t name_cap,
                     pgc_rpc_value *v);
@@ -222,11 +232,32 @@ void rpc_owned_put(struct rpc_owned *o);
 /* Shutdown: gives back every handle's fork; the counts for quiescence. */
 void rpc_rref_release_all(void);
 int rpc_rref_busy_count(void);
-/* pgc_rpc_bell.c: the agent's doorbell, a wake-up hint from senders on this node. */
+/* pgc_rpc_bell.c: the agent's doorbell, a futex in shared memory that senders on this node
+ * ring. rpc_bell_arm announces a sleep and returns the word to sleep on; the agent then
+ * probes once more and either disarms (a message came) or sleeps. */
+enum rpc_bell_state {
+    BELL_AWAKE,  /* the agent polls: a ring does nothing */
+    BELL_PARKED, /* another thread of the worker polls: only it wakes the agent when it stops */
+    BELL_ASLEEP  /* nobody polls: every ring wakes the agent */
+};
 int rpc_bell_open(void);
 void rpc_bell_close(void);
+/* After a message to dst was handed to the transport. Never blocks. */
 void rpc_bell_ring(int dst);
-void rpc_bell_wait(double seconds);
+/* A thread that polled as the receiver stopped: a parked agent takes over. */
+void rpc_bell_ring_self(void);
+uint32_t rpc_bell_arm(uint32_t how);
+void rpc_bell_disarm(void);
+/* Sleeps until a ring (unless one came since rpc_bell_arm) or for at most seconds. */
+void rpc_bell_sleep(uint32_t word, double seconds);
+/* pgc_rpc.c: a thread that waits for f receives while it waits (when no other thread does),
+ * for at most limit seconds or the default bound, whichever is less (limit <= 0: the
+ * default). Whether f completed; false at once while RPC is down. Between
+ * rpc_waiter_enter (true: counted) and rpc_waiter_leave the thread counts as waiting for a
+ * future: a receiver that stops then wakes the agent, which completes it. */
+bool rpc_waiter_enter(void);
+void rpc_waiter_leave(void);
+bool rpc_receive_while_pending(pgc_future *f, double limit);
 /* Objects made, deleted by the protocol and dropped by shutdown since the process started. */
 void rpc_rref_lifetime_counts(long *made, long *deleted, long *dropped);
 /* After the threads stopped: frees what is left. */

@@ -34,7 +34,8 @@ static bool tensor_separate(const pgc_tensor *t)
 }
 
 int rpc_wire_pack(struct rpc_hdr *h, const char *name, size_t name_len, const pgc_rpc_value *v,
-                  const struct rpc_rdesc *rd, void **buf, size_t *len)
+                  const struct rpc_rdesc *rd, void *small, size_t small_len, void **buf,
+                  size_t *len)
 {
     int nt = v ? v->ntensors : 0, nr = v ? v->nrrefs : 0;
     size_t nb = v ? v->nbytes : 0;
@@ -46,7 +47,7 @@ int rpc_wire_pack(struct rpc_hdr *h, const char *name, size_t name_len, const pg
     for (int i = 0; i < nt; i++) {
         total += tensor_separate(&v->tensors[i]) ? 0 : tensor_bytes(&v->tensors[i]);
     }
-    p = malloc(total);
+    p = total <= small_len ? small : malloc(total);
     if (!p) {
         return mps_error(PGC_ERR_NOMEM, "pgc_rpc: %zu bytes for a message", total);
     }

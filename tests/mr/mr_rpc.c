@@ -16,7 +16,12 @@
  *     forks user to user (to the worker after), user to owner and owner to user, the
  *     receiver keeping its reference after the creator dropped its own; reference
  *     counting: every owner has freed every object once all handles are gone;
- *  4. graceful shutdown while a remote RRef handle is still held: afterwards every worker,
+ *  4. callers racing for the receiver's role: 4 threads each make 100 echo calls of their
+ *     own values, half of them async with a then callback (which may run in another
+ *     caller's thread, the one that received the answer), to the next worker, while that
+ *     worker does the same; then, after 30 ms idle (every thread of every worker has gone
+ *     to sleep on its doorbell or queue), one call more each way;
+ *  5. graceful shutdown while a remote RRef handle is still held: afterwards every worker,
  *     as owner, has freed every object it made (4 each: two counters from the worker
  *     before, its own, and the one still held by the worker before at shutdown) because its
  *     last reference went away, and shutdown had none left to drop.
@@ -26,6 +31,7 @@
 #include <pgc_rpc.h>
 
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -491,6 +497,76 @@ static void check_rrefs(void)
 
 /* Every object has been freed by its owner, every handle given back (the deletes travel
  * asynchronously: wait for them, up to 20 s). */
+/* ---- callers racing for the receiver's role ---- */
+
+enum { RACE_THREADS = 4, RACE_CALLS = 100 };
+static int race_callbacks; /* atomic: then callbacks run */
+/* What each call sent: global, since a then callback may still run after its future's
+ * wait returned (the completing thread runs it after publishing the state). */
+static int64_t race_sent[RACE_THREADS][RACE_CALLS];
+
+static void on_race_done(pgc_future *f, void *arg)
+{
+    const pgc_rpc_value *v = pgc_future_value(f);
+    int64_t want = *(int64_t *)arg;
+
+    CHECK(v && v->nbytes == 8 && bytes_i64(v) == want, "async echo of %lld",
+          (long long)want);
+    __atomic_add_fetch(&race_callbacks, 1, __ATOMIC_RELAXED);
+}
+
+static void *race_caller(void *arg)
+{
+    int t = (int)(intptr_t)arg;
+    int64_t *sent = race_sent[t];
+
+    for (int i = 0; i < RACE_CALLS; i++) {
+        pgc_rpc_value args = {&sent[i], 8, NULL, 0, NULL, 0}, r;
+        pgc_future *f;
+        sent[i] = (int64_t)rank << 40 | (int64_t)t << 20 | i;
+        if (i % 2) {
+            CHECK_OK(pgc_rpc_async(wname(rank + 1), "echo", &args, 0, &f));
+            CHECK_OK(pgc_future_then(f, on_race_done, &sent[i]));
+            CHECK_OK(pgc_future_wait(f, -1));
+            pgc_future_free(f);
+            continue;
+        }
+        CHECK_OK(pgc_rpc_sync(wname(rank + 1), "echo", &args, 0, &r));
+        CHECK(r.nbytes == 8 && bytes_i64(&r) == sent[i], "echo of %lld in thread %d",
+              (long long)sent[i], t);
+        pgc_rpc_value_free(&r);
+    }
+    return NULL;
+}
+
+static void check_racing_callers(void)
+{
+    struct timespec idle = {0, 30 * 1000000L};
+    pthread_t th[RACE_THREADS];
+    int64_t x = rank + 1000;
+    pgc_rpc_value args = {&x, 8, NULL, 0, NULL, 0}, r;
+
+    for (int t = 0; t < RACE_THREADS; t++) {
+        CHECK(pthread_create(&th[t], NULL, race_caller, (void *)(intptr_t)t) == 0, "thread");
+    }
+    for (int t = 0; t < RACE_THREADS; t++) {
+        pthread_join(th[t], NULL);
+    }
+    /* The last callbacks may still be running: wait for them, bounded (a lost one fails). */
+    for (int i = 0; i < 10000 && __atomic_load_n(&race_callbacks, __ATOMIC_RELAXED) <
+                                     RACE_THREADS * RACE_CALLS / 2; i++) {
+        struct timespec ms = {0, 1000000L};
+        nanosleep(&ms, NULL);
+    }
+    CHECK(__atomic_load_n(&race_callbacks, __ATOMIC_RELAXED) == RACE_THREADS * RACE_CALLS / 2,
+          "%d then callbacks ran", race_callbacks);
+    CHECK_OK(pgc_barrier(NULL, 0, NULL));
+    nanosleep(&idle, NULL);
+    CHECK_OK(pgc_rpc_sync(wname(rank + 1), "echo", &args, 0, &r));
+    CHECK(r.nbytes == 8 && bytes_i64(&r) == x, "echo after idle");
+    pgc_rpc_value_free(&r);
+}
+
 static void check_all_freed(void)
 {
     pgc_rpc_debug_info info;
@@ -568,6 +644,8 @@ int main(int argc, char **argv)
     CHECK_OK(pgc_barrier(NULL, 0, NULL));
     check_all_freed();
     check_owner_counts(3, 3, 0);
+    CHECK_OK(pgc_barrier(NULL, 0, NULL));
+    check_racing_callers();
     CHECK_OK(pgc_barrier(NULL, 0, NULL));
     /* Shut down with a live remote reference: graceful shutdown releases it and waits. */
     CHECK_OK(pgc_remote(wname(rank + 1), "make_counter", &args, 0, &held));
