@@ -298,6 +298,22 @@ static bool chain_desc(void *arg, struct pg_awaited *a)
     return true;
 }
 
+struct pg_sched *pg_hier_sched_new(struct pg_group *g, const struct pg_op_spec *op,
+                                   struct pg_req *req, enum pg_coll_kind kind, int root,
+                                   int *rc)
+{
+    struct pg_sched *s = NULL;
+
+    *rc = pg_hier_prepare(g);
+    if (*rc == PGC_OK && !(s = pg_sched_new(g, op, req))) {
+        *rc = PGC_ERR_NOMEM;
+    }
+    if (s) {
+        pg_sched_sig(s, kind, op, root);
+    }
+    return s;
+}
+
 struct pg_hier_op *pg_hier_op_new(struct pg_sched *s, pg_hier_stage_fn stage, int nstages,
                                   const char *name)
 {

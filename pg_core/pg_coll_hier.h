@@ -128,6 +128,11 @@ struct pg_hier_op {
 
 /* A new chain of nstages stages on the schedule s (on g): its memory belongs to s; NULL
  * when it has none (s holds the error). */
+/* The schedule of a non-blocking node-aware collective of kind on g (sub-groups ready,
+ * signature set), or NULL with *rc set. */
+struct pg_sched *pg_hier_sched_new(struct pg_group *g, const struct pg_op_spec *op,
+                                   struct pg_req *req, enum pg_coll_kind kind, int root,
+                                   int *rc);
 struct pg_hier_op *pg_hier_op_new(struct pg_sched *s, pg_hier_stage_fn stage, int nstages,
                                   const char *name);
 /* Starts o's schedule: its first stage starts now if no earlier chain waits. */

@@ -158,16 +158,12 @@ int pg_iallgather_hier(struct pg_group *g, const void *in, void *out, size_t byt
     struct pg_sched *s;
     struct pg_hier_op *o;
     struct pg_hier *h = g->hier;
-    int rc = pg_hier_prepare(g);
+    int rc;
 
-    if (rc != PGC_OK) {
+    s = pg_hier_sched_new(g, NULL, req, PG_COLL_ALLGATHER, -1, &rc);
+    if (!s) {
         return rc;
     }
-    s = pg_sched_new(g, NULL, req);
-    if (!s) {
-        return PGC_ERR_NOMEM;
-    }
-    pg_sched_sig(s, PG_COLL_ALLGATHER, NULL, -1);
     o = pg_hier_op_new(s, allgather_stage, 3, "allgather");
     if (o) {
         o->in = in;

@@ -80,16 +80,12 @@ int pg_iallreduce_hier(struct pg_group *g, const void *in, void *out, size_t cou
 {
     struct pg_sched *s;
     struct pg_hier_op *o;
-    int rc = pg_hier_prepare(g);
+    int rc;
 
-    if (rc != PGC_OK) {
+    s = pg_hier_sched_new(g, op, req, PG_COLL_ALLREDUCE, -1, &rc);
+    if (!s) {
         return rc;
     }
-    s = pg_sched_new(g, op, req);
-    if (!s) {
-        return PGC_ERR_NOMEM;
-    }
-    pg_sched_sig(s, PG_COLL_ALLREDUCE, op, -1);
     o = pg_hier_op_new(s, allreduce_stage, 3, "allreduce");
     if (o) {
         o->in = in;

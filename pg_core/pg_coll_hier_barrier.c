@@ -54,16 +54,12 @@ int pg_ibarrier_hier(struct pg_group *g, struct pg_req *req)
 {
     struct pg_sched *s;
     struct pg_hier_op *o;
-    int rc = pg_hier_prepare(g);
+    int rc;
 
-    if (rc != PGC_OK) {
+    s = pg_hier_sched_new(g, NULL, req, PG_COLL_BARRIER, -1, &rc);
+    if (!s) {
         return rc;
     }
-    s = pg_sched_new(g, NULL, req);
-    if (!s) {
-        return PGC_ERR_NOMEM;
-    }
-    pg_sched_sig(s, PG_COLL_BARRIER, NULL, -1);
     o = pg_hier_op_new(s, barrier_stage, 3, "barrier");
     rc = pg_hier_op_launch(s, o);
     if (rc == PGC_OK) {

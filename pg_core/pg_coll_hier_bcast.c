@@ -68,16 +68,12 @@ int pg_ibcast_hier(struct pg_group *g, void *buf, size_t bytes, int root, struct
 {
     struct pg_sched *s;
     struct pg_hier_op *o;
-    int rc = pg_hier_prepare(g);
+    int rc;
 
-    if (rc != PGC_OK) {
+    s = pg_hier_sched_new(g, NULL, req, PG_COLL_BCAST, root, &rc);
+    if (!s) {
         return rc;
     }
-    s = pg_sched_new(g, NULL, req);
-    if (!s) {
-        return PGC_ERR_NOMEM;
-    }
-    pg_sched_sig(s, PG_COLL_BCAST, NULL, root);
     o = pg_hier_op_new(s, bcast_stage, 3, "bcast");
     if (o) {
         o->out = buf;

@@ -125,16 +125,12 @@ int pg_ireduce_hier(struct pg_group *g, const void *in, void *out, size_t count,
     struct pg_sched *s;
     struct pg_hier_op *o;
     size_t bytes = count * op->elem_size;
-    int rc = pg_hier_prepare(g);
+    int rc;
 
-    if (rc != PGC_OK) {
+    s = pg_hier_sched_new(g, op, req, PG_COLL_REDUCE, root, &rc);
+    if (!s) {
         return rc;
     }
-    s = pg_sched_new(g, op, req);
-    if (!s) {
-        return PGC_ERR_NOMEM;
-    }
-    pg_sched_sig(s, PG_COLL_REDUCE, op, root);
     o = pg_hier_op_new(s, reduce_stage, 3, "reduce");
     if (o) {
         o->in = in;
