@@ -613,7 +613,7 @@ int shim_win_control(struct shim_win *w, enum shim_am_kind kind, int target, int
 
 /* One step of a wait: progress, and after a while give the core away (ranks may
  * outnumber cores); the timeout as pg_wait's. */
-static int wait_step(double start, int *spins)
+int shim_win_wait_step(double start, int *spins)
 {
     int rc = pg_progress();
 
@@ -644,7 +644,7 @@ int shim_win_wait_count(struct shim_win *w, const char *fn, int *counter, int wa
     int spins = 0, rc = PGC_OK;
 
     while (__atomic_load_n(counter, __ATOMIC_ACQUIRE) < want && rc == PGC_OK) {
-        rc = wait_step(start, &spins);
+        rc = shim_win_wait_step(start, &spins);
     }
     if (rc == PGC_ERR_TIMEOUT) {
         return shim_error(w->comm, fn, MPI_ERR_OTHER,
@@ -707,7 +707,7 @@ static int settle(struct shim_win *w, const char *fn, int *counter)
     int spins = 0, rc = PGC_OK;
 
     while (__atomic_load_n(counter, __ATOMIC_ACQUIRE) > 0 && rc == PGC_OK) {
-        rc = wait_step(start, &spins);
+        rc = shim_win_wait_step(start, &spins);
     }
     if (rc == PGC_ERR_TIMEOUT) {
         return shim_error(w->comm, fn, MPI_ERR_OTHER,
