@@ -45,8 +45,9 @@ static void xfer(struct rma *r, int get)
     }
 }
 
-/* n iterations on rank 0 (rank 1 only takes part in the fences). */
-static void steps(struct rma *r, long n)
+/* n iterations on rank 0 (rank 1 only takes part in the fences). Not inlined, so that
+ * callgrind can count it alone (bench/icount -c steps). */
+__attribute__((noinline)) static void steps(struct rma *r, long n)
 {
     int get = r->mode == MODE_GET_LOCK || r->mode == MODE_GET_FENCE;
     int64_t one = 1, old;

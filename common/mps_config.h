@@ -37,7 +37,7 @@
       "network interface of the tcp and net providers (sets FI_TCP_IFACE and FI_NET_IFACE "        \
       "unless they are set; a name this node lacks is an error)")                                  \
     X(FABRIC_LIB, "MPISHIM_FABRIC_LIB", STRING, "", MPS_ANY,                                       \
-      "libfabric to open when a peer needs it (a file or a name for dlopen); empty: "             \
+      "libfabric to open when a peer needs it (a file or a name for dlopen); empty: "              \
       "configure's libfabric.so.1, then the loader's. One built with only the providers in use "   \
       "starts faster (doc/cluster.md)")                                                            \
     X(SHM_RING, "MPISHIM_SHM_RING", BOOL, "1", MPS_ANY,                                            \
@@ -118,6 +118,10 @@
     X(COLL_SHM, "MPISHIM_COLL_SHM", BOOL, "1", MPS_ANY,                                            \
       "1: allreduce, bcast and barrier of up to 2 KiB on a group within one node go through "      \
       "shared memory in one round (pg_coll_shm.c); 0: through messages")                           \
+    X(RMA_DIRECT, "MPISHIM_RMA_DIRECT", BOOL, "1", MPS_ANY,                                        \
+      "1: a window of MPI_Win_allocate or _allocate_shared whose members share one node is "       \
+      "memory they all map: put, get, accumulates and locks are loads, stores and CPU atomics; "   \
+      "0: every operation is a message its target applies. Same value on every rank")              \
     X(COLL_HIER, "MPISHIM_COLL_HIER", BOOL, "1", MPS_ANY,                                          \
       "1: allreduce, bcast, reduce, allgather and barrier (blocking and non-blocking) of a "      \
       "group that spans nodes with several ranks on a node run within each node, then among "      \

@@ -108,8 +108,36 @@ static int win_comm(const char *fn, struct shim_comm *c, MPI_Comm comm, MPI_Comm
     return shim_comm_wrap(fn, c, comm, g, out);
 }
 
+/* The memory of an MPI_Win_allocate window that the direct path did not map: this
+ * process's own, 64-byte aligned (any element type, and no false sharing with other data). */
+static int private_memory(struct shim_win *w, const char *fn, MPI_Comm comm)
+{
+    void *mem = NULL;
+
+    if (w->my_size > 0 && posix_memalign(&mem, 64, (size_t)w->my_size) != 0) {
+        return shim_error(comm, fn, MPI_ERR_NO_MEM, "no memory for a window of %ld bytes",
+                          (long)w->my_size);
+    }
+    w->base = mem;
+    w->owns_base = true;
+    return MPI_SUCCESS;
+}
+
+/* The memory of the flavors the library allocates: a mapping every member shares (shared
+ * windows, and allocated ones the direct path takes), else private memory. */
+static int win_memory(const char *fn, MPI_Comm comm, struct shim_win *w)
+{
+    int rc = shim_win_shm_setup(w, fn, comm);
+
+    if (rc == MPI_SUCCESS && w->flavor == MPI_WIN_FLAVOR_ALLOCATE && !w->shm) {
+        rc = private_memory(w, fn, comm);
+    }
+    return rc;
+}
+
 /* The collective part of every creation: the duplicate communicator, the posted receive
- * of requests and the shapes. On an error the window is destroyed and *out left alone. */
+ * of requests, the shapes and the memory the library allocates. On an error the window is
+ * destroyed and *out left alone. */
 static int win_setup(const char *fn, struct shim_comm *c, MPI_Comm comm, struct shim_win *w,
                      MPI_Win *out)
 {
@@ -139,8 +167,8 @@ static int win_setup(const char *fn, struct shim_comm *c, MPI_Comm comm, struct 
         rc = shim_error_pg(comm, fn, rc);
         goto fail;
     }
-    if (w->flavor == MPI_WIN_FLAVOR_SHARED &&
-        (rc = shim_win_shm_setup(w, fn, comm)) != MPI_SUCCESS) {
+    if ((w->flavor == MPI_WIN_FLAVOR_SHARED || w->flavor == MPI_WIN_FLAVOR_ALLOCATE) &&
+        (rc = win_memory(fn, comm, w)) != MPI_SUCCESS) {
         goto fail;
     }
     w->handle = shim_table_add(&wins, w);
@@ -242,14 +270,14 @@ int PMPI_Win_create_dynamic(MPI_Info info, MPI_Comm comm, MPI_Win *win)
     return win_setup(SHIM_FN, c, comm, w, win);
 }
 
-/* MPI_Win_allocate (memory of this process) and MPI_Win_allocate_shared (one mapping of
- * the node's, shim_win_shm.c). */
+/* MPI_Win_allocate (one mapping of the node's when the direct path takes it, else memory
+ * of this process) and MPI_Win_allocate_shared (one mapping of the node's,
+ * shim_win_shm.c). The memory comes in win_setup, once the members' sizes are known. */
 int shim_win_create_flavor(const char *fn, int flavor, MPI_Aint size, int disp_unit, MPI_Info info,
                            MPI_Comm comm, void *baseptr, MPI_Win *win)
 {
     struct shim_comm *c;
     struct shim_win *w;
-    void *mem = NULL;
     int rc = create_check(fn, comm, size, disp_unit, win, &c);
 
     (void)info;
@@ -259,19 +287,10 @@ int shim_win_create_flavor(const char *fn, int flavor, MPI_Aint size, int disp_u
     if (!baseptr) {
         return shim_error(comm, fn, MPI_ERR_ARG, "baseptr is NULL");
     }
-    /* 64-byte alignment: any element type, and no false sharing with other data. */
-    if (flavor == MPI_WIN_FLAVOR_ALLOCATE && size > 0 &&
-        posix_memalign(&mem, 64, (size_t)size) != 0) {
-        mem = NULL;
+    w = win_new(flavor, NULL, size, disp_unit);
+    if (!w) {
+        return shim_error(comm, fn, MPI_ERR_NO_MEM, "no memory for a window");
     }
-    w = win_new(flavor, mem, size, disp_unit);
-    if (!w || (flavor == MPI_WIN_FLAVOR_ALLOCATE && size > 0 && !mem)) {
-        free(w);
-        free(mem);
-        return shim_error(comm, fn, MPI_ERR_NO_MEM, "no memory for a window of %ld bytes",
-                          (long)size);
-    }
-    w->owns_base = flavor == MPI_WIN_FLAVOR_ALLOCATE;
     rc = win_setup(fn, c, comm, w, win);
     if (rc == MPI_SUCCESS) {
         *(void **)baseptr = w->base;
@@ -502,7 +521,8 @@ int PMPI_Win_get_info(MPI_Win win, MPI_Info *info_used)
         return shim_error(w->comm, SHIM_FN, MPI_ERR_ARG, "info_used is NULL");
     }
     /* What the window does: locks are served, and accumulates are applied in arrival
-     * order whatever the ops. */
+     * order whatever the ops (active messages), or each by its origin at once with CPU
+     * atomics per element (direct). mpishim_rma_path says which (doc/mpi-semantics.md). */
     rc = PMPI_Info_create(info_used);
     if (rc == MPI_SUCCESS) {
         rc = PMPI_Info_set(*info_used, "no_locks", "false");
@@ -512,6 +532,10 @@ int PMPI_Win_get_info(MPI_Win win, MPI_Info *info_used)
     }
     if (rc == MPI_SUCCESS) {
         rc = PMPI_Info_set(*info_used, "accumulate_ops", "same_op_no_op");
+    }
+    if (rc == MPI_SUCCESS) {
+        rc =
+            PMPI_Info_set(*info_used, "mpishim_rma_path", w->direct ? "direct" : "active_messages");
     }
     return rc;
 }

@@ -14,6 +14,16 @@
  * synchronisation call (fence, unlock, flush, complete) progresses until pending is zero,
  * so every operation it closes has taken effect at its target.
  *
+ * The same-node direct path (shim_win_direct.c): when every member of an MPI_Win_allocate
+ * or MPI_Win_allocate_shared window runs on this node (and MPISHIM_RMA_DIRECT is 1 on all),
+ * the window's memory is one memfd that every member maps, with a control line per member
+ * (lock word, accumulate spinlock) in front of the parts. Put and get are copies, locks are
+ * CPU atomics on the target's lock word, accumulates are CPU atomics per element (or the
+ * target's spinlock), all done by the origin inside its call: nothing needs the target's
+ * progress, and every origin of the window takes that path (w->direct is agreed at
+ * creation), so active-message and direct accumulates never meet on one window. PSCW keeps
+ * its post and complete notices as messages; fences add memory fences around the barrier.
+ *
  * Threads: the target side runs in progress callbacks under pg_core's world lock; the
  * origin side touches only the window's atomic counters and its own epoch state.
  */
@@ -36,6 +46,16 @@ struct shim_attr;
 struct shim_win_region {
     uintptr_t base;
     size_t len;
+};
+
+/* The control line of one member of a mapped window, in the shared segment (zeroed by
+ * the memfd). lock: SHIM_WIN_WRITER while an exclusive lock is held, waiting exclusive
+ * lockers times SHIM_WIN_WAITER, plus the shared holders (shim_win_direct.c). acc_lock:
+ * the spinlock of the accumulates that CPU atomics cannot do on this member's memory. */
+struct shim_win_ctl {
+    uint64_t lock;
+    uint32_t acc_lock;
+    uint32_t pad[13];
 };
 
 /* A lock request that the target could not grant yet. */
@@ -68,6 +88,10 @@ struct shim_win {
     unsigned char *shm;
     size_t shm_len;
     MPI_Aint *offsets;
+    /* The same-node direct path: the segment holds every member's part of an
+     * MPI_Win_allocate window too, and ctl[r] is member r's control line. */
+    bool direct;
+    struct shim_win_ctl *ctl;
 
     /* Origin side. */
     int pending;       /* requests whose reply has not arrived (atomic) */
@@ -174,6 +198,9 @@ int shim_win_settle(struct shim_win *w, const char *fn);
 /* settle for the operations that count in *counter. */
 int shim_win_settle_counter(struct shim_win *w, const char *fn, int *counter);
 int shim_win_refusal(struct shim_win *w, const char *fn);
+/* One step of a wait started at start (mps_now): progress, and after a while give the core
+ * away; PGC_ERR_TIMEOUT once pg_timeout() has passed. */
+int shim_win_wait_step(double start, int *spins);
 /* Progresses until *counter >= want (PSCW notices). */
 int shim_win_wait_count(struct shim_win *w, const char *fn, int *counter, int want,
                         const char *what);
@@ -193,12 +220,30 @@ void shim_win_dyn_free(struct shim_win *w);
 int shim_attr_win_get(struct shim_win *w, int keyval, void *val, int *flag, const char *fn);
 int shim_attr_win_delete_all(struct shim_win *w);
 
-/* Shared-memory windows (shim_win_shm.c): maps the node's memory of w, collectively; an
- * error is raised on comm on every rank. shim_win_shm_unmap undoes it. */
+/* Windows of MPI_Win_allocate and _allocate_shared (shim_win_shm.c), collectively: maps
+ * the node's memory of w when the flavor needs it (shared) or the direct path can take it
+ * (allocate: every member on this node, MPISHIM_RMA_DIRECT=1 on all, the mapping made on
+ * all; w->direct and w->shm say which), and sets w->base. A shared window that cannot be
+ * mapped is an error raised on comm on every rank; an allocate window that is not mapped
+ * is no error (w->shm NULL: the caller allocates private memory). shim_win_shm_unmap
+ * undoes it. */
 int shim_win_shm_setup(struct shim_win *w, const char *fn, MPI_Comm comm);
 void shim_win_shm_unmap(struct shim_win *w);
-/* Put and get on a shared window: a copy through the mapping, done at return. */
+/* Put and get on a mapped window: a copy through the mapping, done at return. */
 void shim_win_shm_copy(struct shim_win *w, const struct shim_rma *op);
+
+/* The direct path (shim_win_direct.c), on windows with w->direct. */
+#define SHIM_WIN_WRITER (1ull << 63)
+#define SHIM_WIN_WAITER (1ull << 32)
+
+/* Takes the lock of type (MPI_LOCK_SHARED or _EXCLUSIVE) on target's lock word, waiting
+ * (with progress) while it is held in a conflicting way; an error names fn and target. */
+int shim_win_direct_lock(struct shim_win *w, const char *fn, int target, int type);
+/* Releases it (a release operation: the next holder sees this process's stores). */
+void shim_win_direct_unlock(struct shim_win *w, int target, int type);
+/* Does op (any kind that moves data) in the caller: done at return. MPI_SUCCESS or an
+ * error raised on the window naming fn. */
+int shim_win_direct_op(struct shim_win *w, const char *fn, const struct shim_rma *op);
 /* The target ranges of op as shim_win_issue cuts them: calls fn(arg, off, len, skip) for
  * each piece (skip: its offset in the packed stream). */
 void shim_win_walk(const struct shim_rma *op,

@@ -120,10 +120,33 @@ static bool segs_fit(struct shim_win *w, const struct am_seg *s, uint32_t n)
     return true;
 }
 
+/* The reduction of apply on elements that are not aligned for their type (a window element
+ * at an odd displacement, or a 16-byte one in the request after its 8-byte aligned ranges):
+ * through aligned copies, since the kernels load them as their C type. */
+static void apply_staged(const struct pg_op_spec *spec, const unsigned char *in,
+                         unsigned char *inout, size_t len)
+{
+    union {
+        unsigned char b[1024];
+        long double align;
+    } a, b;
+    size_t step = sizeof(a.b) / spec->elem_size * spec->elem_size;
+
+    for (size_t done = 0; done < len; done += step) {
+        size_t n = len - done < step ? len - done : step;
+
+        memcpy(a.b, in + done, n);
+        memcpy(b.b, inout + done, n);
+        pg_op_apply(spec, a.b, b.b, n / spec->elem_size);
+        memcpy(inout + done, b.b, n);
+    }
+}
+
 /* inout = in op inout for len bytes of elements elem_dt. */
 static void apply(int op, int elem_dt, const void *in, void *inout, size_t len)
 {
     struct pg_op_spec spec;
+    size_t align;
 
     if (op == SHIM_AM_REPLACE) {
         memcpy(inout, in, len);
@@ -136,6 +159,11 @@ static void apply(int op, int elem_dt, const void *in, void *inout, size_t len)
                                .op = (enum pg_op)op,
                                .elem_size = pg_dtype_size((enum pg_dtype)elem_dt),
                                .commutative = true};
+    align = spec.elem_size < 16 ? spec.elem_size : 16;
+    if ((uintptr_t)in % align != 0 || (uintptr_t)inout % align != 0) {
+        apply_staged(&spec, in, inout, len);
+        return;
+    }
     pg_op_apply(&spec, in, inout, len / spec.elem_size);
 }
 
@@ -604,7 +632,7 @@ int shim_win_control(struct shim_win *w, enum shim_am_kind kind, int target, int
 
 /* One step of a wait: progress, and after a while give the core away (ranks may
  * outnumber cores); the timeout as pg_wait's. */
-static int wait_step(double start, int *spins)
+int shim_win_wait_step(double start, int *spins)
 {
     int rc = pg_progress();
 
@@ -635,7 +663,7 @@ int shim_win_wait_count(struct shim_win *w, const char *fn, int *counter, int wa
     int spins = 0, rc = PGC_OK;
 
     while (__atomic_load_n(counter, __ATOMIC_ACQUIRE) < want && rc == PGC_OK) {
-        rc = wait_step(start, &spins);
+        rc = shim_win_wait_step(start, &spins);
     }
     if (rc == PGC_ERR_TIMEOUT) {
         return shim_error(w->comm, fn, MPI_ERR_OTHER,
@@ -692,18 +720,29 @@ int shim_win_settle_counter(struct shim_win *w, const char *fn, int *counter)
 
 int shim_win_refusal(struct shim_win *w, const char *fn)
 {
-    int64_t err = __atomic_exchange_n(&w->remote_err, 0, __ATOMIC_ACQ_REL);
+    int64_t err;
+
+    /* A plain load first: the exchange is a locked instruction on every unlock and flush. */
+    if (__atomic_load_n(&w->remote_err, __ATOMIC_ACQUIRE) == 0) {
+        return MPI_SUCCESS;
+    }
+    err = __atomic_exchange_n(&w->remote_err, 0, __ATOMIC_ACQ_REL);
 
     return err != 0 ? remote_error(w, fn, (int)(err >> 32), (int)(uint32_t)err) : MPI_SUCCESS;
 }
 
 static int settle(struct shim_win *w, const char *fn, int *counter)
 {
-    double start = mps_now();
+    double start;
     int spins = 0, rc = PGC_OK;
 
+    if (__atomic_load_n(counter, __ATOMIC_ACQUIRE) <= 0) {
+        return MPI_SUCCESS; /* nothing in flight (always, on the direct path) */
+    }
+    start = mps_now();
+
     while (__atomic_load_n(counter, __ATOMIC_ACQUIRE) > 0 && rc == PGC_OK) {
-        rc = wait_step(start, &spins);
+        rc = shim_win_wait_step(start, &spins);
     }
     if (rc == PGC_ERR_TIMEOUT) {
         return shim_error(w->comm, fn, MPI_ERR_OTHER,

@@ -2,7 +2,8 @@
  * shim_win_ops.c - the data-moving RMA calls: MPI_Put, MPI_Get, MPI_Accumulate,
  * MPI_Get_accumulate, MPI_Fetch_and_op, MPI_Compare_and_swap and their request-based
  * forms. Each checks its arguments against the target's window (known from creation), then
- * hands one struct shim_rma to shim_win_issue (shim_win_am.c).
+ * hands one struct shim_rma to the window's path: shim_win_direct_op on a window of the
+ * same-node direct path (shim_win_direct.c), else shim_win_issue (shim_win_am.c).
  *
  * The request-based forms wait for their own operation before they return a request that
  * is already complete: MPI allows a request to complete at any time after the call, and
@@ -130,8 +131,10 @@ static int issue(struct shim_win *w, const char *fn, struct shim_rma *op)
 {
     int rc, self_pending = 0;
 
-    if (w->flavor == MPI_WIN_FLAVOR_SHARED &&
-        (op->kind == SHIM_AM_PUT || op->kind == SHIM_AM_GET)) {
+    if (w->direct) {
+        return shim_win_direct_op(w, fn, op);
+    }
+    if (w->shm && (op->kind == SHIM_AM_PUT || op->kind == SHIM_AM_GET)) {
         shim_win_shm_copy(w, op);
         return MPI_SUCCESS;
     }
@@ -257,8 +260,9 @@ static int fetching(const char *fn, const void *oaddr, int ocount, MPI_Datatype 
     if (rc != MPI_SUCCESS) {
         return rc;
     }
-    if (acc && op.op == SHIM_AM_NO_OP) {
-        /* Nothing is sent: the result's packed bytes stand in as origin data. */
+    if (acc && op.op == SHIM_AM_NO_OP && !w->direct) {
+        /* Nothing is sent: the result's packed bytes stand in as origin data. (The direct
+         * path reads each element atomically instead of copying the bytes.) */
         op.kind = SHIM_AM_GET;
     }
     op.disp = disp;

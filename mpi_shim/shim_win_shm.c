@@ -1,14 +1,20 @@
 /*
- * shim_win_shm.c - MPI_Win_allocate_shared and MPI_Win_shared_query: the window memory of
- * every member is one memfd that the lowest rank creates and the others map through
- * /proc/<pid>/fd (as fabric/fab_heap.c maps a peer's heap), so each rank reaches any
- * member's part with plain loads and stores. The parts are contiguous in rank order (MPI's
- * default; the alloc_shared_noncontig hint changes nothing). Put and get on such a window
- * are a copy through the mapping; accumulates and the atomics keep the active messages, so
- * their atomicity and order do not depend on which path an origin took.
+ * shim_win_shm.c - window memory that every member maps: MPI_Win_allocate_shared (always)
+ * and MPI_Win_allocate (when the direct path takes it, shim_win_direct.c), and
+ * MPI_Win_shared_query. The memory of every member is one memfd that the lowest rank
+ * creates and the others map through /proc/<pid>/fd (as fabric/fab_heap.c maps a peer's
+ * heap), so each rank reaches any member's part with plain loads and stores. The segment
+ * opens with one control line per member (lock word, accumulate spinlock); the parts follow
+ * in rank order, contiguous for a shared window (MPI's default; the alloc_shared_noncontig
+ * hint changes nothing) and each on a 64-byte boundary for an allocated one. Put and get on
+ * a mapped window are a copy through the mapping. With MPISHIM_RMA_DIRECT=0 a shared window
+ * keeps active messages for its locks, accumulates and atomics, so their atomicity and
+ * order do not depend on which path an origin took.
  */
 #include "config.h"
 
+#include "mps_config.h"
+#include "mps_log.h"
 #include "pgc_status.h"
 #include "shim_comm.h"
 #include "shim_win.h"
@@ -75,22 +81,46 @@ static int shm_attach(struct shim_win *w, const struct shm_where *where)
     return 0;
 }
 
-/* Whether every member runs on this node (agreed by all). */
-static int same_node(struct shim_win *w, bool *all)
+/* What each member says about itself: its node, and whether it allows the direct path. */
+struct shm_vote {
+    uint64_t node, direct;
+};
+
+/* Whether every member runs on this node, and whether every one has MPISHIM_RMA_DIRECT=1
+ * (agreed by all: a rank with another setting makes the window take active messages,
+ * rather than mixing the two paths on one window). */
+static int vote(struct shim_win *w, bool *local, bool *direct)
 {
-    uint64_t mine = node_hash(), *every = malloc(sizeof(mine) * (size_t)w->size);
+    struct shm_vote mine = {node_hash(), mps_config_int(MPS_CFG_RMA_DIRECT) != 0};
+    struct shm_vote *every = malloc(sizeof(mine) * (size_t)w->size);
     int rc;
 
     if (!every) {
         return PGC_ERR_NOMEM;
     }
     rc = pg_allgather(w->g, &mine, every, sizeof(mine));
-    *all = true;
-    for (int r = 0; r < w->size; r++) {
-        *all = *all && every[r] == every[0];
+    *local = *direct = rc == PGC_OK;
+    for (int r = 0; rc == PGC_OK && r < w->size; r++) {
+        *local = *local && every[r].node == every[0].node;
+        *direct = *direct && every[r].direct;
     }
     free(every);
     return rc;
+}
+
+/* The segment: the control lines, then the parts (see the top of the file). */
+static void layout(struct shim_win *w)
+{
+    size_t at = (size_t)w->size * sizeof(struct shim_win_ctl);
+
+    for (int r = 0; r < w->size; r++) {
+        if (w->flavor == MPI_WIN_FLAVOR_ALLOCATE) {
+            at = (at + 63) & ~(size_t)63;
+        }
+        w->offsets[r] = (MPI_Aint)at;
+        at += (size_t)w->sizes[r];
+    }
+    w->shm_len = at;
 }
 
 /* Maps the memory: rank 0 creates, broadcasts where it is, the others map it, and all
@@ -119,40 +149,56 @@ static int shm_map_all(struct shim_win *w, bool *ok)
     return rc;
 }
 
+/* An MPI_Win_allocate window that the direct path cannot take: no mapping (the caller
+ * allocates private memory, and the window uses active messages). */
+static int not_mapped(struct shim_win *w, const char *why)
+{
+    MPS_DEBUG("window of %d ranks: active messages (%s)", w->size, why);
+    shim_win_shm_unmap(w);
+    return MPI_SUCCESS;
+}
+
 int shim_win_shm_setup(struct shim_win *w, const char *fn, MPI_Comm comm)
 {
-    bool local = false, mapped = false;
+    bool shared = w->flavor == MPI_WIN_FLAVOR_SHARED, local = false, direct = false;
+    bool mapped = false;
     int rc;
 
     w->offsets = calloc((size_t)w->size, sizeof(*w->offsets));
     if (!w->offsets) {
         return shim_error(comm, fn, MPI_ERR_NO_MEM, "no memory");
     }
-    for (int r = 0; r < w->size; r++) {
-        w->offsets[r] = (MPI_Aint)w->shm_len;
-        w->shm_len += (size_t)w->sizes[r];
+    rc = vote(w, &local, &direct);
+    if (rc != PGC_OK) {
+        return shim_error_pg(comm, fn, rc);
     }
-    /* A window of 0 bytes in all still gets a page, so that every base is a valid pointer. */
-    w->shm_len = w->shm_len ? w->shm_len : 1;
-    rc = same_node(w, &local);
-    if (rc == PGC_OK && !local) {
+    if (shared && !local) {
         return shim_error(comm, fn, MPI_ERR_RMA_SHARED,
                           "the communicator spans several nodes: shared memory needs one "
                           "(MPI_Comm_split_type with MPI_COMM_TYPE_SHARED gives a node's)");
     }
-    if (rc == PGC_OK) {
-        rc = shm_map_all(w, &mapped);
+    if (!shared && !(local && direct)) {
+        return not_mapped(w, local ? "MPISHIM_RMA_DIRECT=0" : "its members span nodes");
     }
+    layout(w);
+    rc = shm_map_all(w, &mapped);
     if (rc != PGC_OK) {
         return shim_error_pg(comm, fn, rc);
     }
-    if (!mapped) {
+    if (!mapped && shared) {
         return shim_error(comm, fn, MPI_ERR_RMA_SHARED,
                           "the shared window memory (%zu bytes, a memfd of rank 0) could not be "
                           "created or mapped on every rank",
                           w->shm_len);
     }
+    if (!mapped) {
+        return not_mapped(w, "the shared segment could not be mapped on every rank");
+    }
+    w->ctl = (struct shim_win_ctl *)w->shm;
+    w->direct = direct;
     w->base = w->shm + w->offsets[w->rank];
+    MPS_DEBUG("window of %d ranks: %s", w->size,
+              direct ? "direct (one mapping)" : "shared mapping, active messages");
     return MPI_SUCCESS;
 }
 
@@ -162,6 +208,8 @@ void shim_win_shm_unmap(struct shim_win *w)
         munmap(w->shm, w->shm_len);
         w->shm = NULL;
     }
+    w->ctl = NULL;
+    w->direct = false;
     free(w->offsets);
     w->offsets = NULL;
 }
@@ -187,7 +235,22 @@ static void copy_piece(void *arg, uint64_t off, uint64_t len, size_t skip)
 void shim_win_shm_copy(struct shim_win *w, const struct shim_rma *op)
 {
     struct copy_arg a = {w, op, w->shm + w->offsets[op->target]};
+    const struct shim_dtype *local = op->kind == SHIM_AM_PUT ? op->otype : op->rtype;
 
+    /* Contiguous on both sides (the common case): one memcpy, without the walk. */
+    if (op->ttype->contig && local->contig) {
+        size_t len = op->tcount * op->ttype->size;
+
+        if (len == 0) {
+            return; /* the buffers may be NULL then */
+        }
+        if (op->kind == SHIM_AM_PUT) {
+            memcpy(a.target + op->disp, op->origin, len);
+        } else {
+            memcpy(op->result, a.target + op->disp, len);
+        }
+        return;
+    }
     shim_win_walk(op, copy_piece, &a);
 }
 

@@ -6,6 +6,11 @@
  * they took effect at their targets. Locks are requests served by the target's lock queue
  * (shim_win_am.c); MPI_Win_lock returns once the lock is granted. MPI_Win_post and
  * MPI_Win_complete are notices without reply, counted by the peer.
+ *
+ * On a window of the direct path (shim_win_direct.c) every operation is done when its call
+ * returns, so closing an epoch is a memory fence: locks are the target's lock word, a flush
+ * a fence, a fence a barrier between two fences. PSCW keeps its notices (messages): a
+ * complete sends its notices after a fence, and a wait returns after one.
  */
 #include "config.h"
 
@@ -34,10 +39,14 @@ int PMPI_Win_fence(int assert, MPI_Win win)
     if (rc != MPI_SUCCESS) {
         return rc;
     }
+    /* The direct path's stores before, everyone's after (pg_barrier's own ordering is that
+     * of its messages, which need not cover stores to the window). */
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
     rc = pg_barrier(w->g);
     if (rc != PGC_OK) {
         return shim_error_pg(w->comm, SHIM_FN, rc);
     }
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
     w->fence_epoch = !(assert &MPI_MODE_NOSUCCEED);
     return shim_win_refusal(w, SHIM_FN);
 }
@@ -51,11 +60,35 @@ static int check_target(struct shim_win *w, const char *fn, int rank)
     return MPI_SUCCESS;
 }
 
-/* Sends lock requests (kind) to the targets with want[r] set, and waits for the answers. */
+/* The direct path's lock_many: takes or releases the lock words (of type) of target only,
+ * or of all. On a failure the locks taken are given back. */
+static int direct_many(struct shim_win *w, const char *fn, bool take, int type, int only)
+{
+    int lo = only < 0 ? 0 : only, hi = only < 0 ? w->size : only + 1;
+    int rc = MPI_SUCCESS, r;
+
+    for (r = lo; r < hi; r++) {
+        if (!take) {
+            shim_win_direct_unlock(w, r, type);
+        } else if ((rc = shim_win_direct_lock(w, fn, r, type)) != MPI_SUCCESS) {
+            break;
+        }
+    }
+    while (rc != MPI_SUCCESS && --r >= lo) {
+        shim_win_direct_unlock(w, r, type);
+    }
+    return rc;
+}
+
+/* Sends lock or unlock requests (kind, of lock type) to target only, or to all (only < 0),
+ * and waits for the answers; on the direct path, takes or releases the lock words instead. */
 static int lock_many(struct shim_win *w, const char *fn, enum shim_am_kind kind, int type, int only)
 {
     int rc = PGC_OK;
 
+    if (w->direct) {
+        return direct_many(w, fn, kind == SHIM_AM_LOCK, type, only);
+    }
     for (int r = 0; r < w->size && rc == PGC_OK; r++) {
         if (only < 0 || r == only) {
             rc = shim_win_control(w, kind, r, type, true);
@@ -108,7 +141,7 @@ int PMPI_Win_unlock(int rank, MPI_Win win)
 {
     struct shim_win *w;
     int rc = shim_win_enter(SHIM_FN, win, &w);
-    bool taken;
+    int type;
 
     if (rc != MPI_SUCCESS || (rc = check_target(w, SHIM_FN, rank)) != MPI_SUCCESS) {
         return rc;
@@ -117,11 +150,12 @@ int PMPI_Win_unlock(int rank, MPI_Win win)
         return shim_error(w->comm, SHIM_FN, MPI_ERR_RMA_SYNC,
                           "rank %d is not locked by this process", rank);
     }
-    taken = w->locked[rank] > 0;
+    type = w->locked[rank]; /* < 0: MPI_MODE_NOCHECK, no lock was taken */
     w->locked[rank] = 0;
     rc = shim_win_settle(w, SHIM_FN);
-    if (rc == MPI_SUCCESS && taken) {
-        rc = lock_many(w, SHIM_FN, SHIM_AM_UNLOCK, 0, rank);
+    __atomic_thread_fence(__ATOMIC_SEQ_CST); /* the direct path's stores, lock or not */
+    if (rc == MPI_SUCCESS && type > 0) {
+        rc = lock_many(w, SHIM_FN, SHIM_AM_UNLOCK, type, rank);
     }
     return rc == MPI_SUCCESS ? shim_win_refusal(w, SHIM_FN) : rc;
 }
@@ -172,8 +206,9 @@ int PMPI_Win_unlock_all(MPI_Win win)
     taken = w->lock_all == 1;
     w->lock_all = 0;
     rc = shim_win_settle(w, SHIM_FN);
+    __atomic_thread_fence(__ATOMIC_SEQ_CST); /* as in MPI_Win_unlock */
     if (rc == MPI_SUCCESS && taken) {
-        rc = lock_many(w, SHIM_FN, SHIM_AM_UNLOCK, 0, -1);
+        rc = lock_many(w, SHIM_FN, SHIM_AM_UNLOCK, MPI_LOCK_SHARED, -1);
     }
     return rc == MPI_SUCCESS ? shim_win_refusal(w, SHIM_FN) : rc;
 }
@@ -193,6 +228,11 @@ static int flush(const char *fn, MPI_Win win, int rank)
     if (!w->lock_all && (rank < 0 ? false : !w->locked[rank])) {
         return shim_error(w->comm, fn, MPI_ERR_RMA_SYNC,
                           "no passive-target epoch (lock) is open to rank %d", rank);
+    }
+    if (w->direct) {
+        /* Every operation is done already: only the order of the stores remains. */
+        __atomic_thread_fence(__ATOMIC_SEQ_CST);
+        return MPI_SUCCESS;
     }
     return shim_win_drain(w, fn);
 }
@@ -339,6 +379,8 @@ int PMPI_Win_complete(MPI_Win win)
     }
     w->start_epoch = false;
     rc = shim_win_settle(w, SHIM_FN);
+    /* The direct path's stores reach the targets before the notices say they did. */
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
     for (int r = 0; rc == MPI_SUCCESS && r < w->size; r++) {
         int prc = w->started[r] ? shim_win_control(w, SHIM_AM_COMPLETE, r, 0, false) : PGC_OK;
 
@@ -366,6 +408,7 @@ int PMPI_Win_wait(MPI_Win win)
                              "an origin's MPI_Win_complete");
     if (rc == MPI_SUCCESS) {
         __atomic_fetch_sub(&w->completes_seen, w->post_count, __ATOMIC_ACQ_REL);
+        __atomic_thread_fence(__ATOMIC_SEQ_CST); /* then the origins' direct stores */
         w->post_count = -1;
     }
     return rc;
@@ -394,6 +437,7 @@ int PMPI_Win_test(MPI_Win win, int *flag)
     *flag = __atomic_load_n(&w->completes_seen, __ATOMIC_ACQUIRE) >= w->post_count;
     if (*flag) {
         __atomic_fetch_sub(&w->completes_seen, w->post_count, __ATOMIC_ACQ_REL);
+        __atomic_thread_fence(__ATOMIC_SEQ_CST);
         w->post_count = -1;
     }
     return MPI_SUCCESS;

@@ -7,22 +7,35 @@
  * errors of bad ranks, displacements and epochs. Every expected value is computed here from
  * the ranks and counts, never read from the library.
  *
+ * The same program covers both paths of the library: on one node the windows of
+ * MPI_Win_allocate and _allocate_shared take the direct path (the origin reads and writes
+ * the mapped memory with CPU atomics and lock words), with MPISHIM_RMA_DIRECT=0 or across
+ * nodes they take active messages, and MPI_Win_create always does. test_paths checks which
+ * path each window reports against what the ranks' placement says it must be; the
+ * concurrency tests (every rank at once on one location, per element type and alignment;
+ * shared against exclusive locks) must give the same exact results on both.
+ *
  * With --threads: MPI_THREAD_MULTIPLE, and a second thread that polls MPI_Iprobe on another
  * communicator all along, so requests are also applied by that thread's progress while the
  * main thread issues its own.
  */
 #include "mrtest.h"
 
+#include <complex.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <time.h>
 
 #define N_ACC 200       /* accumulates per rank to one element */
 #define N_LOCK 50       /* locked read-modify-writes per rank */
 #define BIG (70 * 1024) /* doubles: several active messages */
 
 static int rank, size;
+/* Whether windows of the allocated flavors must take the direct path: every rank on this
+ * node and MPISHIM_RMA_DIRECT not 0 (set in main). */
+static bool direct_expected;
 
 /* Each rank puts rank + 1 into its slot of every window; gets its right neighbour's. */
 static void test_fence_put_get(void)
@@ -171,6 +184,9 @@ static void test_lock_contention(void)
         CHECK_MPI(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, 0, 0, win));
         CHECK_MPI(MPI_Get(&v, 1, MPI_LONG, 0, 0, 1, MPI_LONG, win));
         CHECK_MPI(MPI_Win_flush(0, win));
+        /* Give the others the core inside the epoch: a lock that does not exclude them
+         * then loses increments even when ranks outnumber cores. */
+        sched_yield();
         v++;
         CHECK_MPI(MPI_Put(&v, 1, MPI_LONG, 0, 0, 1, MPI_LONG, win));
         CHECK_MPI(MPI_Win_unlock(0, win));
@@ -359,7 +375,7 @@ static void test_pscw(void)
 /* MPI_Win_allocate_shared on the node's ranks: rank r owns r + 1 ints, contiguous after
  * the lower ranks' parts; each writes its part with stores, and reads every other part
  * through MPI_Win_shared_query's pointers and through rank 0's base; then MPI_Put and
- * MPI_Get (the mapped copy) and MPI_Accumulate (active messages) on the same memory. */
+ * MPI_Get (the mapped copy) and MPI_Accumulate (the window's path) on the same memory. */
 static void test_shared(void)
 {
     MPI_Comm node;
@@ -522,6 +538,415 @@ static void test_errors(void)
     CHECK_MPI(MPI_Win_free(&win));
 }
 
+/* The path a window reports (MPI_Win_get_info's mpishim_rma_path). */
+static bool reports_direct(MPI_Win win)
+{
+    MPI_Info info;
+    char value[64];
+    int flag = 0;
+
+    CHECK_MPI(MPI_Win_get_info(win, &info));
+    CHECK_MPI(MPI_Info_get(info, "mpishim_rma_path", sizeof(value) - 1, value, &flag));
+    CHECK_MPI(MPI_Info_free(&info));
+    CHECK(flag && (strcmp(value, "direct") == 0 || strcmp(value, "active_messages") == 0),
+          "mpishim_rma_path '%s'", flag ? value : "(unset)");
+    return strcmp(value, "direct") == 0;
+}
+
+/* MPI_Win_allocate and _allocate_shared take the direct path exactly when direct_expected;
+ * MPI_Win_create (the caller's memory) never does. */
+static void test_paths(void)
+{
+    int *base, mem[2], *shbase;
+    MPI_Win win;
+    MPI_Comm node;
+
+    CHECK_MPI(
+        MPI_Win_allocate(2 * sizeof(int), sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &base, &win));
+    CHECK(reports_direct(win) == direct_expected, "MPI_Win_allocate: direct %d, expected %d",
+          !direct_expected, direct_expected);
+    CHECK_MPI(MPI_Win_free(&win));
+    CHECK_MPI(MPI_Win_create(mem, sizeof(mem), sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &win));
+    CHECK(!reports_direct(win), "MPI_Win_create reports the direct path");
+    CHECK_MPI(MPI_Win_free(&win));
+    CHECK_MPI(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
+    CHECK_MPI(
+        MPI_Win_allocate_shared(sizeof(int), sizeof(int), MPI_INFO_NULL, node, &shbase, &win));
+    {
+        const char *e = getenv("MPISHIM_RMA_DIRECT");
+        bool knob = !e || !*e || strcmp(e, "0") != 0;
+
+        CHECK(reports_direct(win) == knob, "MPI_Win_allocate_shared: direct %d, expected %d", !knob,
+              knob);
+    }
+    CHECK_MPI(MPI_Win_free(&win));
+    CHECK_MPI(MPI_Comm_free(&node));
+}
+
+/* Byte offsets in rank 0's window of test_concurrent_types (disp_unit 1). */
+enum {
+    AT_U8 = 0,          /* MPI_UINT8_T SUM 1: wraps modulo 256 */
+    AT_SHORT = 8,       /* MPI_SHORT SUM rank + 1 */
+    AT_INT_MAX = 16,    /* MPI_INT MAX */
+    AT_LL = 24,         /* MPI_LONG_LONG SUM rank + 1 */
+    AT_FLOAT = 32,      /* MPI_FLOAT SUM 0.5 */
+    AT_DOUBLE = 40,     /* MPI_DOUBLE SUM rank + 1 (no CPU instruction: compare-exchange loop) */
+    AT_DMIN = 48,       /* MPI_DOUBLE MIN */
+    AT_LDBL = 64,       /* MPI_LONG_DOUBLE SUM rank + 1 (16 bytes: the spinlock) */
+    AT_CPLX = 80,       /* MPI_C_DOUBLE_COMPLEX SUM 1 + 2i (16 bytes: the spinlock) */
+    AT_MISALIGNED = 97, /* MPI_INT SUM rank + 1 at an odd address (the spinlock) */
+    AT_BOR = 104,       /* MPI_UNSIGNED BOR 1 << rank */
+    AT_PROD = 112,      /* MPI_INT PROD -1 */
+    AT_FOP_DOUBLE = 128,
+    AT_FOP_LDBL = 144,
+    AT_FOP_SHORT = 160,
+    AT_CAS_I8 = 170,
+    AT_CAS_U16 = 172,
+    AT_CAS_LL = 176,
+    AT_CAS_MISALIGNED = 185,
+    AT_VEC = 192, /* 4 ints, every other one: get_accumulate with a vector type */
+    WIN_BYTES = 256
+};
+
+#define N_TYPES 40 /* rounds of accumulates per rank */
+#define K_FOP 12   /* fetch_and_ops per rank and type */
+
+static void accumulate_round(MPI_Win win, int i)
+{
+    uint8_t one8 = 1;
+    short s = (short)(rank + 1);
+    int mx = rank * N_TYPES + i, r1 = rank + 1, m1 = -1;
+    long long ll = rank + 1;
+    float half = 0.5f;
+    double d = rank + 1, dmin = -(double)(rank * N_TYPES + i);
+    long double ld = rank + 1;
+    double complex c = 1.0 + 2.0 * I;
+    unsigned bit = 1u << (rank % 32);
+
+    CHECK_MPI(MPI_Accumulate(&one8, 1, MPI_UINT8_T, 0, AT_U8, 1, MPI_UINT8_T, MPI_SUM, win));
+    CHECK_MPI(MPI_Accumulate(&s, 1, MPI_SHORT, 0, AT_SHORT, 1, MPI_SHORT, MPI_SUM, win));
+    CHECK_MPI(MPI_Accumulate(&mx, 1, MPI_INT, 0, AT_INT_MAX, 1, MPI_INT, MPI_MAX, win));
+    CHECK_MPI(MPI_Accumulate(&ll, 1, MPI_LONG_LONG, 0, AT_LL, 1, MPI_LONG_LONG, MPI_SUM, win));
+    CHECK_MPI(MPI_Accumulate(&half, 1, MPI_FLOAT, 0, AT_FLOAT, 1, MPI_FLOAT, MPI_SUM, win));
+    CHECK_MPI(MPI_Accumulate(&d, 1, MPI_DOUBLE, 0, AT_DOUBLE, 1, MPI_DOUBLE, MPI_SUM, win));
+    CHECK_MPI(MPI_Accumulate(&dmin, 1, MPI_DOUBLE, 0, AT_DMIN, 1, MPI_DOUBLE, MPI_MIN, win));
+    CHECK_MPI(
+        MPI_Accumulate(&ld, 1, MPI_LONG_DOUBLE, 0, AT_LDBL, 1, MPI_LONG_DOUBLE, MPI_SUM, win));
+    CHECK_MPI(MPI_Accumulate(&c, 1, MPI_C_DOUBLE_COMPLEX, 0, AT_CPLX, 1, MPI_C_DOUBLE_COMPLEX,
+                             MPI_SUM, win));
+    CHECK_MPI(MPI_Accumulate(&r1, 1, MPI_INT, 0, AT_MISALIGNED, 1, MPI_INT, MPI_SUM, win));
+    CHECK_MPI(MPI_Accumulate(&bit, 1, MPI_UNSIGNED, 0, AT_BOR, 1, MPI_UNSIGNED, MPI_BOR, win));
+    CHECK_MPI(MPI_Accumulate(&m1, 1, MPI_INT, 0, AT_PROD, 1, MPI_INT, MPI_PROD, win));
+}
+
+/* Rank 0's window after every rank's N_TYPES rounds. */
+static void check_accumulated(const unsigned char *w)
+{
+    long n = (long)N_TYPES * size, tri = (long)N_TYPES * size * (size + 1) / 2;
+    uint8_t u8;
+    short s;
+    int mx, mis, prod;
+    long long ll;
+    float f;
+    double d, dmin;
+    long double ld;
+    double complex c;
+    unsigned bor, want_bor = 0;
+
+    memcpy(&u8, w + AT_U8, sizeof(u8));
+    memcpy(&s, w + AT_SHORT, sizeof(s));
+    memcpy(&mx, w + AT_INT_MAX, sizeof(mx));
+    memcpy(&ll, w + AT_LL, sizeof(ll));
+    memcpy(&f, w + AT_FLOAT, sizeof(f));
+    memcpy(&d, w + AT_DOUBLE, sizeof(d));
+    memcpy(&dmin, w + AT_DMIN, sizeof(dmin));
+    memcpy(&ld, w + AT_LDBL, sizeof(ld));
+    memcpy(&c, w + AT_CPLX, sizeof(c));
+    memcpy(&mis, w + AT_MISALIGNED, sizeof(mis));
+    memcpy(&bor, w + AT_BOR, sizeof(bor));
+    memcpy(&prod, w + AT_PROD, sizeof(prod));
+    for (int r = 0; r < size; r++) {
+        want_bor |= 1u << (r % 32);
+    }
+    CHECK(u8 == (uint8_t)(n % 256), "uint8 sum %u, expected %ld", u8, n % 256);
+    CHECK(s == tri, "short sum %d, expected %ld", s, tri);
+    CHECK(mx == (size - 1) * N_TYPES + N_TYPES - 1, "int max %d", mx);
+    CHECK(ll == tri, "long long sum %lld, expected %ld", ll, tri);
+    CHECK(f == 0.5f * (float)n, "float sum %g, expected %g", f, 0.5 * (double)n);
+    CHECK(d == (double)tri, "double sum %g, expected %ld", d, tri);
+    CHECK(dmin == -(double)((size - 1) * N_TYPES + N_TYPES - 1), "double min %g", dmin);
+    CHECK(ld == (long double)tri, "long double sum %Lg, expected %ld", ld, tri);
+    CHECK(creal(c) == (double)n && cimag(c) == 2.0 * (double)n, "complex sum %g%+gi, expected %ld",
+          creal(c), cimag(c), n);
+    CHECK(mis == tri, "misaligned int sum %d, expected %ld", mis, tri);
+    CHECK(bor == want_bor, "bor 0x%x, expected 0x%x", bor, want_bor);
+    CHECK(prod == (n % 2 ? -1 : 1), "prod %d after %ld products by -1", prod, n);
+}
+
+/* K_FOP fetch_and_ops of +1 per rank on a double, a long double and a short: the values
+ * returned are the tickets 0 .. size * K_FOP - 1, each handed out once. */
+static void check_tickets(const double *mine, const char *what)
+{
+    double *all = malloc(sizeof(double) * (size_t)size * K_FOP);
+    int *seen = calloc((size_t)size * K_FOP, sizeof(int));
+
+    CHECK(all && seen, "no memory");
+    CHECK_MPI(MPI_Allgather(mine, K_FOP, MPI_DOUBLE, all, K_FOP, MPI_DOUBLE, MPI_COMM_WORLD));
+    for (int j = 0; j < size * K_FOP; j++) {
+        long t = (long)all[j];
+
+        CHECK(all[j] == (double)t && t >= 0 && t < size * K_FOP, "%s ticket %g", what, all[j]);
+        seen[t]++;
+    }
+    for (int t = 0; t < size * K_FOP; t++) {
+        CHECK(seen[t] == 1, "%s ticket %d handed out %d times", what, t, seen[t]);
+    }
+    free(all);
+    free(seen);
+}
+
+static void fetch_tickets(MPI_Win win)
+{
+    double dt[K_FOP], lt[K_FOP], st[K_FOP];
+
+    for (int i = 0; i < K_FOP; i++) {
+        double one = 1.0, old = -1;
+        long double lone = 1.0L, lold = -1;
+        short sone = 1, sold = -1;
+
+        CHECK_MPI(MPI_Fetch_and_op(&one, &old, MPI_DOUBLE, 0, AT_FOP_DOUBLE, MPI_SUM, win));
+        CHECK_MPI(MPI_Fetch_and_op(&lone, &lold, MPI_LONG_DOUBLE, 0, AT_FOP_LDBL, MPI_SUM, win));
+        CHECK_MPI(MPI_Fetch_and_op(&sone, &sold, MPI_SHORT, 0, AT_FOP_SHORT, MPI_SUM, win));
+        CHECK_MPI(MPI_Win_flush(0, win));
+        dt[i] = old;
+        lt[i] = (double)lold;
+        st[i] = sold;
+    }
+    check_tickets(dt, "double");
+    check_tickets(lt, "long double");
+    check_tickets(st, "short");
+}
+
+/* Every rank tries to claim four slots (0 -> rank + 1) with compare_and_swap, one of them
+ * at an odd address: exactly one rank wins each, and the slot holds its number. */
+static void claim_slots(MPI_Win win, const unsigned char *w0)
+{
+    int8_t c8 = (int8_t)(rank + 1), z8 = 0, o8 = -1;
+    uint16_t c16 = (uint16_t)(rank + 1), z16 = 0, o16 = 9;
+    long long cll = rank + 1, zll = 0, oll = -1;
+    int ci = rank + 1, zi = 0, oi = -1, won[4], total[4];
+
+    CHECK_MPI(MPI_Compare_and_swap(&c8, &z8, &o8, MPI_INT8_T, 0, AT_CAS_I8, win));
+    CHECK_MPI(MPI_Compare_and_swap(&c16, &z16, &o16, MPI_UINT16_T, 0, AT_CAS_U16, win));
+    CHECK_MPI(MPI_Compare_and_swap(&cll, &zll, &oll, MPI_LONG_LONG, 0, AT_CAS_LL, win));
+    CHECK_MPI(MPI_Compare_and_swap(&ci, &zi, &oi, MPI_INT, 0, AT_CAS_MISALIGNED, win));
+    CHECK_MPI(MPI_Win_flush(0, win));
+    won[0] = o8 == 0;
+    won[1] = o16 == 0;
+    won[2] = oll == 0;
+    won[3] = oi == 0;
+    CHECK(o8 >= 0 && o8 <= size && oll >= 0 && oll <= size && oi >= 0 && oi <= size && o16 <= size,
+          "compare_and_swap returned %d %u %lld %d", o8, o16, oll, oi);
+    CHECK_MPI(MPI_Allreduce(won, total, 4, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
+    for (int k = 0; k < 4; k++) {
+        CHECK(total[k] == 1, "slot %d: %d ranks won its compare_and_swap", k, total[k]);
+    }
+    if (rank == 0) {
+        int8_t v8;
+        uint16_t v16;
+        long long vll;
+        int vi;
+
+        memcpy(&v8, w0 + AT_CAS_I8, 1);
+        memcpy(&v16, w0 + AT_CAS_U16, 2);
+        memcpy(&vll, w0 + AT_CAS_LL, 8);
+        memcpy(&vi, w0 + AT_CAS_MISALIGNED, 4);
+        CHECK(v8 >= 1 && v8 <= size && v16 >= 1 && v16 <= size && vll >= 1 && vll <= size &&
+                  vi >= 1 && vi <= size,
+              "claimed slots hold %d %u %lld %d", v8, v16, vll, vi);
+    }
+}
+
+/* K_FOP get_accumulates of rank + 1 into 4 ints of rank 0 laid out every other one (a
+ * vector type at the target, contiguous at the origin and the result): the values before
+ * grow with each of a rank's calls, and the sums end exact. */
+static void vector_get_accumulate(MPI_Win win)
+{
+    MPI_Datatype every_other;
+    int add[4], before[4], last = -1;
+
+    CHECK_MPI(MPI_Type_vector(4, 1, 2, MPI_INT, &every_other));
+    CHECK_MPI(MPI_Type_commit(&every_other));
+    for (int j = 0; j < 4; j++) {
+        add[j] = rank + 1;
+    }
+    for (int i = 0; i < K_FOP; i++) {
+        CHECK_MPI(MPI_Get_accumulate(add, 4, MPI_INT, before, 4, MPI_INT, 0, AT_VEC, 1, every_other,
+                                     MPI_SUM, win));
+        CHECK_MPI(MPI_Win_flush(0, win));
+        CHECK(before[0] > last && before[0] <= K_FOP * size * (size + 1) / 2 - (rank + 1),
+              "get_accumulate %d returned %d after %d", i, before[0], last);
+        last = before[0];
+    }
+    CHECK_MPI(MPI_Type_free(&every_other));
+}
+
+/* Every rank at once on one location of rank 0, for each element type the direct path
+ * treats apart (fetch-add, exchange and compare-exchange loops on aligned 1-8 byte
+ * elements; the spinlock for 16-byte ones and misaligned ones): accumulates, fetch_and_op,
+ * compare_and_swap and get_accumulate with a vector type, all under MPI_Win_lock_all. The
+ * results are exact on both paths. */
+static void test_concurrent_types(void)
+{
+    unsigned char *w0;
+    MPI_Win win;
+    long tri = (long)K_FOP * size * (size + 1) / 2;
+
+    CHECK_MPI(MPI_Win_allocate(WIN_BYTES, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &w0, &win));
+    memset(w0, 0, WIN_BYTES);
+    {
+        int one = 1;
+        double big = 1e300;
+
+        memcpy(w0 + AT_PROD, &one, sizeof(one));
+        memcpy(w0 + AT_DMIN, &big, sizeof(big));
+    }
+    CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
+    CHECK_MPI(MPI_Win_lock_all(0, win));
+    for (int i = 0; i < N_TYPES; i++) {
+        accumulate_round(win, i);
+    }
+    fetch_tickets(win);
+    claim_slots(win, w0);
+    vector_get_accumulate(win);
+    CHECK_MPI(MPI_Win_unlock_all(win));
+    CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
+    if (rank == 0) {
+        CHECK_MPI(MPI_Win_lock(MPI_LOCK_SHARED, 0, 0, win));
+        check_accumulated(w0);
+        for (int j = 0; j < 8; j++) {
+            int v;
+
+            memcpy(&v, w0 + AT_VEC + 4 * j, sizeof(v));
+            CHECK(v == (j % 2 ? 0 : tri), "vector int %d holds %d, expected %ld", j, v,
+                  j % 2 ? 0 : tri);
+        }
+        CHECK_MPI(MPI_Win_unlock(0, win));
+    }
+    /* MPI_NO_OP reads, with a vector type at the origin's result. */
+    CHECK_MPI(MPI_Win_lock(MPI_LOCK_SHARED, 0, 0, win));
+    {
+        int got[8] = {-1, -1, -1, -1, -1, -1, -1, -1};
+        MPI_Datatype every_other;
+
+        CHECK_MPI(MPI_Type_vector(4, 1, 2, MPI_INT, &every_other));
+        CHECK_MPI(MPI_Type_commit(&every_other));
+        CHECK_MPI(MPI_Get_accumulate(NULL, 0, MPI_INT, got, 1, every_other, 0, AT_VEC, 1,
+                                     every_other, MPI_NO_OP, win));
+        CHECK_MPI(MPI_Type_free(&every_other));
+        CHECK_MPI(MPI_Win_unlock(0, win));
+        for (int j = 0; j < 8; j++) {
+            CHECK(got[j] == (j % 2 ? -1 : tri), "no_op read [%d] = %d", j, got[j]);
+        }
+    }
+    CHECK_MPI(MPI_Win_free(&win));
+}
+
+#define N_RW 30 /* writes and reads per rank */
+
+/* Readers and writers on rank 0's two ints: a writer (exclusive lock) reads the first, and
+ * stores it + 1 into both with two puts and a flush between; a reader (shared lock, or
+ * lock_all) gets both and must find them equal. Every write lost or torn shows. */
+static void test_shared_and_exclusive(void)
+{
+    long *base;
+    MPI_Win win;
+
+    CHECK_MPI(MPI_Win_allocate(2 * sizeof(long), sizeof(long), MPI_INFO_NULL, MPI_COMM_WORLD, &base,
+                               &win));
+    base[0] = base[1] = 0;
+    CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
+    for (int i = 0; i < 2 * N_RW; i++) {
+        long v[2] = {-1, -2};
+
+        if ((i + rank) % 2 == 0) {
+            CHECK_MPI(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, 0, 0, win));
+            CHECK_MPI(MPI_Get(v, 1, MPI_LONG, 0, 0, 1, MPI_LONG, win));
+            CHECK_MPI(MPI_Win_flush(0, win));
+            v[0]++;
+            CHECK_MPI(MPI_Put(v, 1, MPI_LONG, 0, 0, 1, MPI_LONG, win));
+            CHECK_MPI(MPI_Win_flush(0, win));
+            sched_yield(); /* as in test_lock_contention */
+            CHECK_MPI(MPI_Put(v, 1, MPI_LONG, 0, 1, 1, MPI_LONG, win));
+            CHECK_MPI(MPI_Win_unlock(0, win));
+            continue;
+        }
+        if (i % 4 < 2) {
+            CHECK_MPI(MPI_Win_lock(MPI_LOCK_SHARED, 0, 0, win));
+        } else {
+            CHECK_MPI(MPI_Win_lock_all(0, win));
+        }
+        CHECK_MPI(MPI_Get(v, 2, MPI_LONG, 0, 0, 2, MPI_LONG, win));
+        if (i % 4 < 2) {
+            CHECK_MPI(MPI_Win_unlock(0, win));
+        } else {
+            CHECK_MPI(MPI_Win_unlock_all(win));
+        }
+        CHECK(v[0] == v[1] && v[0] >= 0 && v[0] <= (long)N_RW * size,
+              "a reader saw %ld and %ld: a writer's two puts were not exclusive", v[0], v[1]);
+    }
+    CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
+    if (rank == 0) {
+        CHECK_MPI(MPI_Win_lock(MPI_LOCK_SHARED, 0, 0, win));
+        CHECK(base[0] == (long)N_RW * size && base[1] == base[0], "counters %ld %ld, expected %ld",
+              base[0], base[1], (long)N_RW * size);
+        CHECK_MPI(MPI_Win_unlock(0, win));
+    }
+    CHECK_MPI(MPI_Win_free(&win));
+}
+
+static double now(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* On the direct path a passive-target put needs nothing from its target: rank 1 waits for
+ * rank 0's put by loading its own window memory, without any MPI call (which active
+ * messages would need to apply it). The bound only keeps a broken library from hanging the
+ * suite. */
+static void test_target_outside_mpi(void)
+{
+    int *base;
+    MPI_Win win;
+
+    if (!direct_expected || size < 2) {
+        return;
+    }
+    CHECK_MPI(
+        MPI_Win_allocate(sizeof(int), sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &base, &win));
+    *base = 0;
+    CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
+    if (rank == 0) {
+        int v = 4242;
+
+        CHECK_MPI(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, 1, 0, win));
+        CHECK_MPI(MPI_Put(&v, 1, MPI_INT, 1, 0, 1, MPI_INT, win));
+        CHECK_MPI(MPI_Win_unlock(1, win));
+    } else if (rank == 1) {
+        double start = now();
+
+        while (__atomic_load_n(base, __ATOMIC_ACQUIRE) != 4242) {
+            CHECK(now() - start < 30, "rank 0's put did not arrive while rank 1 stayed out of MPI");
+            sched_yield();
+        }
+    }
+    CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
+    CHECK_MPI(MPI_Win_free(&win));
+}
+
 static int poller_stop;
 
 /* Progress from a second thread: probes a communicator nobody sends on. */
@@ -580,10 +1005,25 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     rank = mrt_rank;
     CHECK_MPI(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+    {
+        const char *e = getenv("MPISHIM_RMA_DIRECT");
+        MPI_Comm node;
+        int nsize;
+
+        CHECK_MPI(
+            MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
+        MPI_Comm_size(node, &nsize);
+        CHECK_MPI(MPI_Comm_free(&node));
+        direct_expected = nsize == size && (!e || !*e || strcmp(e, "0") != 0);
+    }
+    test_paths();
     test_fence_put_get();
     test_concurrent_accumulate();
     test_datatypes_and_size();
     test_lock_contention();
+    test_concurrent_types();
+    test_shared_and_exclusive();
+    test_target_outside_mpi();
     test_atomics_and_requests();
     test_self_target_completes_at_once();
     test_pscw();

@@ -15,7 +15,9 @@
 #   fails in MPI_Init ends the whole step (PMIx_Abort) with a message naming its rank, and so
 #   does a fatal error in MPI_Finalize; the node-aware collectives, blocking and
 #   non-blocking (mr_coll_hier), at 2 x 3 and 2 x 4, with block and cyclic placement; ranks
-#   that share a node name on two hosts (own /dev/shm each) fail at once, saying why.
+#   that share a node name on two hosts (own /dev/shm each) fail at once, saying why;
+#   one-sided communication at 2 x 2 (mr_rma: windows of the world span the nodes and take
+#   active messages, windows of a node's communicator take the direct path).
 #
 # Under sanitizers (MPS_SAN_FLAGS set, as `make check` sets it) the programs run several
 # times slower on 2 cores: a reduced set runs (mr_pgc_init at 1 rank per node, mr_coll and
@@ -48,7 +50,7 @@ unset PMIX_RANK PMIX_NAMESPACE RANK WORLD_SIZE MASTER_ADDR MASTER_PORT MPISHIM_B
 export MPISHIM_TIMEOUT=${MPISHIM_TIMEOUT:-60}
 
 for p in tests/mr/mr_p2p tests/mr/mr_coll tests/mr/mr_coll2 tests/mr/mr_pgc tests/mr/mr_pgc_init \
-    tests/mr/mr_smoke tests/mr/mr_coll_hier tests/mr/mr_pgc_mix; do
+    tests/mr/mr_smoke tests/mr/mr_coll_hier tests/mr/mr_pgc_mix tests/mr/mr_rma; do
     [ -x "$top_builddir/$p" ] || { echo "test_cluster.sh: $top_builddir/$p is not built"; exit 99; }
 done
 
@@ -295,6 +297,9 @@ else
     # the schedule), and on a group of more than one node per rank the node-aware forms.
     job "mr_pgc_mix" 4 tests/mr/mr_pgc_mix
     job "mr_pgc_mix" 6 tests/mr/mr_pgc_mix
+    # One-sided: world windows across the nodes (active messages over tcp, mr_rma checks
+    # that they report it), node windows within each (the direct path).
+    job "mr_rma (RMA across nodes and within each)" 4 tests/mr/mr_rma
     # 3 ranks per node.
     job "mr_p2p" 6 tests/mr/mr_p2p
     job "mr_coll" 6 tests/mr/mr_coll
