@@ -212,6 +212,11 @@ static void fail_clash(struct pg_req *r, int src, int tag, bool in_handler)
     coll_abort(g, ctx, tag, &n, in_handler);
 }
 
+static inline bool is_abort_notice(const struct pg_wire *w)
+{
+    return (w->ctx & 1) && ((uint32_t)w->tag & ((1u << PG_COLL_SIG_BITS) - 1)) == PG_COLL_ABORT;
+}
+
 /* An abort notice arrived from group rank src. */
 static void take_abort(uint64_t ctx, int tag, const void *payload, size_t len)
 {
@@ -279,7 +284,6 @@ static void take_clash(struct pg_req *req, struct pg_msg *m)
 static bool unexpected_clash(const struct pg_group *g, struct pg_req *req)
 {
     struct mps_list *pos;
-
     const struct pg_abort_note *n;
 
     if (!(req->ctx & 1) || (unsigned)req->match_src >= (unsigned)g->size) {
@@ -505,7 +509,7 @@ enum fab_am_result pg_am_handler(void *arg, int peer, const void *buf, size_t le
         return FAB_AM_TAKEN;
     }
     r = find_posted(w.ctx, w.src, w.tag);
-    if (!r && (w.ctx & 1) && ((uint32_t)w.tag & ((1u << PG_COLL_SIG_BITS) - 1)) == PG_COLL_ABORT) {
+    if (!r && is_abort_notice(&w)) {
         take_abort(w.ctx, w.tag, payload, w.len);
         return FAB_AM_TAKEN;
     }
