@@ -89,18 +89,17 @@ int pg_allgather_hier(struct pg_group *g, const void *in, void *out, size_t byte
         /* Consecutive nodes need no reordering: the leaders gather straight into out. */
         tmp = h->blocked ? out : malloc(total ? total : 1);
         cd = malloc(sizeof(size_t) * 2 * (size_t)h->nnodes);
-        rc = tmp && cd ? PGC_OK
-                       : mps_error(PGC_ERR_NOMEM,
-                                   "allgather (rank %d): no memory "
-                                   "for %zu bytes",
-                                   g->rank, total);
+        /* out may be NULL where there is nothing to gather (pgc's empty tensors). */
+        rc = (tmp || !total) && cd ? PGC_OK
+                                   : mps_error(PGC_ERR_NOMEM, "allgather (rank %d): no memory "
+                                               "for %zu bytes", g->rank, total);
     }
     if (rc == PGC_OK) {
         mps_stats_algo(MPS_ALGO_ALLGATHER_HIER);
         mine = tmp ? tmp + node_start(h, bytes) : NULL;
         if (h->node) {
             rc = wait_started(pg_igather(h->node, in, mine, bytes, 0, &req), &req);
-        } else if (mine != in) {
+        } else if (mine != in && bytes) {
             memmove(mine, in, bytes);
         }
     }

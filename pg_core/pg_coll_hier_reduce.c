@@ -51,18 +51,17 @@ int pg_reduce_hier(struct pg_group *g, const void *in, void *out, size_t count,
 
     if (rc == PGC_OK && h->leaders) {
         acc = me_root ? out : malloc(bytes ? bytes : 1);
-        rc = acc ? PGC_OK
-                 : mps_error(PGC_ERR_NOMEM,
-                             "reduce (rank %d): no memory for %zu "
-                             "bytes of a node's partial result",
-                             g->rank, bytes);
+        /* out may be NULL at a root that receives nothing (pgc's empty tensors). */
+        rc = acc || !bytes ? PGC_OK
+                           : mps_error(PGC_ERR_NOMEM, "reduce (rank %d): no memory for %zu "
+                                       "bytes of a node's partial result", g->rank, bytes);
     }
     if (rc == PGC_OK) {
         mps_stats_algo(MPS_ALGO_REDUCE_HIER);
     }
     if (rc == PGC_OK && h->node) {
         rc = pg_reduce(h->node, in, acc, count, op, 0);
-    } else if (rc == PGC_OK && acc != in) {
+    } else if (rc == PGC_OK && acc != in && bytes) {
         memcpy(acc, in, bytes);
     }
     if (rc == PGC_OK && h->leaders) {

@@ -58,4 +58,10 @@ for ranks in $mix_ranks; do
     expect "mr_pgc_mix, $ranks ranks in nodes of 2: exit status" 0 "$rc"
     expect "mr_pgc_mix, $ranks ranks in nodes of 2: node-aware" $ranks "$(hier_lines)"
 done
+# Every pgc call on nodes of 2, the empty tensors among them (whose list buffer is NULL:
+# the node-aware allgather once took that for a failed allocation).
+out=$(MPISHIM_NODE_SPLIT=2 mr_logged 4 mr_pgc 120)
+rc=$?
+[ "$rc" -eq 0 ] || tail -30 <<<"$out"
+expect "mr_pgc, 4 ranks in nodes of 2: exit status" 0 "$rc"
 expect_done
