@@ -40,7 +40,21 @@ free_port() {
 }
 
 # launch_env PHASE WAY OUT: the two ranks by hand; the survivor's exit status is the cell's.
+# The port free_port found may be taken again before rank 0 listens on it (cells run
+# JOBS at once; CI, 2026-11-26: "cannot listen on 127.0.0.1:36609: Address already in use"):
+# that start is the harness's race, not the library's, so it runs again with another port.
 launch_env() {
+    local try rc
+    for try in 1 2 3; do
+        : >"$3"
+        launch_env_once "$@"
+        rc=$?
+        grep -q "cannot listen on .*Address already in use" "$3" || break
+    done
+    return $rc
+}
+
+launch_env_once() {
     local port rc victim extra=()
     port=$(free_port)
     [ "$1" = before ] && extra=(MPISHIM_TIMEOUT=3)
