@@ -15,6 +15,16 @@
 #define mps_likely(x) __builtin_expect(!!(x), 1)
 #define mps_unlikely(x) __builtin_expect(!!(x), 0)
 
+/* One spin-wait pause: tells the core (and its hyperthread sibling) that this is a poll. */
+static inline void mps_cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ volatile("yield" ::: "memory");
+#endif
+}
+
 /* The cores this process may run on (its affinity mask), or 0 if unknown. Needs
  * _GNU_SOURCE (config.h) before the first system header. */
 static inline int mps_usable_cores(void)

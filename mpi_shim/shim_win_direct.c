@@ -40,14 +40,6 @@
 /* Bytes of origin and result data staged per step of an accumulate. */
 #define CHUNK 4096
 
-static inline void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#elif defined(__aarch64__)
-    __asm__ volatile("yield" ::: "memory");
-#endif
-}
 
 /* ---- passive-target locks ---- */
 
@@ -117,7 +109,7 @@ static int spin_lock(uint32_t *l)
     while (__atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE) != 0) {
         while (__atomic_load_n(l, __ATOMIC_RELAXED) != 0) {
             if (++spins < 128) {
-                cpu_relax();
+                mps_cpu_relax();
                 continue;
             }
             sched_yield();

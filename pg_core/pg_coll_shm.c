@@ -54,14 +54,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static inline void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#elif defined(__aarch64__)
-    __asm__ volatile("yield" ::: "memory");
-#endif
-}
 
 /* Slots per channel, used in turn: a root broadcasts this many times ahead of the slowest
  * reader before it waits. */
@@ -338,7 +330,7 @@ static bool shm_ready(void *arg)
                 return false;
             }
         }
-        cpu_relax();
+        mps_cpu_relax();
     }
     return true;
 }

@@ -879,12 +879,6 @@ static void rx_release(void)
     pthread_mutex_unlock(&rpc.rx_mu);
 }
 
-static void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#endif
-}
 
 /* Polls as the receiver until done(arg) or for spin seconds, if it gets the role within
  * ROLE_TRY: a thread that does not leaves the receiving to the holder (more threads polling
@@ -915,7 +909,7 @@ static bool poll_until(bool (*done)(void *arg), void *arg, double spin, bool cal
         if (have || (have = rx_try())) {
             receive_one();
         } else {
-            cpu_relax();
+            mps_cpu_relax();
         }
         now = mps_now();
     }
@@ -1066,7 +1060,7 @@ static void *agent_main(void *arg)
         } else if (now - last_msg > AGENT_SPIN && sleep_on_bell(now - last_msg)) {
             last_msg = mps_now();
         } else {
-            cpu_relax();
+            mps_cpu_relax();
         }
     }
     return NULL;

@@ -241,9 +241,7 @@ static void spin_briefly(pgc_future *f, double timeout)
         return;
     }
     while (state_of(f) == PGC_ERR_PENDING && mps_now() < end) {
-#if defined(__x86_64__) || defined(__i386__)
-        __builtin_ia32_pause();
-#endif
+        mps_cpu_relax();
     }
 }
 
