@@ -136,7 +136,7 @@ int PMPI_Ibarrier(MPI_Comm comm, MPI_Request *request)
  * of the buffer's size in m and a poisoned signature (pg.h), so that the ranks reading its
  * data fail at once with MPI_ERR_BUFFER instead of waiting for it until the timeout. It
  * returns its own error rc at the end (shim_blk_end_slow). Where pg_core cannot carry the
- * poison (node-aware groups) or without memory for the scratch, it returns rc at once. */
+ * poison (pg_coll_poison_ok) or without memory for the scratch, it returns rc at once. */
 static int stand_in(struct shim_blk *b, struct shim_msgbuf *m, int count,
                     const struct shim_dtype *t, int rc)
 {

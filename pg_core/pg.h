@@ -139,8 +139,10 @@ struct pg_poison {
 };
 extern struct pg_poison pg_poison;
 
-/* Whether g's collectives can carry poison: not the node-aware ones, whose sub-groups
- * would take the stand-in's data as real. */
+/* Whether g's next blocking collective can carry poison: always, except on a node-aware
+ * group while a non-blocking collective of this rank on it still has steps to start (the
+ * blocking one then runs as a chain of non-blocking steps, which stop at an error; the
+ * blocking steps run on poisoned: pg_coll_hier.h). */
 bool pg_coll_poison_ok(struct pg_group *g);
 /* This rank's next blocking collective on g stands in for a bad buffer (err: the caller's
  * error, nonzero), until pg_coll_stand_in_end, which returns err. */

@@ -215,6 +215,34 @@ void pg_hier_free(struct pg_group *g)
     }
 }
 
+/* ---- the steps of the blocking forms (pg_coll_hier.h) ---- */
+
+int pg_hier_begin(struct pg_group *g)
+{
+    int rc = pg_hier_prepare(g);
+
+    return rc == PGC_OK && g->poison_next ? PGC_ERR_BUFFER : rc;
+}
+
+bool pg_hier_step_in(struct pg_group *sub, int rc)
+{
+    if (rc != PGC_OK && pg_hier_goes_on(rc)) {
+        pg_coll_stand_in(sub, rc);
+    }
+    return pg_hier_goes_on(rc);
+}
+
+int pg_hier_step_out(struct pg_group *sub, int rc, int step_rc)
+{
+    int got = pg_coll_poison_pending() ? pg_coll_poison_claim(sub) : PGC_OK;
+
+    if (rc != PGC_OK) {
+        pg_coll_stand_in_end(sub);
+        return rc;
+    }
+    return step_rc != PGC_OK ? step_rc : got;
+}
+
 /* ---- the chains of the non-blocking forms ---- */
 
 static void unqueue(struct pg_hier_op *o)

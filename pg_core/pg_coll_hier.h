@@ -15,6 +15,7 @@
 
 #include "pg.h"
 #include "pg_sched.h"
+#include "pgc_status.h"
 
 struct pg_hier {
     bool on;      /* the group spans nodes and some node has several of its ranks */
@@ -74,6 +75,37 @@ static inline bool pg_hier_idle(const struct pg_group *g)
 {
     return __atomic_load_n(&g->hier->nwaiting, __ATOMIC_ACQUIRE) == 0;
 }
+
+/*
+ * The steps of a blocking node-aware collective, each a collective on the node's or the
+ * leaders' group. A rank whose call has failed in a way that leaves every sub-group in step
+ * (pg_hier_goes_on: a stand-in's poison or a mismatch, found in an earlier step, or its own
+ * stand-in for a bad buffer on g, g->poison_next) still runs its later steps, poisoned
+ * (pg.h): the ranks that need its data then fail at once, through every step the data takes
+ * (another node's ranks too), instead of waiting for it until the timeout, and each
+ * sub-group's sequence stays the same on all its members. Any other error (a timeout, a dead
+ * rank, no memory) ends the call at once.
+ */
+static inline bool pg_hier_goes_on(int rc)
+{
+    return rc == PGC_OK || rc == PGC_ERR_BUFFER || rc == PGC_ERR_MISMATCH;
+}
+
+/* The state a blocking node-aware collective on g starts in: its sub-groups ready, and
+ * PGC_ERR_BUFFER where this rank stands in for a bad buffer. */
+int pg_hier_begin(struct pg_group *g);
+
+/* Before a step on sub, with the call's state rc: whether to run it (poisoned if rc is an
+ * error that goes on). */
+bool pg_hier_step_in(struct pg_group *sub, int rc);
+
+/* After a step on sub that returned step_rc: the call's state, its first error (a poison
+ * that reached this rank through the step included). */
+int pg_hier_step_out(struct pg_group *sub, int rc, int step_rc);
+
+/* rc = the state after the step `call` on sub, run as above. */
+#define PG_HIER_STEP(rc, sub, call)                                                                \
+    ((rc) = pg_hier_step_in((sub), (rc)) ? pg_hier_step_out((sub), (rc), (call)) : (rc))
 
 /* Releases the sub-groups and the layout (pg_group_release). */
 void pg_hier_free(struct pg_group *g);

@@ -83,35 +83,39 @@ int pg_allgather_hier(struct pg_group *g, const void *in, void *out, size_t byte
     size_t total = (size_t)g->size * bytes, *cd = NULL;
     struct pg_req req = {0};
     char *tmp = NULL, *mine;
-    int rc = pg_hier_prepare(g);
+    int rc = pg_hier_begin(g);
 
-    if (rc == PGC_OK && h->leaders) {
+    if (pg_hier_goes_on(rc) && h->leaders) {
         /* Consecutive nodes need no reordering: the leaders gather straight into out. */
         tmp = h->blocked ? out : malloc(total ? total : 1);
         cd = malloc(sizeof(size_t) * 2 * (size_t)h->nnodes);
         /* out may be NULL where there is nothing to gather (pgc's empty tensors). */
-        rc = (tmp || !total) && cd ? PGC_OK
-                                   : mps_error(PGC_ERR_NOMEM, "allgather (rank %d): no memory "
-                                               "for %zu bytes", g->rank, total);
-    }
-    if (rc == PGC_OK) {
-        mps_stats_algo(MPS_ALGO_ALLGATHER_HIER);
-        mine = tmp ? tmp + node_start(h, bytes) : NULL;
-        if (h->node) {
-            rc = wait_started(pg_igather(h->node, in, mine, bytes, 0, &req), &req);
-        } else if (mine != in && bytes) {
-            memmove(mine, in, bytes);
+        if ((!tmp && total) || !cd) {
+            rc = mps_error(PGC_ERR_NOMEM, "allgather (rank %d): no memory for %zu bytes",
+                           g->rank, total);
         }
     }
-    if (rc == PGC_OK && h->leaders) {
-        rc = leaders_exchange(h, tmp, bytes, cd);
+    if (!pg_hier_goes_on(rc)) {
+        goto done;
     }
-    if (rc == PGC_OK && h->leaders && tmp != out) {
+    mps_stats_algo(MPS_ALGO_ALLGATHER_HIER);
+    mine = tmp ? tmp + node_start(h, bytes) : NULL;
+    if (h->node) {
+        PG_HIER_STEP(rc, h->node,
+                     wait_started(pg_igather(h->node, in, mine, bytes, 0, &req), &req));
+    } else if (mine != in && bytes) {
+        memmove(mine, in, bytes);
+    }
+    if (h->leaders) {
+        PG_HIER_STEP(rc, h->leaders, leaders_exchange(h, tmp, bytes, cd));
+    }
+    if (pg_hier_goes_on(rc) && h->leaders && tmp != out) {
         to_rank_order(g, h, tmp, out, bytes, cd + h->nnodes);
     }
-    if (rc == PGC_OK && h->node) {
-        rc = pg_bcast(h->node, out, total, 0);
+    if (h->node) {
+        PG_HIER_STEP(rc, h->node, pg_bcast(h->node, out, total, 0));
     }
+done:
     if (tmp != out) {
         free(tmp);
     }

@@ -32,24 +32,23 @@ int pg_allreduce_hier(struct pg_group *g, const void *in, void *out, size_t coun
 {
     struct pg_hier *h = g->hier;
     size_t bytes = count * op->elem_size;
-    int rc = pg_hier_prepare(g);
+    int rc = pg_hier_begin(g);
 
-    if (rc != PGC_OK) {
-        goto fail;
+    if (!pg_hier_goes_on(rc)) {
+        return rc;
     }
     mps_stats_algo(MPS_ALGO_ALLREDUCE_HIER);
     if (h->node) {
-        rc = pg_reduce(h->node, in, out, count, op, 0);
-    } else if (in != out) {
+        PG_HIER_STEP(rc, h->node, pg_reduce(h->node, in, out, count, op, 0));
+    } else if (in != out && bytes) {
         memcpy(out, in, bytes);
     }
-    if (rc == PGC_OK && h->leaders) {
-        rc = pg_allreduce(h->leaders, out, out, count, op);
+    if (h->leaders) {
+        PG_HIER_STEP(rc, h->leaders, pg_allreduce(h->leaders, out, out, count, op));
     }
-    if (rc == PGC_OK && h->node) {
-        rc = pg_bcast(h->node, out, bytes, 0);
+    if (h->node) {
+        PG_HIER_STEP(rc, h->node, pg_bcast(h->node, out, bytes, 0));
     }
-fail:
     return rc;
 }
 

@@ -20,19 +20,20 @@
 int pg_barrier_hier(struct pg_group *g)
 {
     struct pg_hier *h = g->hier;
-    int rc = pg_hier_prepare(g);
+    int rc = pg_hier_begin(g);
 
-    if (rc == PGC_OK) {
-        mps_stats_algo(MPS_ALGO_BARRIER_HIER);
+    if (!pg_hier_goes_on(rc)) {
+        return rc;
     }
-    if (rc == PGC_OK && h->node) {
-        rc = pg_barrier(h->node);
+    mps_stats_algo(MPS_ALGO_BARRIER_HIER);
+    if (h->node) {
+        PG_HIER_STEP(rc, h->node, pg_barrier(h->node));
     }
-    if (rc == PGC_OK && h->leaders) {
-        rc = pg_barrier(h->leaders);
+    if (h->leaders) {
+        PG_HIER_STEP(rc, h->leaders, pg_barrier(h->leaders));
     }
-    if (rc == PGC_OK && h->node) {
-        rc = pg_barrier(h->node);
+    if (h->node) {
+        PG_HIER_STEP(rc, h->node, pg_barrier(h->node));
     }
     return rc;
 }

@@ -21,20 +21,21 @@
 int pg_bcast_hier(struct pg_group *g, void *buf, size_t bytes, int root)
 {
     struct pg_hier *h = g->hier;
-    int rc = pg_hier_prepare(g);
+    int rc = pg_hier_begin(g);
     int rnode = h->node_of[root];
 
-    if (rc == PGC_OK) {
-        mps_stats_algo(MPS_ALGO_BCAST_HIER);
+    if (!pg_hier_goes_on(rc)) {
+        return rc;
     }
-    if (rc == PGC_OK && h->node && h->my_node == rnode) {
-        rc = pg_bcast(h->node, buf, bytes, h->pos[root]);
+    mps_stats_algo(MPS_ALGO_BCAST_HIER);
+    if (h->node && h->my_node == rnode) {
+        PG_HIER_STEP(rc, h->node, pg_bcast(h->node, buf, bytes, h->pos[root]));
     }
-    if (rc == PGC_OK && h->leaders) {
-        rc = pg_bcast(h->leaders, buf, bytes, rnode);
+    if (h->leaders) {
+        PG_HIER_STEP(rc, h->leaders, pg_bcast(h->leaders, buf, bytes, rnode));
     }
-    if (rc == PGC_OK && h->node && h->my_node != rnode) {
-        rc = pg_bcast(h->node, buf, bytes, 0);
+    if (h->node && h->my_node != rnode) {
+        PG_HIER_STEP(rc, h->node, pg_bcast(h->node, buf, bytes, 0));
     }
     return rc;
 }

@@ -23,21 +23,40 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* pg_isend/pg_irecv's tag on the node group, which carries no other point-to-point. */
+/* pg_isend/pg_irecv's tags on the node group, which carries no other point-to-point: the
+ * result, or a stand-in for it from a leader whose call failed in a way that goes on
+ * (pg_hier_goes_on). The root receives either. */
 #define HIER_TAG 0
+#define HIER_TAG_POISON 1
 
-/* The leader of the root's node hands the result to the root. */
-static int to_root(struct pg_hier *h, void *acc, void *out, size_t bytes, int root, bool me_root)
+/* The root's handover arrived (req done, rc its status): a poisoned one fails the root. */
+static int handed(const struct pg_req *req, int rc, int leader)
+{
+    if (rc == PGC_OK && req->tag == HIER_TAG_POISON) {
+        rc = mps_error(PGC_ERR_BUFFER, "the data from rank %d stands in for a rank's failed "
+                       "part: one passed an invalid buffer, or ranks called different "
+                       "collectives (its own error names the cause)", leader);
+    }
+    return rc;
+}
+
+/* The leader of the root's node hands the result to the root (a stand-in where the
+ * leader's call failed, rc). */
+static int to_root(struct pg_hier *h, void *acc, void *out, size_t bytes, int root,
+                   bool me_root, int rc)
 {
     struct pg_req req = {0};
-    int rc;
+    int tag = rc == PGC_OK ? HIER_TAG : HIER_TAG_POISON;
+    int src_rc;
 
     if (me_root) {
-        rc = pg_irecv(h->node, out, bytes, 0, HIER_TAG, &req);
+        src_rc = pg_irecv(h->node, out, bytes, 0, PG_ANY_TAG, &req);
+        src_rc = src_rc == PGC_OK ? handed(&req, pg_wait(&req, -1), h->leader[h->my_node]) : src_rc;
     } else {
-        rc = pg_isend(h->node, acc, bytes, h->pos[root], HIER_TAG, false, &req);
+        src_rc = pg_isend(h->node, acc, bytes, h->pos[root], tag, false, &req);
+        src_rc = src_rc == PGC_OK ? pg_wait(&req, -1) : src_rc;
     }
-    return rc == PGC_OK ? pg_wait(&req, -1) : rc;
+    return rc != PGC_OK ? rc : src_rc;
 }
 
 int pg_reduce_hier(struct pg_group *g, const void *in, void *out, size_t count,
@@ -47,29 +66,34 @@ int pg_reduce_hier(struct pg_group *g, const void *in, void *out, size_t count,
     size_t bytes = count * op->elem_size;
     bool me_root = g->rank == root, root_leads = h->leader[h->node_of[root]] == root;
     void *acc = NULL; /* a leader's node partial, then the leaders' result */
-    int rc = pg_hier_prepare(g);
+    int rc = pg_hier_begin(g);
 
-    if (rc == PGC_OK && h->leaders) {
+    if (pg_hier_goes_on(rc) && h->leaders) {
         acc = me_root ? out : malloc(bytes ? bytes : 1);
         /* out may be NULL at a root that receives nothing (pgc's empty tensors). */
-        rc = acc || !bytes ? PGC_OK
-                           : mps_error(PGC_ERR_NOMEM, "reduce (rank %d): no memory for %zu "
-                                       "bytes of a node's partial result", g->rank, bytes);
+        if (!acc && bytes) {
+            rc = mps_error(PGC_ERR_NOMEM, "reduce (rank %d): no memory for %zu bytes of a "
+                           "node's partial result", g->rank, bytes);
+        }
     }
-    if (rc == PGC_OK) {
-        mps_stats_algo(MPS_ALGO_REDUCE_HIER);
+    if (!pg_hier_goes_on(rc)) {
+        goto done;
     }
-    if (rc == PGC_OK && h->node) {
-        rc = pg_reduce(h->node, in, acc, count, op, 0);
-    } else if (rc == PGC_OK && acc != in && bytes) {
+    mps_stats_algo(MPS_ALGO_REDUCE_HIER);
+    if (h->node) {
+        PG_HIER_STEP(rc, h->node, pg_reduce(h->node, in, acc, count, op, 0));
+    } else if (acc != in && bytes) {
         memcpy(acc, in, bytes);
     }
-    if (rc == PGC_OK && h->leaders) {
-        rc = pg_reduce(h->leaders, acc, acc, count, op, h->node_of[root]);
+    if (h->leaders) {
+        PG_HIER_STEP(rc, h->leaders, pg_reduce(h->leaders, acc, acc, count, op,
+                                               h->node_of[root]));
     }
-    if (rc == PGC_OK && !root_leads && h->my_node == h->node_of[root] && (me_root || h->leaders)) {
-        rc = to_root(h, acc, out, bytes, root, me_root);
+    if (pg_hier_goes_on(rc) && !root_leads && h->my_node == h->node_of[root] &&
+        (me_root || h->leaders)) {
+        rc = to_root(h, acc, out, bytes, root, me_root, rc);
     }
+done:
     if (acc != out) {
         free(acc);
     }

@@ -88,7 +88,8 @@ int pg_coll_mismatch(int rank, uint32_t theirs, uint32_t mine)
         describe(mine, b, sizeof(b));
         return (theirs & PG_COLL_POISON)
                    ? mps_error(PGC_ERR_BUFFER, "rank %d gave up on this %s: its buffer was "
-                               "invalid (its own error names it)", rank, b)
+                               "invalid, or ranks called different collectives (its own "
+                               "error names the cause)", rank, b)
                    : mps_error(PGC_ERR_BUFFER, "this rank stands in for an invalid buffer");
     }
     describe(theirs, a, sizeof(a));
@@ -188,7 +189,7 @@ void pg_coll_poison_forget(uint64_t ctx)
 
 bool pg_coll_poison_ok(struct pg_group *g)
 {
-    return !pg_hier_on(g);
+    return !pg_hier_on(g) || pg_hier_idle(g);
 }
 
 int pg_coll_poison_claim(struct pg_group *g)
@@ -201,9 +202,10 @@ int pg_coll_poison_claim(struct pg_group *g)
         bool mine = pg_poison.seq == ((g->coll_seq - 1) & mask);
 
         if (mine && pg_poison.src != g->rank) {
-            rc = mps_error(PGC_ERR_BUFFER, "the data from rank %d stands in for an invalid "
-                           "buffer: a rank of this collective passed one (its own error "
-                           "names it)", pg_poison.src);
+            rc = mps_error(PGC_ERR_BUFFER, "the data from rank %d stands in for a rank's "
+                           "failed part: one passed an invalid buffer, or ranks called "
+                           "different collectives (its own error names the cause)",
+                           pg_poison.src);
         }
         __atomic_store_n(&pg_poison.on, false, __ATOMIC_RELAXED);
     }

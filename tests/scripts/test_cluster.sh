@@ -291,6 +291,10 @@ else
     # different collectives, across the nodes (no shared-memory path spans them).
     job "mr_coll_agree" 4 tests/mr/mr_coll_agree
     job "mr_coll_mismatch" 2 tests/mr/mr_coll_mismatch
+    # 2 ranks per node: node-aware collectives, where a NULL buffer's stand-in and a clash
+    # found in one step must reach the other node's ranks through the later steps.
+    job "mr_coll_mismatch (node-aware)" 4 tests/mr/mr_coll_mismatch MRT_NODE_AWARE=1
+    job "mr_coll_standin (node-aware)" 4 tests/mr/mr_coll_standin
     job "mr_intercomm (intercommunicators, 5 ranks)" 5 tests/mr/mr_intercomm
     job "mr_pgc (pgc_ API and the default store)" 4 tests/mr/mr_pgc
     # Blocking and async pgc calls mixed between ranks (one runs the blocking path, its peer
