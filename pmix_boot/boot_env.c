@@ -131,6 +131,16 @@ static void store_fini(struct boot *b, bool barrier_ok)
     b->server = NULL;
 }
 
+/* Who serves the job's store: the launcher (mpiexec: MPISHIM_BOOT_STORE_EXTERNAL=1), this
+ * rank, or rank 0. */
+static const char *store_owner(const struct boot *b)
+{
+    if (mps_config_int(MPS_CFG_BOOT_STORE_EXTERNAL) != 0) {
+        return "the launcher's";
+    }
+    return b->server ? "this rank's" : "rank 0's";
+}
+
 /* The store server records a rank that left unfinished under boot/dead
  * (boot_store_server.c). A short timeout: an unreachable store must not hold the wait that
  * asks for long, and not answering within it is itself the news. */
@@ -147,9 +157,9 @@ static int store_peers_alive(struct boot *b)
     if (rc == PGC_OK && dead && boot_store_get(b->store, k, &msg, &len) == PGC_OK) {
         rc = mps_error(PGC_ERR_PEER_DEAD, "%.*s", (int)len, (char *)msg);
     } else if (rc != PGC_OK) {
-        rc = mps_error(PGC_ERR_PEER_DEAD, "the job's store (%s) cannot be reached, so the "
-                       "rank that serves it has died or its node is cut off: %s",
-                       b->info.rank == 0 ? "this rank's" : "rank 0's or the launcher's",
+        rc = mps_error(PGC_ERR_PEER_DEAD, "the job's store (%s) cannot be reached, so %s: %s",
+                       store_owner(b), b->server ? "this rank cannot serve it"
+                       : "the process that serves it has died or its node is cut off",
                        mps_last_error());
     }
     free(msg);
