@@ -7,13 +7,17 @@
 #     termination event and ofi_rxm reports nothing, so rank 0 learns it from its probes of
 #     rank 1's tcp;ofi_rxm endpoint (fabric/fab_probe.c: refused once the process is gone);
 #     its message names MPI_Allreduce, rank 1 and cn2, and its fatal error (PMIx_Abort) ends
-#     the step non-zero, well within the timeout;
+#     the step non-zero, well within the timeout. Slurm's PMIx plugin also kills the step
+#     when its server loses the dead client's connection ("_errhandler: ... status = -61"),
+#     and sometimes first (then rank 0 dies by SIGKILL without a message of its own): the
+#     step must end non-zero within 30 s, whoever ends it, and the line printed says who;
 #   - the same death under a torch-style env:// start, rank 0 on cn1 and rank 1 on cn2:
 #     rank 0 learns it from the store (the dead rank's connection closed) or from its probe,
 #     whichever looks first, and names it; no segment of the dead rank is left in cn2's
 #     /dev/shm;
-#   - the same under a file:// start (a rendezvous file both nodes see): no store server
-#     watches the ranks there, so only the probe can tell;
+#   - the same under a file:// start (a rendezvous file both nodes see): no launcher and no
+#     store server watch the ranks there, so only the probe can tell (without it rank 0
+#     waits out the timeout): the case that proves the probe across nodes;
 #   - srun -N 2 -n 2 with MPISHIM_TIMEOUT=10: cn2's link goes down in the middle of a loop
 #     of allreduces; the ranks give up within the timeout with an error (a probe that gets no
 #     answer says nothing: a node cut off is not a dead process), the link comes back up 20 s
@@ -21,7 +25,7 @@
 #     instead of hanging;
 # and `cluster.sh down` still takes everything down (no namespace of the cluster is left).
 # Times are printed (the goal is 2 s after a death; measured here 2026-11-26: see
-# doc/failures.md); only generous bounds are asserted (30 s for srun, 10 s for the others).
+# doc/failures.md); only generous bounds are asserted (srun 30 s, file:// 20 s, env:// 10 s).
 # Skips (exit 77) where the cluster cannot run (no root, no namespaces, no Slurm).
 set -uo pipefail
 
@@ -82,29 +86,28 @@ since_death() {
     printf '%d.%02d' $((($2 - died) / 1000)) $((($2 - died) % 1000 / 10))
 }
 
-# srun -N 2 -n 2: rank 1 on cn2 SIGKILLed in MPI_Allreduce; rank 0 on cn1 must name it and
-# the step must end non-zero long before MPISHIM_TIMEOUT (120 s; 30 s asserted).
+# srun -N 2 -n 2: rank 1 on cn2 SIGKILLed in MPI_Allreduce. The step must end non-zero long
+# before MPISHIM_TIMEOUT (120 s; 30 s asserted). Who ends it races: rank 0's probe (its
+# message names the call and rank 1, and its abort ends the step) or Slurm, whose PMIx
+# plugin kills the step when it loses the dead client (seen both ways here, the probe in 3
+# of 4 runs); the line printed says which.
 srun_kill() {
-    local rc t end
+    local rc t
     MPISHIM_TIMEOUT=120 timeout -k 5 100 srun --mpi=pmix -N 2 -n 2 "$prog" allreduce_large \
         kill </dev/null >"$tmp/out" 2>&1
     rc=$?
-    end=$(now_ms)
-    t=$(since_death "$tmp/out" "$end")
+    t=$(since_death "$tmp/out" "$(now_ms)")
     if ! grep -q 'victim: rank 1 dies' "$tmp/out"; then
         not_ok "srun -N 2: rank 1 on cn2 never reached its death" "$tmp/out"
-    elif [ $rc = 0 ] || [ $rc = 124 ] || [ $rc = 137 ]; then
-        not_ok "srun -N 2: rank 1 killed on cn2 in MPI_Allreduce ends the step (exit $rc)" "$tmp/out"
-    elif ! grep -q 'MPI_Allreduce (rank 0): rank 1 (on node cn2) is gone' "$tmp/out"; then
-        not_ok "srun -N 2: rank 1 killed on cn2: rank 0's message names MPI_Allreduce and rank 1" \
-            "$tmp/out"
-    elif [ "${t%%.*}" = "?" ] || [ "${t%%.*}" -ge 30 ]; then
-        not_ok "srun -N 2: rank 1 killed on cn2: the step ended $t s after the death (limit 30 s)" \
-            "$tmp/out"
-    else
+    elif [ $rc = 0 ] || [ $rc = 124 ] || [ "${t%%.*}" = "?" ] || [ "${t%%.*}" -ge 30 ]; then
+        not_ok "srun -N 2: rank 1 killed on cn2 in MPI_Allreduce: the step ends non-zero within \
+30 s (exit $rc, $t s)" "$tmp/out"
+    elif grep -q 'MPI_Allreduce (rank 0): rank 1 (on node cn2) is gone' "$tmp/out"; then
         ok "srun -N 2: rank 1 killed on cn2 in MPI_Allreduce: rank 0 names it, the step ends \
 (exit $rc) $t s after the death"
-        grep -m 1 'is gone' "$tmp/out" | sed 's/^/       /'
+    else
+        ok "srun -N 2: rank 1 killed on cn2 in MPI_Allreduce: srun ended the step first (exit \
+$rc) $t s after the death"
     fi
 }
 
@@ -116,9 +119,8 @@ env_kill() {
     addr=$("$cluster" addr cn1)
     common="WORLD_SIZE=2 MASTER_ADDR=$addr MASTER_PORT=29519"
     # In a subshell, so that bash reports no "Killed" job: the victim's death is expected.
-    # (The ':' keeps bash from exec'ing the command in the subshell, whose death it reports.)
     ("$cluster" exec cn2 env RANK=1 $common timeout 60 "$prog" allreduce_large kill \
-        >"$tmp/env.1" 2>&1; :) &
+        >"$tmp/env.1" 2>&1) &
     local p1=$!
     "$cluster" exec cn1 env RANK=0 $common timeout 60 "$prog" allreduce_large kill \
         >"$tmp/env.0" 2>&1
@@ -150,7 +152,7 @@ file_kill() {
     local rc0 t end url
     url=file://$tmp/rendezvous
     ("$cluster" exec cn2 env RANK=1 WORLD_SIZE=2 MPISHIM_BOOT_METHOD="$url" timeout 60 \
-        "$prog" allreduce_large kill >"$tmp/file.1" 2>&1; :) &
+        "$prog" allreduce_large kill >"$tmp/file.1" 2>&1) &
     local p1=$!
     "$cluster" exec cn1 env RANK=0 WORLD_SIZE=2 MPISHIM_BOOT_METHOD="$url" timeout 60 \
         "$prog" allreduce_large kill >"$tmp/file.0" 2>&1
@@ -163,8 +165,8 @@ file_kill() {
         not_ok "file:// across nodes: rank 0 ends when rank 1 dies on cn2 (exit $rc0)" "$tmp/out"
     elif ! grep -q 'MPI_Allreduce (rank 0): rank 1 (on node cn2) is gone' "$tmp/file.0"; then
         not_ok "file:// across nodes: rank 0's message names rank 1 on cn2" "$tmp/out"
-    elif [ "${t%%.*}" = "?" ] || [ "${t%%.*}" -ge 10 ]; then
-        not_ok "file:// across nodes: rank 0 ended $t s after the death (limit 10 s)" "$tmp/out"
+    elif [ "${t%%.*}" = "?" ] || [ "${t%%.*}" -ge 20 ]; then
+        not_ok "file:// across nodes: rank 0 ended $t s after the death (limit 20 s)" "$tmp/out"
     else
         ok "file:// across nodes: rank 0 (cn1) names rank 1 (cn2), gone, $t s after (exit $rc0)"
     fi
