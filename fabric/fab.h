@@ -147,6 +147,13 @@ void *fab_coll_area(const struct fab *f, int rank);
  * reaped yet), or -1 when every ring peer lives; *pid gets its process id. A few system
  * calls per local peer: for waits that have lasted long enough to suspect a death. */
 int fab_dead_peer(const struct fab *f, int *pid);
+/* PGC_ERR_PEER_DEAD, with a message naming the rank, its node and its address, when a rank
+ * reached over tcp;ofi_rxm (another node, or every peer when that provider is forced) is
+ * found gone: its endpoint's listening socket refuses a connection. Otherwise PGC_OK, also
+ * while the probes have no answer yet (a node cut off never answers). Each call collects
+ * the probes' answers and starts the next few (at most 4 in flight, a peer at most every
+ * 0.25 s; fab_probe.c): for waits that have lasted long enough to suspect a death. */
+int fab_remote_alive(struct fab *f);
 /* The provider name used for peer (for the info tool and the logs). */
 const char *fab_peer_provider(const struct fab *f, int peer);
 /* The version of the libfabric loaded at run time (FI_VERSION encoding), 0 if none. */

@@ -48,6 +48,7 @@ int fab_dl_load(void);
 #define FAB_SBUF_COUNT 64     /* AM send bounce buffers (shared by the endpoints) */
 #define FAB_CQ_BATCH 16       /* completions read per fi_cq_read */
 #define FAB_INJECT_STACK 4096 /* largest AM sent with fi_tinject from a stack copy */
+#define FAB_PROBE_AFTER 0.1   /* s of -FI_EAGAIN retries before the peer is probed */
 #define FAB_AM_TAG 0ULL       /* AM traffic: no FAB_TAG_RNDV bit */
 
 /* The header in front of every AM payload: the sender's rank, since FI_SOURCE is not used.
@@ -89,6 +90,7 @@ struct fab_peer {
 };
 
 struct fab_shm;
+struct fab_probe; /* fab_probe.c */
 
 /* -FI_EAGAIN (or full ring) retry state: progress, then yield after MPISHIM_SPIN_COUNT
  * polls, then time out after MPISHIM_TIMEOUT. */
@@ -121,6 +123,9 @@ struct fab {
     size_t net_eager;  /* MPISHIM_NET_EAGER_MAX */
     size_t heap_eager;      /* MPISHIM_HEAP_EAGER_MAX */
     size_t coll_heap_eager; /* MPISHIM_COLL_HEAP_EAGER_MAX */
+    struct fab_probe *probes; /* size entries, or NULL when no peer is probed (fab_probe.c) */
+    int probes_out;           /* probes in flight */
+    int probe_next;           /* the peer the next round of probes starts at */
 };
 
 /* Converts a -FI_E* code to PGC_ERR_* and records the cause naming the call; the
@@ -138,6 +143,15 @@ void fab_sink_open(struct fab *f);
 void fab_sink_close(struct fab *f);
 /* One step of a retry loop: progress, maybe yield; PGC_ERR_TIMEOUT past the deadline. */
 int fab_wait_step(struct fab *f, struct fab_wait *w, int peer, const char *call);
+/* Records peer's address (name, len bytes, as published for endpoint e) for liveness probes
+ * when e is tcp;ofi_rxm and name a TCP socket address; else the peer is not probed. */
+void fab_probe_note(struct fab *f, int peer, const struct fab_ep *e, const void *name,
+                    size_t len);
+/* PGC_ERR_PEER_DEAD (cause recorded) when a probe found peer's process gone, else PGC_OK
+ * (alive, not probed, or no answer yet); starts a probe of peer when one is due. */
+int fab_probe_peer(struct fab *f, int peer);
+/* Ends the probes in flight and forgets the addresses (fab_close). */
+void fab_probe_close(struct fab *f);
 /* Progresses until every bounce buffer has completed or limit seconds passed. */
 int fab_drain(struct fab *f, double limit);
 

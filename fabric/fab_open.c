@@ -516,6 +516,7 @@ static int connect_peer(struct fab *f, int r, const struct fab_blob *b)
         return fab_fi_error(n < 0 ? n : -FI_EINVAL, "fi_av_insert", r);
     }
     f->peers[r].ep = e;
+    fab_probe_note(f, r, e, b->name[slot], b->len[slot]);
     return PGC_OK;
 }
 
@@ -543,6 +544,7 @@ int fab_close(struct fab *f)
     /* A bounce buffer may still be read by the peer (shm CMA): let it finish, briefly. */
     fab_drain(f, 2.0);
     fab_shm_close(f);
+    fab_probe_close(f);
     for (int i = 0; i < f->neps; i++) {
         close_ep(&f->eps[i]);
     }

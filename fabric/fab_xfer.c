@@ -91,9 +91,18 @@ int fab_wait_step(struct fab *f, struct fab_wait *w, int peer, const char *call)
     if (w->polls > f->spin) {
         sched_yield();
     }
-    if ((w->polls & 255) == 0 && mps_now() > w->deadline) {
+    if ((w->polls & 255) != 0) {
+        return PGC_OK;
+    }
+    double now = mps_now();
+    if (now > w->deadline) {
         return mps_error(PGC_ERR_TIMEOUT, "%s: rank %d made no room after %.0f s (-FI_EAGAIN)",
                          call, peer, f->timeout);
+    }
+    /* ofi_rxm answers -FI_EAGAIN for ever to a send to a peer that died on another node
+     * (it keeps reconnecting, fab_probe.c): after a while, ask whether the peer lives. */
+    if (now > w->deadline - f->timeout + FAB_PROBE_AFTER) {
+        return fab_probe_peer(f, peer);
     }
     return PGC_OK;
 }

@@ -9,11 +9,13 @@
  * A wait that lasts longer turns into one a dead peer may explain. From WAIT_SLEEP_AFTER on
  * it sleeps between polls instead of yielding (a rank waiting for a slow peer no longer
  * burns a core), and every WAIT_LIVENESS it asks the fabric whether a process of this node
- * is gone: then it fails at once with the dead rank's number, whatever MPISHIM_TIMEOUT
- * says, instead of waiting the timeout out. No launcher needs to be there to kill the
- * survivors (torch-style env:// starts have none). Every WAIT_REMOTE_LIVENESS it also asks
- * the bootstrap about ranks of other nodes, which have no pid to look at (boot_peers_alive:
- * PMIx termination events, the TCP store's record of a rank whose connection closed).
+ * is gone, or a rank reached over tcp;ofi_rxm (whose endpoint then refuses a connection,
+ * fab_probe.c; the provider itself reports nothing): then it fails at once with the dead
+ * rank's number, whatever MPISHIM_TIMEOUT says, instead of waiting the timeout out. No
+ * launcher needs to be there to kill the survivors (torch-style env:// starts have none).
+ * Every WAIT_REMOTE_LIVENESS it also asks the bootstrap about ranks of other nodes, which
+ * have no pid to look at (boot_peers_alive: PMIx termination events, the TCP store's record
+ * of a rank whose connection closed).
  */
 #include "config.h"
 
@@ -143,15 +145,20 @@ static int wait_timed_out(struct pg_req *req, double timeout)
                      timeout);
 }
 
-/* PGC_ERR_PEER_DEAD, with the rank named, when a process of this node is gone, or when the
- * bootstrap learned that a rank elsewhere is (PMIx events, the TCP store's record): that
- * costs a round trip to the store, so it is asked once per WAIT_REMOTE_LIVENESS only. The
- * caller holds the progress lock, which serializes next_remote. */
+/* PGC_ERR_PEER_DEAD, with the rank named, when a process of this node is gone, when a rank
+ * reached over tcp;ofi_rxm no longer listens (fab_remote_alive), or when the bootstrap
+ * learned that a rank elsewhere is (PMIx events, the TCP store's record): that costs a
+ * round trip to the store, so it is asked once per WAIT_REMOTE_LIVENESS only. The caller
+ * holds the progress lock, which serializes next_remote. */
 static int peer_alive(void)
 {
     static double next_remote;
     int pid, dead = pg_w.fab ? fab_dead_peer(pg_w.fab, &pid) : -1;
+    int rc = dead < 0 && pg_w.fab ? fab_remote_alive(pg_w.fab) : PGC_OK;
 
+    if (rc != PGC_OK) {
+        return rc; /* a rank of another node whose endpoint refuses connections */
+    }
     if (dead < 0 && pg_w.boot && pg_w.initialized && mps_now() >= next_remote) {
         next_remote = mps_now() + WAIT_REMOTE_LIVENESS;
         return boot_peers_alive(pg_w.boot);
@@ -186,7 +193,9 @@ int pg_wait_until_locked(bool (*ready)(void *arg), void *arg, double timeout)
                 pg_flight_dump_all("a timeout");
             } else if (now >= next_look + WAIT_LIVENESS) {
                 next_look = now;
-                rc = peer_alive();
+                /* What the poll completed is not failed by a death found after it (a peer
+                 * that finalized and exited once its last message was sent). */
+                rc = ready(arg) ? PGC_OK : peer_alive();
             }
         }
     }

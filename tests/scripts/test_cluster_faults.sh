@@ -2,18 +2,30 @@
 # test_cluster_faults.sh - dead and cut-off ranks across the nodes of the emulated cluster
 # (tests/scripts/cluster.sh, started as test_cluster.sh starts it), where a survivor has no
 # pid of the dead rank to look at (issue 40):
-#   - a torch-style env:// start, rank 0 on cn1 and rank 1 on cn2: the same death; rank 0
-#     learns it from the store (the dead rank's connection closed) and names it; no segment
-#     of the dead rank is left in cn2's /dev/shm;
+#   - srun --mpi=pmix -N 2 -n 2 with MPISHIM_TIMEOUT=120: rank 1 (cn2) is SIGKILLed inside a
+#     4 MiB MPI_Allreduce while rank 0 (cn1) enters it. Slurm 22.05's PMIx plugin sends no
+#     termination event and ofi_rxm reports nothing, so rank 0 learns it from its probes of
+#     rank 1's tcp;ofi_rxm endpoint (fabric/fab_probe.c: refused once the process is gone);
+#     its message names MPI_Allreduce, rank 1 and cn2, and its fatal error (PMIx_Abort) ends
+#     the step non-zero, well within the timeout. Slurm's PMIx plugin also kills the step
+#     when its server loses the dead client's connection ("_errhandler: ... status = -61"),
+#     and sometimes first (then rank 0 dies by SIGKILL without a message of its own): the
+#     step must end non-zero within 30 s, whoever ends it, and the line printed says who;
+#   - the same death under a torch-style env:// start, rank 0 on cn1 and rank 1 on cn2:
+#     rank 0 learns it from the store (the dead rank's connection closed) or from its probe,
+#     whichever looks first, and names it; no segment of the dead rank is left in cn2's
+#     /dev/shm;
+#   - the same under a file:// start (a rendezvous file both nodes see): no launcher and no
+#     store server watch the ranks there, so only the probe can tell (without it rank 0
+#     waits out the timeout): the case that proves the probe across nodes;
 #   - srun -N 2 -n 2 with MPISHIM_TIMEOUT=10: cn2's link goes down in the middle of a loop
-#     of allreduces; the ranks give up within the timeout with an error, the link comes back
-#     up 20 s after the cut so that Slurm's own messages pass again, and the step ends
-#     non-zero instead of hanging;
+#     of allreduces; the ranks give up within the timeout with an error (a probe that gets no
+#     answer says nothing: a node cut off is not a dead process), the link comes back up 20 s
+#     after the cut so that Slurm's own messages pass again, and the step ends non-zero
+#     instead of hanging;
 # and `cluster.sh down` still takes everything down (no namespace of the cluster is left).
-# Times are printed (the goal is 2 s after a death); only generous bounds are asserted.
-# Not here yet: rank 1 killed on cn2 under srun --mpi=pmix. Slurm 22.05's PMIx plugin sent
-# rank 0 no termination event, so rank 0 waited in its MPI_Allreduce and the step had not
-# ended 60 s later (doc/failures.md, "Limits").
+# Times are printed (the goal is 2 s after a death; measured here 2026-11-26: see
+# doc/failures.md); only generous bounds are asserted (srun 30 s, file:// 20 s, env:// 10 s).
 # Skips (exit 77) where the cluster cannot run (no root, no namespaces, no Slurm).
 set -uo pipefail
 
@@ -74,25 +86,36 @@ since_death() {
     printf '%d.%02d' $((($2 - died) / 1000)) $((($2 - died) % 1000 / 10))
 }
 
+# srun -N 2 -n 2: rank 1 on cn2 SIGKILLed in MPI_Allreduce. The step must end non-zero long
+# before MPISHIM_TIMEOUT (120 s; 30 s asserted). Who ends it races: rank 0's probe (its
+# message names the call and rank 1, and its abort ends the step) or Slurm, whose PMIx
+# plugin kills the step when it loses the dead client (seen both ways here, the probe in 3
+# of 4 runs); the line printed says which.
 srun_kill() {
     local rc t
-    timeout -k 5 60 srun --mpi=pmix -N 2 -n 2 "$prog" allreduce_large kill </dev/null \
-        >"$tmp/out" 2>&1
+    MPISHIM_TIMEOUT=120 timeout -k 5 100 srun --mpi=pmix -N 2 -n 2 "$prog" allreduce_large \
+        kill </dev/null >"$tmp/out" 2>&1
     rc=$?
     t=$(since_death "$tmp/out" "$(now_ms)")
     if ! grep -q 'victim: rank 1 dies' "$tmp/out"; then
         not_ok "srun -N 2: rank 1 on cn2 never reached its death" "$tmp/out"
-    elif [ $rc = 0 ] || [ $rc = 124 ] || [ $rc = 137 ]; then
-        not_ok "srun -N 2: rank 1 killed on cn2 in MPI_Allreduce ends the step (exit $rc)" "$tmp/out"
-    elif ! grep -Eq 'rank 1[^0-9]|task 1[^0-9]' "$tmp/out"; then
-        not_ok "srun -N 2: rank 1 killed on cn2: a line names rank 1 or task 1" "$tmp/out"
+    elif [ $rc = 0 ] || [ $rc = 124 ] || [ "${t%%.*}" = "?" ] || [ "${t%%.*}" -ge 30 ]; then
+        not_ok "srun -N 2: rank 1 killed on cn2 in MPI_Allreduce: the step ends non-zero within \
+30 s (exit $rc, $t s)" "$tmp/out"
+    elif grep -q 'MPI_Allreduce (rank 0): rank 1 (on node cn2) is gone' "$tmp/out"; then
+        ok "srun -N 2: rank 1 killed on cn2 in MPI_Allreduce: rank 0 names it, the step ends \
+(exit $rc) $t s after the death"
     else
-        ok "srun -N 2: rank 1 killed on cn2 in MPI_Allreduce: the step ends (exit $rc) $t s after"
+        ok "srun -N 2: rank 1 killed on cn2 in MPI_Allreduce: srun ended the step first (exit \
+$rc) $t s after the death"
     fi
 }
 
 env_kill() {
     local addr rc0 t common
+    # The store's message or the probe's, whichever looked first.
+    local died_or_gone='MPI_Allreduce \(rank 0\): rank 1 \((pid [0-9]* on host cn2\) has died|'
+    died_or_gone+='on node cn2\) is gone)'
     addr=$("$cluster" addr cn1)
     common="WORLD_SIZE=2 MASTER_ADDR=$addr MASTER_PORT=29519"
     # In a subshell, so that bash reports no "Killed" job: the victim's death is expected.
@@ -112,7 +135,7 @@ env_kill() {
     [ -n "$pid1" ] && left=$("$cluster" exec cn2 sh -c "ls /dev/shm/mpishim-$pid1-* 2>/dev/null")
     if [ $rc0 = 0 ] || [ $rc0 = 124 ] || [ $rc0 = 137 ]; then
         not_ok "env:// across nodes: rank 0 ends when rank 1 dies on cn2 (exit $rc0)" "$tmp/out"
-    elif ! grep -q 'MPI_Allreduce (rank 0): rank 1 (pid [0-9]* on host cn2) has died' "$tmp/env.0"; then
+    elif ! grep -Eq "$died_or_gone" "$tmp/env.0"; then
         not_ok "env:// across nodes: rank 0's message names rank 1 on cn2" "$tmp/out"
     elif [ "${t%%.*}" != "?" ] && [ "${t%%.*}" -ge 10 ]; then
         not_ok "env:// across nodes: rank 0 ended $t s after the death (limit 10 s)" "$tmp/out"
@@ -120,6 +143,32 @@ env_kill() {
         not_ok "env:// across nodes: segments of the dead rank left on cn2: $left" "$tmp/out"
     else
         ok "env:// across nodes: rank 0 (cn1) names rank 1 (cn2), dead, $t s after (exit $rc0)"
+    fi
+}
+
+# file:// across nodes: the ranks meet in a file both nodes see, and no store server watches
+# them, so rank 0 (cn1) can learn of rank 1's death (cn2) from its probe only.
+file_kill() {
+    local rc0 t end url
+    url=file://$tmp/rendezvous
+    ("$cluster" exec cn2 env RANK=1 WORLD_SIZE=2 MPISHIM_BOOT_METHOD="$url" timeout 60 \
+        "$prog" allreduce_large kill >"$tmp/file.1" 2>&1) &
+    local p1=$!
+    "$cluster" exec cn1 env RANK=0 WORLD_SIZE=2 MPISHIM_BOOT_METHOD="$url" timeout 60 \
+        "$prog" allreduce_large kill >"$tmp/file.0" 2>&1
+    rc0=$?
+    end=$(now_ms)
+    wait "$p1" 2>/dev/null
+    cat "$tmp/file.0" "$tmp/file.1" >"$tmp/out"
+    t=$(since_death "$tmp/out" "$end")
+    if [ $rc0 = 0 ] || [ $rc0 = 124 ] || [ $rc0 = 137 ]; then
+        not_ok "file:// across nodes: rank 0 ends when rank 1 dies on cn2 (exit $rc0)" "$tmp/out"
+    elif ! grep -q 'MPI_Allreduce (rank 0): rank 1 (on node cn2) is gone' "$tmp/file.0"; then
+        not_ok "file:// across nodes: rank 0's message names rank 1 on cn2" "$tmp/out"
+    elif [ "${t%%.*}" = "?" ] || [ "${t%%.*}" -ge 20 ]; then
+        not_ok "file:// across nodes: rank 0 ended $t s after the death (limit 20 s)" "$tmp/out"
+    else
+        ok "file:// across nodes: rank 0 (cn1) names rank 1 (cn2), gone, $t s after (exit $rc0)"
     fi
 }
 
@@ -152,7 +201,9 @@ link_down() {
     fi
 }
 
+srun_kill
 env_kill
+file_kill
 link_down
 if "$cluster" down >"$tmp/down" 2>&1 && ! ip netns list | grep -q '^mpsc'; then
     ok "cluster.sh down takes everything down after the faults"

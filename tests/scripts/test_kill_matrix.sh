@@ -6,7 +6,14 @@
 # launcher-free env:// start (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT by hand), with the
 # default MPISHIM_TIMEOUT. A third launch, "envnet", is the env:// start over TCP without the
 # shared-memory ring: no pid can be watched there, as for a rank of another node, so only
-# the store's record of the dead rank can tell the survivor (SIGKILL, phases after MPI_Init).
+# the store's record of the dead rank can tell the survivor (SIGKILL, phases after MPI_Init),
+# or the survivor's probe of the dead rank's tcp;ofi_rxm endpoint (fabric/fab_probe.c),
+# whichever looks first. A fourth, "filenet", is the same over a file:// rendezvous, which
+# has no store server to watch the ranks: there only the probe can tell, as for a rank of
+# another node under srun (the message must say "is gone": the probe's). Its finalize cell
+# is left out: the victim dies after its part of MPI_Finalize's barrier went out, so the
+# survivor's barrier completes and it waits in the file store's closing barrier, where no
+# fabric is left to probe (doc/failures.md, Limits).
 # Each cell must end non-zero, with a line naming rank 1, leaving no process and no
 # /dev/shm/mpishim-PID-* segment of the job. The time from the victim's death to the end
 # is printed, and asserted only against a generous bound (LIMIT, 10 s), so that a loaded
@@ -32,7 +39,7 @@ unset MPISHIM_TIMEOUT # the default (300 s): detection must not depend on it
 LIMIT=${KILL_MATRIX_LIMIT:-10}
 PHASES=${KILL_MATRIX_PHASES:-before init after recv rndv allreduce_small allreduce_large barrier finalize}
 WAYS=${KILL_MATRIX_WAYS:-kill term exit}
-LAUNCHERS=${KILL_MATRIX_LAUNCHERS:-mpiexec env envnet}
+LAUNCHERS=${KILL_MATRIX_LAUNCHERS:-mpiexec env envnet filenet}
 JOBS=${KILL_MATRIX_JOBS:-4}
 
 free_port() {
@@ -68,6 +75,17 @@ launch_env_once() {
     return $rc
 }
 
+# launch_file PHASE WAY OUT: the two ranks by hand over a file:// rendezvous (a new file).
+launch_file() {
+    local url=file://$3.rdv rc victim
+    RANK=1 WORLD_SIZE=2 MPISHIM_BOOT_METHOD="$url" timeout 30 "$prog" "$1" "$2" >>"$3" 2>&1 &
+    victim=$!
+    RANK=0 WORLD_SIZE=2 MPISHIM_BOOT_METHOD="$url" timeout 30 "$prog" "$1" "$2" >>"$3" 2>&1
+    rc=$?
+    wait $victim 2>/dev/null
+    return $rc
+}
+
 # cell LAUNCHER PHASE WAY: runs one job and writes "PASS ..." or "FAIL ..." to its .res file.
 cell() {
     local name=$1-$2-$3 out=$tmp/$1-$2-$3.out t0 t1 rc why="" pattern left=""
@@ -77,6 +95,11 @@ cell() {
         # (whose peers' pids fab_dead_peer looks at), so only the store can tell.
         : >"$out"
         MPISHIM_SHM_RING=0 MPISHIM_FABRIC_PROVIDER="tcp;ofi_rxm" launch_env "$2" "$3" "$out" \
+            2>/dev/null
+        rc=$?
+    elif [ "$1" = filenet ]; then
+        : >"$out"
+        MPISHIM_SHM_RING=0 MPISHIM_FABRIC_PROVIDER="tcp;ofi_rxm" launch_file "$2" "$3" "$out" \
             2>/dev/null
         rc=$?
     elif [ "$1" = mpiexec ]; then
@@ -95,6 +118,7 @@ cell() {
     secs=$(printf '%d.%02d' $((ms / 1000)) $((ms % 1000 / 10)))
     pattern='rank 1[^0-9].*(died|dead|killed|signal|exited|terminated|gone|missing|SIG)'
     [ "$1-$2" = env-before ] && pattern='missing: rank 1'
+    [ "$1" = filenet ] && pattern='rank 1 \(on node [^)]*\) is gone'
     if [ $rc -eq 0 ]; then
         why="exited 0"
     elif [ $rc -eq 124 ]; then
@@ -139,8 +163,11 @@ for l in $LAUNCHERS; do
                 wait -n
                 running=$((running - 1))
             fi
-            if [ "$l" = envnet ] && { [ "$w" != kill ] || [[ " before init after " == *" $ph "* ]]; }; then
+            if [[ "$l" == *net ]] && { [ "$w" != kill ] || [[ " before init after " == *" $ph "* ]]; }; then
                 continue # the store's part only: the phases after MPI_Init, one way
+            fi
+            if [ "$l-$ph" = filenet-finalize ]; then
+                continue # the file store's closing barrier has no liveness check (above)
             fi
             if skip_cell "$l" "$ph" "$w"; then
                 echo "SKIP $l-$ph-$w (ThreadSanitizer build)"
