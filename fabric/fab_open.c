@@ -198,10 +198,12 @@ static int name_shm_ep(struct fab_ep *e)
 /*
  * The CQ of a socket provider gets a file descriptor as its wait object, so that a rank whose
  * every peer is on another node can sleep in the kernel until a message comes (fab_sleep)
- * instead of polling for a turn on a busy CPU. It costs nothing per message here: the tcp
- * provider already signals a wait object of its own on every completion (1.17 gives every
- * CQ one), and rxm adds that one to ours. Other providers, and one that refuses a wait
- * object, keep a CQ without, and their waits poll.
+ * instead of polling for a turn on a busy CPU. A message caught by polling costs the same
+ * system calls as before (the tcp provider signals a wait object of its own on every
+ * completion either way); each sleep adds a write and a read of rxm's wake-up byte (strace,
+ * 8-byte ping-pong over tcp;ofi_rxm: 2 of each per round trip when polling, 4 when every
+ * wait sleeps). Other providers, and one that refuses a wait object, keep a CQ without,
+ * and their waits poll.
  */
 static int open_cq(struct fab_ep *e)
 {

@@ -41,8 +41,8 @@ static void fill(unsigned char *buf, int rank, size_t size)
 static void expect(const unsigned char *buf, int rank, size_t size)
 {
     for (size_t i = 0; i < size; i++) {
-        CHECK(buf[i] == pattern(rank, size, i), "byte %zu of %zu from rank %d: %u, not %u", i,
-              size, rank, buf[i], pattern(rank, size, i));
+        CHECK(buf[i] == pattern(rank, size, i), "byte %zu of %zu from rank %d: %u, not %u", i, size,
+              rank, buf[i], pattern(rank, size, i));
     }
 }
 
@@ -105,8 +105,8 @@ static void both_ways(int rank, int size)
     for (int i = 0; i < WINDOW; i++) {
         CHECK_MPI(MPI_Irecv(rbuf + (size_t)i * WIN_BYTES, WIN_BYTES, MPI_BYTE, left, 20 + i,
                             MPI_COMM_WORLD, &req[i]));
-        CHECK_MPI(MPI_Isend(sbuf, WIN_BYTES, MPI_BYTE, right, 20 + i, MPI_COMM_WORLD,
-                            &req[WINDOW + i]));
+        CHECK_MPI(
+            MPI_Isend(sbuf, WIN_BYTES, MPI_BYTE, right, 20 + i, MPI_COMM_WORLD, &req[WINDOW + i]));
     }
     CHECK_MPI(MPI_Waitall(2 * WINDOW, req, MPI_STATUSES_IGNORE));
     for (int i = 0; i < WINDOW; i++) {
