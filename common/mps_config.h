@@ -78,7 +78,8 @@
       "wait has polled MPISHIM_NET_SPIN_US, so the next message wakes it; 0: it polls and "        \
       "yields, as ranks with peers on their node do")                                              \
     X(NET_SPIN_US, "MPISHIM_NET_SPIN_US", INT, "100", MPS_ANY,                                     \
-      "microseconds a wait polls a socket provider before it sleeps (MPISHIM_NET_SLEEP)")          \
+      "microseconds a wait polls a socket provider before it sleeps (MPISHIM_NET_SLEEP); none "    \
+      "while more tasks are runnable than the machine has CPUs + 1")                               \
     X(BOOT_METHOD, "MPISHIM_BOOT_METHOD", ENUM, "auto",                                            \
       MPS_ONE_OF("auto", "pmix", "env", "singleton", "pmix://", "env://", "tcp://", "file://"),    \
       "bootstrap: auto, pmix, env, singleton, tcp://host:port or file:///path (auto: PMIx if "     \

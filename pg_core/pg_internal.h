@@ -46,6 +46,7 @@ struct pg_world {
     bool net_sleep;
     int net_spin_count;
     double net_spin;     /* MPISHIM_NET_SPIN_US in seconds */
+    int net_cpus;        /* CPUs online: above one more runnable task, waits do not poll */
     bool oversubscribed; /* more ranks than usable cores on some node (agreed at init) */
     double timeout;
     size_t eager_max;

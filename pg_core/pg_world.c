@@ -40,6 +40,7 @@ static void choose_net_sleep(void)
     pg_w.net_sleep = mps_config_int(MPS_CFG_NET_SLEEP) && !pg_w.mt && fab_can_sleep(pg_w.fab);
     pg_w.net_spin = (double)mps_config_int(MPS_CFG_NET_SPIN_US) * 1e-6;
     pg_w.net_spin_count = pg_w.spin_count;
+    pg_w.net_cpus = (int)sysconf(_SC_NPROCESSORS_ONLN);
     if (pg_w.net_sleep) {
         pg_w.spin_count = 1;
         MPS_INFO("waits sleep on the network provider's fd after %.0f us of polling",
