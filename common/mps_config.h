@@ -72,6 +72,14 @@
       "smallest eager payload (bytes) sent to a peer reached through a libfabric provider "        \
       "straight from the caller's buffer instead of a copy (the send then completes when the "     \
       "provider is done with the buffer); 0: always copy")                                         \
+    X(NET_SLEEP, "MPISHIM_NET_SLEEP", BOOL, "1", MPS_ANY,                                          \
+      "1: a single-threaded rank whose peers are all reached through one socket provider "         \
+      "(tcp;ofi_rxm, one rank per node) sleeps in the kernel on the provider's wait fd once a "    \
+      "wait has polled MPISHIM_NET_SPIN_US, so the next message wakes it; 0: it polls and "        \
+      "yields, as ranks with peers on their node do")                                              \
+    X(NET_SPIN_US, "MPISHIM_NET_SPIN_US", INT, "100", MPS_ANY,                                     \
+      "microseconds a wait polls a socket provider before it sleeps (MPISHIM_NET_SLEEP); none "    \
+      "while more tasks are runnable than the machine has CPUs + 1")                               \
     X(BOOT_METHOD, "MPISHIM_BOOT_METHOD", ENUM, "auto",                                            \
       MPS_ONE_OF("auto", "pmix", "env", "singleton", "pmix://", "env://", "tcp://", "file://"),    \
       "bootstrap: auto, pmix, env, singleton, tcp://host:port or file:///path (auto: PMIx if "     \
@@ -123,7 +131,7 @@
       "memory they all map: put, get, accumulates and locks are loads, stores and CPU atomics; "   \
       "0: every operation is a message its target applies. Same value on every rank")              \
     X(COLL_HIER, "MPISHIM_COLL_HIER", BOOL, "1", MPS_ANY,                                          \
-      "1: allreduce, bcast, reduce, allgather and barrier (blocking and non-blocking) of a "      \
+      "1: allreduce, bcast, reduce, allgather and barrier (blocking and non-blocking) of a "       \
       "group that spans nodes with several ranks on a node run within each node, then among "      \
       "one leader per node; 0: flat")                                                              \
     X(NODE_SPLIT, "MPISHIM_NODE_SPLIT", INT, "0", MPS_ANY,                                         \

@@ -57,3 +57,22 @@ int mps_shm_remove_of(pid_t pid)
     closedir(d);
     return removed;
 }
+
+int mps_runnable_tasks(void)
+{
+    /* "0.52 0.58 0.59 3/467 12345": the fourth field is runnable/existing. */
+    char buf[128];
+    int fd = open("/proc/loadavg", O_RDONLY | O_CLOEXEC), running = -1;
+    ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+
+    if (fd >= 0) {
+        close(fd);
+    }
+    if (n > 0) {
+        buf[n] = '\0';
+        if (sscanf(buf, "%*s %*s %*s %d/", &running) != 1) {
+            running = -1;
+        }
+    }
+    return running;
+}

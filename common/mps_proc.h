@@ -18,4 +18,8 @@ bool mps_process_gone(pid_t pid);
  * how many it removed. */
 int mps_shm_remove_of(pid_t pid);
 
+/* Tasks runnable on this machine right now (the kernel's count in /proc/loadavg, this
+ * thread included), or -1 when it cannot be read. An open and a read: not for every poll. */
+int mps_runnable_tasks(void);
+
 #endif

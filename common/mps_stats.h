@@ -48,6 +48,7 @@ struct mps_stats {
     uint64_t shm_bytes; /* payload bytes sent through them, eager and rendezvous */
     uint64_t fab_msgs;  /* messages sent through a libfabric provider */
     uint64_t fab_bytes; /* payload bytes sent through it */
+    uint64_t fab_sleeps; /* waits that slept on a network provider's wait fd (fab_sleep) */
     uint64_t algo[MPS_ALGO_COUNT];
 };
 

@@ -129,6 +129,14 @@ int fab_tsend(struct fab *f, int peer, const void *buf, size_t len, uint64_t tag
 int fab_trecv(struct fab *f, int peer, void *buf, size_t len, uint64_t tag, struct fab_req *req);
 /* Polls every completion queue once; returns the number of events handled or an error. */
 int fab_progress(struct fab *f);
+/* Whether fab_sleep can wait in the kernel for everything this process may receive: every
+ * peer is reached through one libfabric endpoint whose CQ has a file descriptor (a socket
+ * provider, when no peer shares the node or one such provider is forced). */
+bool fab_can_sleep(const struct fab *f);
+/* Sleeps until the endpoint's sockets have something for fab_progress or timeout_ms passed,
+ * where fab_can_sleep says it may. 1: it slept (whatever woke it); 0: the provider had work
+ * pending, progress first; an error code. A signal ends the sleep early (1). */
+int fab_sleep(struct fab *f, int timeout_ms);
 /* The oldest AM from peer not yet handed to the handler, looked at in place, for a caller
  * that can take it without progress (a blocking receive). 1: it is at *buf (*len bytes)
  * and stays there until fab_am_consume(f, peer) or the next progress; 0: nothing from peer

@@ -79,6 +79,7 @@ struct fab_ep {
     size_t max_msg_size;
     size_t iov_limit; /* iovs one send takes (a zero-copy AM needs 2) */
     char prov[FAB_PROV_MAX];
+    int wait_fd; /* the CQ's wait object (FI_WAIT_FD) for fab_sleep, or -1 when it has none */
     int sink;              /* receives get the discard sink as a second iov (shm, see fab_xfer.c) */
     struct fab_buf *rbufs; /* FAB_RBUF_COUNT receive buffers */
     char *rmem;

@@ -17,6 +17,8 @@
 #include "mps_util.h"
 #include "pgc_status.h"
 
+#include <errno.h>
+#include <poll.h>
 #include <rdma/fi_errno.h>
 #include <sched.h>
 #include <stdint.h>
@@ -554,6 +556,38 @@ int fab_progress(struct fab *f)
         total += n;
     }
     return total;
+}
+
+bool fab_can_sleep(const struct fab *f)
+{
+    return f && !f->ring && f->neps == 1 && f->eps[0].wait_fd >= 0;
+}
+
+/*
+ * fi_trywait first: it says -FI_EAGAIN when the provider holds something a poll must handle
+ * before the descriptor can be trusted (a completion not read yet, bytes already taken off
+ * a socket). Otherwise the descriptor turns readable when a socket of the endpoint does,
+ * which is what wakes us for a message, a rendezvous's data or a connection request.
+ */
+int fab_sleep(struct fab *f, int timeout_ms)
+{
+    struct fab_ep *e = &f->eps[0];
+    struct fid *fids[1] = {&e->cq->fid};
+    struct pollfd p = {.fd = e->wait_fd, .events = POLLIN};
+    int rc = fi_trywait(e->fabric, fids, 1);
+
+    if (rc == -FI_EAGAIN) {
+        return 0;
+    }
+    if (rc != 0) {
+        return fab_fi_error(rc, "fi_trywait", -1);
+    }
+    mps_stats.fab_sleeps++;
+    if (poll(&p, 1, timeout_ms) < 0 && errno != EINTR) {
+        return mps_error(PGC_ERR_FABRIC, "fab_sleep: poll on the %s wait fd: %s", e->prov,
+                         strerror(errno));
+    }
+    return 1;
 }
 
 int fab_am_peek(struct fab *f, int peer, const void **buf, size_t *len)

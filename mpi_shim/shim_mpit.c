@@ -231,6 +231,10 @@ static const struct pvar_desc pvars[] = {
      MPI_T_PVAR_CLASS_COUNTER, STAT(fab_msgs)},
     {"fabric_bytes_sent", "payload bytes sent through a libfabric provider",
      MPI_T_PVAR_CLASS_COUNTER, STAT(fab_bytes)},
+    {"fabric_wait_sleeps",
+     "waits that slept in the kernel on a network provider's file descriptor "
+     "(MPISHIM_NET_SLEEP)",
+     MPI_T_PVAR_CLASS_COUNTER, STAT(fab_sleeps)},
     {"unexpected_queue_length",
      "messages that arrived before their receive was posted and "
      "wait in the unexpected queues now",
@@ -245,7 +249,7 @@ static const struct pvar_desc pvars[] = {
 #undef STAT
 #define NUM_PVARS ((int)(sizeof(pvars) / sizeof(pvars[0])))
 /* The first pvar of the collective-algorithm category. */
-#define FIRST_ALGO_PVAR 6
+#define FIRST_ALGO_PVAR 7
 
 static uint64_t pvar_raw(int i)
 {

@@ -39,6 +39,14 @@ struct pg_world {
     struct fab *fab; /* NULL for a world of one */
     int rank, size;
     int spin_count;
+    /* Waits sleep on the fabric's wait fd (MPISHIM_NET_SLEEP, pg_progress.c): every peer is
+     * reached through one socket provider and one thread calls in. spin_count is then 1, so
+     * that every idle poll reaches the sleep decision, and net_spin_count holds the polls
+     * before a yield. */
+    bool net_sleep;
+    int net_spin_count;
+    double net_spin;     /* MPISHIM_NET_SPIN_US in seconds */
+    int net_cpus;        /* CPUs online: above one more runnable task, waits do not poll */
     bool oversubscribed; /* more ranks than usable cores on some node (agreed at init) */
     double timeout;
     size_t eager_max;

@@ -32,6 +32,22 @@ static void world_reset_lists(void)
 }
 
 /* Opens the transport and exchanges every rank's address through the bootstrap. */
+/* Whether waits sleep in the kernel on the fabric's wait fd (pg_progress.c). Only where
+ * that fd covers everything a wait may wait for: one socket endpoint for every peer (no
+ * rings), and one thread (another could take the completion the sleeper was woken for). */
+static void choose_net_sleep(void)
+{
+    pg_w.net_sleep = mps_config_int(MPS_CFG_NET_SLEEP) && !pg_w.mt && fab_can_sleep(pg_w.fab);
+    pg_w.net_spin = (double)mps_config_int(MPS_CFG_NET_SPIN_US) * 1e-6;
+    pg_w.net_spin_count = pg_w.spin_count;
+    pg_w.net_cpus = (int)sysconf(_SC_NPROCESSORS_ONLN);
+    if (pg_w.net_sleep) {
+        pg_w.spin_count = 1;
+        MPS_INFO("waits sleep on the network provider's fd after %.0f us of polling",
+                 pg_w.net_spin * 1e6);
+    }
+}
+
 static int world_open_fabric(void)
 {
     const struct boot_info *bi = boot_get_info(pg_w.boot);
@@ -73,6 +89,7 @@ static int world_open_fabric(void)
     }
     if (rc == PGC_OK) {
         fab_connect_done(pg_w.fab);
+        choose_net_sleep();
     }
 fail:
     free(all);
@@ -146,6 +163,7 @@ static int world_close(bool collective)
     int rc = PGC_OK;
 
     if (pg_w.fab) {
+        pg_w.net_sleep = false;
         fab_close(pg_w.fab);
         pg_w.fab = NULL;
     }

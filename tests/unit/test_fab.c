@@ -346,6 +346,57 @@ static void tagged_send_first(struct fab *f, int rank, int size)
     free(b);
 }
 
+/* Progress until *done reaches want, sleeping on the wait fd with no time limit whenever a
+ * poll found nothing (where fab_can_sleep allows it; else polling). A wake-up the fd misses
+ * leaves the child asleep until alarm() ends it. */
+static void sleep_until(struct fab *f, const int *done, int want)
+{
+    while (*done < want) {
+        int n = fab_progress(f);
+        CHECK(n >= 0);
+        if (n == 0 && *done < want && fab_can_sleep(f)) {
+            CHECK(fab_sleep(f, -1) >= 0);
+        }
+    }
+    CHECK(g_am.bad == 0);
+}
+
+/* Sleeping ranks woken by each kind of traffic: the first AM (which also opens rxm's
+ * connection), a bounce-buffered one, and 4 MiB of tagged data both ways of waiting (the
+ * sender for its completion, the receiver for the data). Each rank lets the other fall
+ * asleep first. Only a socket provider's CQ has a wait fd to sleep on. */
+static void sleeper(struct fab *f, int rank, int size)
+{
+    struct test_req r = {.base.complete = req_done};
+    uint8_t *b = big_buffer(rank == 0);
+    int peer = 1 - rank;
+
+    (void)size;
+    CHECK(fab_can_sleep(f) == (strstr(fab_peer_provider(f, peer), "tcp") != NULL));
+    if (rank == 0) {
+        usleep(20000);
+        CHECK(send_am(f, 1, 0, 8) == PGC_OK);
+        sleep_until(f, &g_am.count[1], 1);
+        usleep(20000);
+        CHECK(send_am(f, 1, 1, 16000) == PGC_OK);
+        sleep_until(f, &g_am.count[1], 2);
+        CHECK(fab_tsend(f, 1, b, BIG, TAG, &r.base) == PGC_OK);
+        sleep_until(f, &r.done, 1);
+        CHECK(r.status == PGC_OK);
+    } else {
+        sleep_until(f, &g_am.count[0], 1);
+        CHECK(send_am(f, 0, 0, 0) == PGC_OK);
+        sleep_until(f, &g_am.count[0], 2);
+        CHECK(g_am.last_len == 8 + 16000);
+        CHECK(fab_trecv(f, 0, b, BIG, TAG, &r.base) == PGC_OK);
+        CHECK(send_am(f, 0, 1, 0) == PGC_OK);
+        sleep_until(f, &r.done, 1);
+        CHECK(r.status == PGC_OK && r.len == BIG);
+        check_big(b);
+    }
+    free(b);
+}
+
 static void tagged_truncate(struct fab *f, int rank, int size)
 {
     (void)size;
@@ -609,6 +660,11 @@ static void test_am_of_exactly_am_max_bytes_arrives_and_one_more_is_refused(void
     run_two(state, exact_am_max);
 }
 
+static void test_sleeping_ranks_are_woken_by_every_kind_of_message(void **state)
+{
+    run_two(state, sleeper);
+}
+
 static void test_tagged_4mib_arrives_when_recv_is_posted_first(void **state)
 {
     run_two(state, tagged_recv_first);
@@ -763,6 +819,7 @@ int main(void)
         BOTH(test_zero_copy_am_completes_only_when_its_buffer_is_free),
         BOTH(test_am_payload_that_reads_as_a_ring_stamp_is_not_taken_for_a_record),
         BOTH(test_am_of_exactly_am_max_bytes_arrives_and_one_more_is_refused),
+        BOTH(test_sleeping_ranks_are_woken_by_every_kind_of_message),
         BOTH(test_tagged_4mib_arrives_when_recv_is_posted_first),
         BOTH(test_tagged_4mib_arrives_when_send_comes_first),
         BOTH(test_tagged_recv_into_small_buffer_reports_truncate),
