@@ -147,6 +147,9 @@ void *fab_coll_area(const struct fab *f, int rank);
  * reaped yet), or -1 when every ring peer lives; *pid gets its process id. A few system
  * calls per local peer: for waits that have lasted long enough to suspect a death. */
 int fab_dead_peer(const struct fab *f, int *pid);
+/* PGC_OK, or PGC_ERR_NOMEM (with its message) once the intra-node path lost a control
+ * record for want of memory, reserve included: a transfer that will not complete. */
+int fab_health(const struct fab *f);
 /* The provider name used for peer (for the info tool and the logs). */
 const char *fab_peer_provider(const struct fab *f, int peer);
 /* The version of the libfabric loaded at run time (FI_VERSION encoding), 0 if none. */

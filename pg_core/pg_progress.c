@@ -151,7 +151,16 @@ static int peer_alive(void)
 {
     static double next_remote;
     int pid, dead = pg_w.fab ? fab_dead_peer(pg_w.fab, &pid) : -1;
+    /* A rank that lost a message or an acknowledgement (no memory, no reserve) fails its
+     * waits here rather than at the timeout. */
+    int lost = pg_p2p_health();
 
+    if (lost == PGC_OK && pg_w.fab) {
+        lost = fab_health(pg_w.fab);
+    }
+    if (lost != PGC_OK) {
+        return lost;
+    }
     if (dead < 0 && pg_w.boot && pg_w.initialized && mps_now() >= next_remote) {
         next_remote = mps_now() + WAIT_REMOTE_LIVENESS;
         return boot_peers_alive(pg_w.boot);
