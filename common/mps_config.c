@@ -396,9 +396,9 @@ int mps_test_fail_init(void)
             }
         }
         if (n && !bit) {
-            return mps_error(PGC_ERR_INVALID_ARG, "MPISHIM_TEST_FAIL_ALLOC=%s: '%.*s' is not one of "
-                             "ack, unexpected, ctl", mps_config_str(MPS_CFG_TEST_FAIL_ALLOC),
-                             (int)n, v);
+            return mps_error(PGC_ERR_INVALID_ARG,
+                             "MPISHIM_TEST_FAIL_ALLOC=%s: '%.*s' is not one of ack, unexpected, "
+                             "ctl", mps_config_str(MPS_CFG_TEST_FAIL_ALLOC), (int)n, v);
         }
         mask |= bit;
         v += n + (v[n] == ',');

@@ -136,9 +136,9 @@
       "dumped on a timeout, a fatal error and SIGUSR1 (doc/failures.md); 0: off (64 is a good "    \
       "size; it costs about 50 instructions per small call)")                                      \
     X(FLIGHT_RECORDER_FILE, "MPISHIM_FLIGHT_RECORDER_FILE", STRING, "", MPS_ANY,                   \
-      "file the flight recorder's dumps are appended to (empty: stderr)")                           \
+      "file the flight recorder's dumps are appended to (empty: stderr)")                          \
     X(TEST_FAIL_ALLOC, "MPISHIM_TEST_FAIL_ALLOC", STRING, "", MPS_ANY,                             \
-      "test knob: a comma list of protocol allocations that fail on purpose, to test that "         \
+      "test knob: a comma list of protocol allocations that fail on purpose, to test that "        \
       "nothing is lost without an error: ack, unexpected, ctl (doc/internals.md)")
 
 /* The allowed names of an ENUM (a NULL-terminated array with static storage). */
