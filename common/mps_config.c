@@ -378,3 +378,31 @@ void mps_config_reset(void)
     }
     __atomic_store_n(&validated, false, __ATOMIC_RELEASE);
 }
+
+unsigned mps_test_fail_mask;
+
+int mps_test_fail_init(void)
+{
+    static const char *const sites[] = {"ack", "unexpected", "ctl"};
+    const char *v = mps_config_str(MPS_CFG_TEST_FAIL_ALLOC);
+    unsigned mask = 0;
+
+    while (*v) {
+        size_t n = strcspn(v, ",");
+        unsigned bit = 0;
+        for (unsigned i = 0; i < sizeof(sites) / sizeof(sites[0]); i++) {
+            if (strlen(sites[i]) == n && strncmp(v, sites[i], n) == 0) {
+                bit = 1u << i;
+            }
+        }
+        if (n && !bit) {
+            return mps_error(PGC_ERR_INVALID_ARG,
+                             "MPISHIM_TEST_FAIL_ALLOC=%s: '%.*s' is not one of ack, unexpected, "
+                             "ctl", mps_config_str(MPS_CFG_TEST_FAIL_ALLOC), (int)n, v);
+        }
+        mask |= bit;
+        v += n + (v[n] == ',');
+    }
+    mps_test_fail_mask = mask;
+    return PGC_OK;
+}

@@ -144,7 +144,10 @@
       "dumped on a timeout, a fatal error and SIGUSR1 (doc/failures.md); 0: off (64 is a good "    \
       "size; it costs about 50 instructions per small call)")                                      \
     X(FLIGHT_RECORDER_FILE, "MPISHIM_FLIGHT_RECORDER_FILE", STRING, "", MPS_ANY,                   \
-      "file the flight recorder's dumps are appended to (empty: stderr)")
+      "file the flight recorder's dumps are appended to (empty: stderr)")                          \
+    X(TEST_FAIL_ALLOC, "MPISHIM_TEST_FAIL_ALLOC", STRING, "", MPS_ANY,                             \
+      "test knob: a comma list of protocol allocations that fail on purpose, to test that "        \
+      "nothing is lost without an error: ack, unexpected, ctl (doc/internals.md)")
 
 /* The allowed names of an ENUM (a NULL-terminated array with static storage). */
 #define MPS_ONE_OF(...) ((const char *const[]){__VA_ARGS__, NULL})
@@ -208,5 +211,21 @@ int mps_config_set(enum mps_config_id id, const char *value, char *why, size_t n
 /* Forget cached values and the validation (tests change the environment between cases);
  * values written by mps_config_set stay. */
 void mps_config_reset(void);
+
+/*
+ * The test knob MPISHIM_TEST_FAIL_ALLOC: the protocol allocations that fail on purpose, so
+ * that tests reach the paths that keep a message, an acknowledgement or a control record
+ * when memory runs out (doc/internals.md, "No silent drops"). A site tests its bit only
+ * where it is about to allocate, never on a path that allocates nothing.
+ */
+enum { MPS_FAIL_ACK = 1u, MPS_FAIL_UNEXPECTED = 2u, MPS_FAIL_CTL = 4u };
+extern unsigned mps_test_fail_mask;
+/* Reads the variable into mps_test_fail_mask (world init calls it); an unknown site name is
+ * PGC_ERR_INVALID_ARG naming it. */
+int mps_test_fail_init(void);
+static inline bool mps_test_fails(unsigned site)
+{
+    return __builtin_expect((mps_test_fail_mask & site) != 0, 0);
+}
 
 #endif

@@ -162,6 +162,9 @@ int fab_dead_peer(const struct fab *f, int *pid);
  * the probes' answers and starts the next few (at most 4 in flight, a peer at most every
  * 0.25 s; fab_probe.c): for waits that have lasted long enough to suspect a death. */
 int fab_remote_alive(struct fab *f);
+/* PGC_OK, or PGC_ERR_NOMEM (with its message) once the intra-node path lost a control
+ * record for want of memory, reserve included: a transfer that will not complete. */
+int fab_health(const struct fab *f);
 /* The provider name used for peer (for the info tool and the logs). */
 const char *fab_peer_provider(const struct fab *f, int peer);
 /* The version of the libfabric loaded at run time (FI_VERSION encoding), 0 if none. */

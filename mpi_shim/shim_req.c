@@ -290,6 +290,18 @@ int shim_raise_pg_req(MPI_Comm comm, const char *fn, const struct pg_req *pr)
                           "message from rank %d with tag %d is longer than the receive buffer "
                           "(%zu bytes)", pr->source, pr->tag, pr->cap);
     }
+    /* No memory to keep a message that arrived first (pg_p2p.c, "No silent drops"): the
+     * request itself names the peer, whichever thread completed it. */
+    if (pr->status == PGC_ERR_NOMEM && pr->kind == PG_REQ_RECV) {
+        return shim_error(comm, fn, MPI_ERR_NO_MEM, "no memory to keep a message from rank %d "
+                          "(tag %d) that arrived before its receive: the message is lost",
+                          pr->source, pr->tag);
+    }
+    if (pr->status == PGC_ERR_NOMEM && pr->kind == PG_REQ_SEND) {
+        return shim_error(comm, fn, MPI_ERR_NO_MEM, "rank %d had no memory to keep this "
+                          "message (tag %d), which arrived before its receive: it is lost",
+                          pr->match_src, pr->match_tag);
+    }
     /* A dead peer's name was recorded by the wait that found it (pg_progress.c). */
     if (pr->status == PGC_ERR_PEER_DEAD && *mps_last_error()) {
         return shim_error(comm, fn, shim_errclass(pr->status), "%s", mps_last_error());

@@ -15,8 +15,8 @@ void pg_barrier_dissemination(struct pg_sched *s)
     pg_sched_algo(s, "dissemination");
     mps_stats_algo(MPS_ALGO_BARRIER_DISSEMINATION);
     for (int k = 1; k < n; k <<= 1) {
-        pg_sched_send(s, NULL, 0, (r + k) % n);
-        pg_sched_recv(s, NULL, 0, (r - k + n) % n);
+        pg_sched_send(s, NULL, 0, pg_dissem_to(r, k, n));
+        pg_sched_recv(s, NULL, 0, pg_dissem_from(r, k, n));
         pg_sched_fence(s);
     }
 }

@@ -11,22 +11,17 @@
 void pg_bcast_binomial(struct pg_sched *s, void *buf, size_t bytes, int root)
 {
     int n = s->g->size, vr = (s->g->rank - root + n) % n;
-    int mask = 1;
+    int top = pg_tree_top(vr, n); /* the tree: pg_coll_steps.h */
 
     pg_sched_algo(s, "the binomial tree");
     mps_stats_algo(MPS_ALGO_BCAST_BINOMIAL);
-    /* Find my parent: the lowest set bit of my relative rank. */
-    while (mask < n) {
-        if (vr & mask) {
-            pg_sched_recv(s, buf, bytes, (vr - mask + root) % n);
-            pg_sched_fence(s);
-            break;
-        }
-        mask <<= 1;
+    if (vr != 0) {
+        pg_sched_recv(s, buf, bytes, pg_tree_rank(vr - top, root, n));
+        pg_sched_fence(s);
     }
-    for (mask >>= 1; mask > 0; mask >>= 1) {
-        if (vr + mask < n) {
-            pg_sched_send(s, buf, bytes, (vr + mask + root) % n);
+    for (int m = top >> 1; m > 0; m >>= 1) {
+        if (vr + m < n) {
+            pg_sched_send(s, buf, bytes, pg_tree_rank(vr + m, root, n));
         }
     }
 }

@@ -1,8 +1,11 @@
 /*
  * Blocking small collectives without a schedule: recursive-doubling allreduce, binomial
- * broadcast and dissemination barrier, run straight from the caller with requests on the
- * stack. Same algorithms and costs as the schedule versions (pg_coll_*.c), minus building
- * and running a schedule, which for a few bytes costs more than the messages themselves.
+ * broadcast and reduce, dissemination barrier and the all-pairs allgather and alltoall, run
+ * straight from the caller with requests on the stack. Same algorithms, messages and costs
+ * as the schedule versions (pg_coll_<kind>_<algo>.c, and pg_coll.c's iallgather_pairs),
+ * minus building and running a schedule, which for a few bytes costs more than the
+ * messages themselves. Which peer each step talks to is computed once, for both forms, in
+ * pg_coll_steps.h; what stays here is only how a step runs (post, wait, combine).
  * They take the group's next collective tag like a schedule does, so they mix freely with
  * non-blocking collectives in flight on the same group. Allreduce, broadcast and barrier of
  * a group within one node go through shared memory instead (pg_coll_shm.c), which does not
@@ -11,6 +14,7 @@
 #include "config.h"
 
 #include "pg_internal.h"
+#include "pg_coll_steps.h"
 #include "mps_log.h"
 #include "mps_stats.h"
 #include "pgc_status.h"
@@ -66,11 +70,6 @@ static int exchange(struct pg_group *g, uint64_t ctx, int tag, const void *out, 
     return rc;
 }
 
-static int real_rank(int vr, int rem)
-{
-    return vr < rem ? vr * 2 + 1 : vr + rem;
-}
-
 /* acc = lower op higher, whichever side received is: keeps rank order for any op. */
 static int combine(const struct pg_op_spec *op, void *acc, void *tmp, size_t count,
                    bool from_higher)
@@ -85,32 +84,30 @@ static int combine(const struct pg_op_spec *op, void *acc, void *tmp, size_t cou
     return rc;
 }
 
+/* Recursive doubling with the fold of pg_coll_steps.h: the messages of
+ * pg_coll_allreduce_recursive_doubling.c, exchanged at once. */
 static int allreduce_rd(struct pg_group *g, uint64_t ctx, int tag, void *acc, void *tmp,
                         size_t count, const struct pg_op_spec *op)
 {
-    int n = g->size, r = g->rank, p = 1, rem, vr;
+    int r = g->rank;
+    struct pg_fold f = pg_fold_plan(g->size, r);
     size_t bytes = count * op->elem_size;
     int rc = PGC_OK;
 
-    while (p * 2 <= n) {
-        p *= 2;
-    }
-    rem = n - p;
-    if (r < 2 * rem && r % 2 == 0) {
+    if (f.vr < 0) {
         rc = exchange(g, ctx, tag, acc, bytes, NULL, 0, r + 1, -1);
         return rc == PGC_OK ? exchange(g, ctx, tag, NULL, 0, acc, bytes, -1, r + 1) : rc;
     }
-    if (r < 2 * rem) {
+    if (pg_fold_takes(&f, r)) {
         rc = exchange(g, ctx, tag, NULL, 0, tmp, bytes, -1, r - 1);
         rc = rc == PGC_OK ? combine(op, acc, tmp, count, false) : rc;
     }
-    vr = r < 2 * rem ? r / 2 : r - rem;
-    for (int mask = 1; mask < p && rc == PGC_OK; mask <<= 1) {
-        int peer = real_rank(vr ^ mask, rem);
+    for (int mask = 1; mask < f.p && rc == PGC_OK; mask <<= 1) {
+        int peer = pg_fold_real_rank(&f, f.vr ^ mask);
         rc = exchange(g, ctx, tag, acc, bytes, tmp, bytes, peer, peer);
         rc = rc == PGC_OK ? combine(op, acc, tmp, count, peer > r) : rc;
     }
-    if (rc == PGC_OK && r < 2 * rem) {
+    if (rc == PGC_OK && pg_fold_takes(&f, r)) {
         rc = exchange(g, ctx, tag, acc, bytes, NULL, 0, r - 1, -1);
     }
     return rc;
@@ -167,26 +164,24 @@ bool pg_bcast_direct_ok(const struct pg_group *g, const void *buf, size_t bytes)
             pg_bcast_binomial_chosen(g, bytes));
 }
 
+/* The binomial tree of pg_coll_steps.h: the messages of pg_coll_bcast_binomial.c. */
 static int bcast_binomial(struct pg_group *g, void *buf, size_t bytes, int root)
 {
     struct pg_req sends[32]; /* a binomial tree node has at most log2(INT_MAX) children */
-    int n = g->size, vr = (g->rank - root + n) % n, mask = 1, nsend = 0, rc = PGC_OK;
-    int tag = pg_coll_tag(g, pg_coll_sig(PG_COLL_BCAST, NULL, root));
+    int n = g->size, vr = (g->rank - root + n) % n, top = pg_tree_top(vr, n), nsend = 0;
+    int tag = pg_coll_tag(g, pg_coll_sig(PG_COLL_BCAST, NULL, root)), rc = PGC_OK;
     uint64_t ctx = pg_ctx_coll(g);
 
-    for (; mask < n; mask <<= 1) {
-        if (vr & mask) {
-            rc = exchange(g, ctx, tag, NULL, 0, buf, bytes, -1, (vr - mask + root) % n);
-            break;
-        }
+    if (vr != 0) {
+        rc = exchange(g, ctx, tag, NULL, 0, buf, bytes, -1, pg_tree_rank(vr - top, root, n));
     }
     /* Every child's send in flight at once: a large (rendezvous) send completes only when
      * its child has the data, and the children copy in parallel. */
-    for (mask >>= 1; mask > 0 && rc == PGC_OK; mask >>= 1) {
-        if (vr + mask < n) {
+    for (int m = top >> 1; m > 0 && rc == PGC_OK; m >>= 1) {
+        if (vr + m < n) {
             pg_req_no_callback(&sends[nsend]);
-            rc = pg_isend_ctx(g, ctx, buf, bytes, (vr + mask + root) % n, tag, PG_SEND_ROOTED,
-                              &sends[nsend++]);
+            rc = pg_isend_ctx(g, ctx, buf, bytes, pg_tree_rank(vr + m, root, n), tag,
+                              PG_SEND_ROOTED, &sends[nsend++]);
         }
     }
     /* Every posted send is waited for, even after an error: its request is on this stack. */
@@ -217,7 +212,8 @@ static int barrier_dissemination(struct pg_group *g)
     int tag = pg_coll_tag(g, pg_coll_sig(PG_COLL_BARRIER, NULL, -1));
 
     for (int k = 1; k < n && rc == PGC_OK; k <<= 1) {
-        rc = exchange(g, pg_ctx_coll(g), tag, NULL, 0, NULL, 0, (r + k) % n, (r - k + n) % n);
+        rc = exchange(g, pg_ctx_coll(g), tag, NULL, 0, NULL, 0, pg_dissem_to(r, k, n),
+                      pg_dissem_from(r, k, n));
     }
     return rc;
 }
@@ -311,24 +307,24 @@ int pg_alltoall_direct(struct pg_group *g, const void *in, void *out, size_t blo
     return rc;
 }
 
-/* Binomial reduce (see pg_coll_reduce_binomial.c for the operand order). */
+/* The binomial tree of pg_coll_steps.h walked up: the messages of pg_coll_reduce_binomial.c
+ * (which explains the operand order). */
 static int reduce_binomial(struct pg_group *g, uint64_t ctx, int tag, void *acc, void *tmp,
                            size_t count, const struct pg_op_spec *op, int root)
 {
-    int n = g->size, r = g->rank, base = op->commutative ? root : 0;
-    int vr = (r - base + n) % n;
+    int n = g->size, r = g->rank, base = pg_reduce_tree_base(op->commutative, root);
+    int vr = (r - base + n) % n, top = pg_tree_top(vr, n);
     size_t bytes = count * op->elem_size;
     int rc = PGC_OK;
 
-    for (int mask = 1; mask < n && rc == PGC_OK; mask <<= 1) {
-        if (vr & mask) {
-            rc = exchange(g, ctx, tag, acc, bytes, NULL, 0, (vr - mask + base) % n, -1);
-            break;
-        }
-        if (vr + mask < n) {
-            rc = exchange(g, ctx, tag, NULL, 0, tmp, bytes, -1, (vr + mask + base) % n);
+    for (int m = 1; m < top && rc == PGC_OK; m <<= 1) {
+        if (vr + m < n) {
+            rc = exchange(g, ctx, tag, NULL, 0, tmp, bytes, -1, pg_tree_rank(vr + m, base, n));
             rc = rc == PGC_OK ? combine(op, acc, tmp, count, !op->commutative) : rc;
         }
+    }
+    if (rc == PGC_OK && vr != 0) {
+        rc = exchange(g, ctx, tag, acc, bytes, NULL, 0, pg_tree_rank(vr - top, base, n), -1);
     }
     if (rc == PGC_OK && !op->commutative && root != 0 && (r == 0 || r == root)) {
         rc = r == 0 ? exchange(g, ctx, tag, acc, bytes, NULL, 0, root, -1)

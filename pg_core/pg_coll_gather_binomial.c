@@ -9,27 +9,13 @@
 #include "config.h"
 
 #include "pg_coll2.h"
+#include "pg_coll_steps.h"
 #include "pgc_status.h"
-
-/* The size of the block of relative ranks a rank heads: its lowest set bit, or for the
- * root a power of two >= n. */
-static int span_of(int vr, int n)
-{
-    int span = 1;
-
-    if (vr != 0) {
-        return vr & -vr;
-    }
-    while (span < n) {
-        span <<= 1;
-    }
-    return span;
-}
 
 void pg_gather_binomial(struct pg_sched *s, const void *in, void *out, size_t bytes, int root)
 {
     int n = s->g->size, vr = (s->g->rank - root + n) % n;
-    int span = span_of(vr, n);
+    int span = pg_tree_top(vr, n); /* the size of the block I head */
     int sub = span < n - vr ? span : n - vr;
     char *acc;
 

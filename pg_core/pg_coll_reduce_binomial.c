@@ -15,19 +15,15 @@ void pg_reduce_binomial(struct pg_sched *s, void *acc, size_t count, int root)
 {
     int n = s->g->size, r = s->g->rank;
     bool comm = s->op.commutative;
-    int base = comm ? root : 0;
-    int vr = (r - base + n) % n;
+    int base = pg_reduce_tree_base(comm, root);
+    int vr = (r - base + n) % n, top = pg_tree_top(vr, n); /* the tree: pg_coll_steps.h */
     size_t bytes = count * s->op.elem_size;
     void *tmp = pg_sched_alloc(s, bytes);
 
     pg_sched_algo(s, "the binomial tree");
-    for (int mask = 1; mask < n; mask <<= 1) {
-        if (vr & mask) {
-            pg_sched_send(s, acc, bytes, (vr - mask + base) % n);
-            break;
-        }
-        if (vr + mask < n) {
-            pg_sched_recv(s, tmp, bytes, (vr + mask + base) % n);
+    for (int m = 1; m < top; m <<= 1) {
+        if (vr + m < n) {
+            pg_sched_recv(s, tmp, bytes, pg_tree_rank(vr + m, base, n));
             if (comm) {
                 pg_sched_reduce(s, tmp, acc, count); /* acc = received op acc */
             } else {
@@ -35,6 +31,9 @@ void pg_reduce_binomial(struct pg_sched *s, void *acc, size_t count, int root)
                 pg_sched_copy(s, acc, tmp, bytes);
             }
         }
+    }
+    if (vr != 0) {
+        pg_sched_send(s, acc, bytes, pg_tree_rank(vr - top, base, n));
     }
     if (!comm && root != 0) {
         pg_sched_fence(s);

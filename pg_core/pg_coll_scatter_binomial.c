@@ -9,20 +9,8 @@
 #include "config.h"
 
 #include "pg_coll2.h"
+#include "pg_coll_steps.h"
 #include "pgc_status.h"
-
-static int span_of(int vr, int n)
-{
-    int span = 1;
-
-    if (vr != 0) {
-        return vr & -vr;
-    }
-    while (span < n) {
-        span <<= 1;
-    }
-    return span;
-}
 
 /* The root's blocks in relative order: the input itself when the root is rank 0. */
 static const char *root_blocks(struct pg_sched *s, const void *in, size_t bytes, int root)
@@ -44,7 +32,7 @@ static const char *root_blocks(struct pg_sched *s, const void *in, size_t bytes,
 void pg_scatter_binomial(struct pg_sched *s, const void *in, void *out, size_t bytes, int root)
 {
     int n = s->g->size, vr = (s->g->rank - root + n) % n;
-    int span = span_of(vr, n);
+    int span = pg_tree_top(vr, n); /* the size of the block I head */
     int sub = span < n - vr ? span : n - vr;
     const char *blocks;
 

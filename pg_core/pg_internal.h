@@ -23,6 +23,7 @@ struct pg_ack {
     struct mps_list link;
     int peer_world;
     uint64_t sync_id;
+    int status; /* an ack: PGC_OK, or why the receiver lost the message (it fails the send) */
     bool abort;
     uint64_t ctx;
     int src, tag;
@@ -234,6 +235,10 @@ int pg_p2p_flush_deferred(void);
  * still in them and the message pools). */
 int pg_p2p_init(void);
 void pg_p2p_fini(void);
+/* PGC_OK, or PGC_ERR_NOMEM (with its message) once this rank had to lose an acknowledgement
+ * or a message with no reserve left to keep it (see "No silent drops" in pg_p2p.c): every
+ * wait then fails rather than wait for what will not come. */
+int pg_p2p_health(void);
 /* Removes a posted, unmatched receive (used on timeouts and cancel). */
 bool pg_unpost_recv(struct pg_req *req);
 

@@ -16,11 +16,14 @@
 #include "config.h"
 
 #include "pg_internal.h"
+#include "mps_config.h"
 #include "mps_copy.h"
 #include "mps_log.h"
 #include "pgc_status.h"
 
+#include <inttypes.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -171,6 +174,8 @@ static void fail_posted_at(uint64_t ctx, uint32_t seq, const struct pg_abort_not
 }
 
 int pg_p2p_flush_deferred(void);
+static struct pg_ack *ack_alloc(void);
+static void p2p_stuck(const char *what, int peer_world);
 
 /* Records the abort here and queues a notice to every other member of g. */
 static void coll_abort(struct pg_group *g, uint64_t ctx, int tag, const struct pg_abort_note *n,
@@ -181,7 +186,7 @@ static void coll_abort(struct pg_group *g, uint64_t ctx, int tag, const struct p
     }
     fail_posted_at(ctx, tag_seq(tag), n);
     for (int p = 0; g && p < g->size; p++) {
-        struct pg_ack *a = p == g->rank ? NULL : calloc(1, sizeof(*a));
+        struct pg_ack *a = p == g->rank ? NULL : ack_alloc();
         if (a) {
             *a = (struct pg_ack){.peer_world = g->ranks[p], .abort = true, .ctx = ctx,
                                  .src = g->rank,
@@ -189,8 +194,7 @@ static void coll_abort(struct pg_group *g, uint64_t ctx, int tag, const struct p
                                  .note = *n};
             mps_list_push_back(&pg_w.acks, &a->link);
         } else if (p != g->rank) {
-            MPS_ERR("no memory to tell rank %d that collective %u is aborted", p,
-                    tag_seq(tag));
+            p2p_stuck("the notice that a collective is aborted, for rank", g->ranks[p]);
         }
     }
     if (!in_handler) {
@@ -306,15 +310,83 @@ static bool unexpected_clash(const struct pg_group *g, struct pg_req *req)
     return false;
 }
 
-static void queue_ack(int peer_world, uint64_t sync_id)
+/* ---- no silent drops ----
+ * A malloc that fails on a protocol path must not lose what it was for: a lost
+ * acknowledgement leaves its synchronous sender waiting for good, and a lost unexpected
+ * message leaves its receive waiting, or worse, matching a later message. So:
+ *  - acknowledgements (and abort notices) that find no memory come from a static reserve of
+ *    ACK_RESERVE records, which return to it once sent (at the end of the progress round
+ *    that queued them, so the reserve only has to cover one round's worth);
+ *  - an unexpected message that finds no memory keeps its envelope in a static table of
+ *    LOST_MAX records, in its place in the queue, so that order and matching hold: a
+ *    rendezvous envelope (no payload) loses nothing and completes as usual; an eager one
+ *    loses its payload, and the receive that matches it fails with PGC_ERR_NOMEM naming the
+ *    source, the tag and the size; a synchronous sender is told at once (an acknowledgement
+ *    carrying the error) and fails too;
+ *  - with a reserve empty as well, the rank records why (pg_p2p_health) and every wait on it
+ *    fails within WAIT_LIVENESS rather than wait for the timeout.
+ * Only the failure paths touch any of this: a malloc that succeeds costs what it did. */
+#define ACK_RESERVE 64
+#define LOST_MAX 64
+#define PG_MSG_RESERVED (-2) /* pool_class of a record of the lost table */
+
+static struct {
+    struct pg_ack acks[ACK_RESERVE];
+    struct pg_ack *ack_free[ACK_RESERVE];
+    int nack_free;
+    struct pg_msg lost[LOST_MAX];
+    struct pg_msg *lost_free[LOST_MAX];
+    int nlost_free;
+    char why[200]; /* set once a reserve ran dry: what was lost */
+} spare;
+
+/* Records that this rank lost something with no reserve left (the first cause is kept). */
+static void p2p_stuck(const char *what, int peer_world)
 {
-    struct pg_ack *a = malloc(sizeof(*a));
+    if (!spare.why[0]) {
+        snprintf(spare.why, sizeof(spare.why), "out of memory with its reserve used up, this "
+                 "rank lost %s of rank %d: it cannot keep its part of the protocol",
+                 what, peer_world);
+    }
+    MPS_ERR("no memory (reserve used up too): %s of rank %d is lost", what, peer_world);
+}
+
+int pg_p2p_health(void)
+{
+    return spare.why[0] ? mps_error(PGC_ERR_NOMEM, "%s", spare.why) : PGC_OK;
+}
+
+/* A record to queue on pg_w.acks: malloc's, or one of the reserve, or NULL. */
+static struct pg_ack *ack_alloc(void)
+{
+    struct pg_ack *a = mps_test_fails(MPS_FAIL_ACK) ? NULL : malloc(sizeof(*a));
+
+    if (!a && spare.nack_free > 0) {
+        a = spare.ack_free[--spare.nack_free];
+    }
+    return a;
+}
+
+static void ack_release(struct pg_ack *a)
+{
+    if (a >= spare.acks && a < spare.acks + ACK_RESERVE) {
+        spare.ack_free[spare.nack_free++] = a;
+    } else {
+        free(a);
+    }
+}
+
+/* Queues an acknowledgement of a synchronous send: status PGC_OK, or the error its sender
+ * fails with (this rank lost the message). */
+static void queue_ack(int peer_world, uint64_t sync_id, int status)
+{
+    struct pg_ack *a = ack_alloc();
 
     if (!a) {
-        MPS_ERR("no memory to acknowledge a synchronous send from rank %d", peer_world);
+        p2p_stuck("the acknowledgement of a synchronous send", peer_world);
         return;
     }
-    *a = (struct pg_ack){.peer_world = peer_world, .sync_id = sync_id};
+    *a = (struct pg_ack){.peer_world = peer_world, .sync_id = sync_id, .status = status};
     mps_list_push_back(&pg_w.acks, &a->link);
 }
 
@@ -339,7 +411,7 @@ static void deliver(struct pg_req *r, const struct pg_msg *m, const void *eager_
 
     recv_set_envelope(r, m->src, m->tag, m->len);
     if (m->sync_id) {
-        queue_ack(m->src_world, m->sync_id);
+        queue_ack(m->src_world, m->sync_id, PGC_OK);
     }
     if (m->self_send) {
         mps_copy(r->buf, m->self_send->buf, r->len);
@@ -350,6 +422,10 @@ static void deliver(struct pg_req *r, const struct pg_msg *m, const void *eager_
          * copy of a small message (8 B: 31 instructions against 8). */
         mps_copy_small(r->buf, eager_data, r->len);
         pg_req_complete(r, status);
+    } else if (mps_unlikely(m->kind == PG_WIRE_LOST)) {
+        pg_req_complete(r, mps_error(PGC_ERR_NOMEM, "no memory to keep a %zu-byte message "
+                                     "from rank %d (tag %d) that arrived before its receive: "
+                                     "the message is lost", m->len, m->src, m->tag));
     } else {
         /* The data transfer is posted from progress, outside the fabric's dispatch. */
         r->status = status;
@@ -369,7 +445,12 @@ static void handle_ack(const struct pg_wire *w)
         struct pg_req *s = container_of(pos, struct pg_req, link);
         if ((uint64_t)(uintptr_t)s == w->sync_id) {
             mps_list_remove(&s->link);
-            pg_req_complete(s, PGC_OK);
+            /* An ack's tag is its status: negative when the receiver lost the message. */
+            pg_req_complete(s, w->tag >= 0 ? PGC_OK
+                                           : mps_error(w->tag, "rank %u had no memory to keep "
+                                                       "this synchronous message, which "
+                                                       "arrived before its receive: it is "
+                                                       "lost", w->src_world));
             return;
         }
     }
@@ -427,6 +508,8 @@ static void msg_free_locked(struct pg_msg *m)
         *(struct pg_msg **)m = pg_w.msg_pool[c];
         pg_w.msg_pool[c] = m;
         pg_w.msg_pool_n[c]++;
+    } else if (mps_unlikely(c == PG_MSG_RESERVED)) {
+        spare.lost_free[spare.nlost_free++] = m;
     } else {
         free(m);
     }
@@ -439,17 +522,46 @@ void pg_msg_free(struct pg_msg *m)
     PG_UNLOCK();
 }
 
-/* Queues a copy of an arrived envelope (and eager payload); returns it, or NULL (logged)
- * when out of memory. */
+/* An arrived envelope that found no memory: kept in a record of the lost table, without
+ * its payload (see "No silent drops"); NULL when the table is full too. */
+static __attribute__((noinline, cold)) struct pg_msg *queue_lost(const struct pg_wire *w)
+{
+    bool eager = w->kind == PG_WIRE_EAGER;
+    struct pg_msg *m;
+
+    if (spare.nlost_free == 0) {
+        p2p_stuck(eager ? "an eager message" : "the envelope of a rendezvous message",
+                  (int)w->src_world);
+        return NULL;
+    }
+    m = spare.lost_free[--spare.nlost_free];
+    *m = (struct pg_msg){.ctx = w->ctx, .src = w->src, .tag = w->tag,
+                         .src_world = (int)w->src_world, .len = w->len,
+                         .kind = eager ? PG_WIRE_LOST : w->kind, .rndv_tag = w->rndv_tag,
+                         .sync_id = eager ? 0 : w->sync_id, .pool_class = PG_MSG_RESERVED};
+    if (eager) {
+        MPS_ERR("no memory for a message of %" PRIu64 " bytes from rank %u that arrived "
+                "before its receive: its receive will fail", w->len, w->src_world);
+        if (w->sync_id) {
+            queue_ack((int)w->src_world, w->sync_id, PGC_ERR_NOMEM);
+        }
+    }
+    unexp_push(m);
+    return m;
+}
+
+/* Queues a copy of an arrived envelope (and eager payload); returns it. Out of memory, it
+ * keeps the envelope alone (queue_lost), or returns NULL when even that is impossible. */
 static struct pg_msg *queue_unexpected(const struct pg_wire *w, const void *payload)
 {
     size_t eager = w->kind == PG_WIRE_EAGER ? w->len : 0;
-    struct pg_msg *m = msg_alloc(eager);
+    /* The test knob fails point-to-point messages only: collectives keep working. */
+    struct pg_msg *m = mps_test_fails(MPS_FAIL_UNEXPECTED) && !pg_ctx_is_coll(w->ctx)
+                           ? NULL
+                           : msg_alloc(eager);
 
-    if (!m) {
-        MPS_ERR("no memory for an unexpected message of %zu bytes from rank %u", eager,
-                w->src_world);
-        return NULL;
+    if (mps_unlikely(!m)) {
+        return queue_lost(w);
     }
     m->ctx = w->ctx;
     m->src = w->src;
@@ -551,6 +663,12 @@ static int self_send(uint64_t ctx, struct pg_group *g, const void *buf, size_t l
         return PGC_OK;
     }
     struct pg_msg *q = queue_unexpected(&w, buf);
+    /* Here the sender is at hand: it fails instead of its receive (a lost record). */
+    if (q && q->kind == PG_WIRE_LOST) {
+        unexp_remove(q);
+        msg_free_locked(q);
+        q = NULL;
+    }
     if (!q) {
         return mps_error(PGC_ERR_NOMEM, "send to self: no memory to queue %zu bytes", len);
     }
@@ -900,8 +1018,8 @@ int pg_p2p_flush_deferred(void)
     mps_list_for_each_safe(pos, tmp, &pg_w.acks)
     {
         struct pg_ack *a = container_of(pos, struct pg_ack, link);
-        struct pg_wire w = {.kind = PG_WIRE_ACK, .src_world = (uint32_t)pg_w.rank,
-                            .sync_id = a->sync_id};
+        struct pg_wire w = {.kind = PG_WIRE_ACK, .tag = a->status,
+                            .src_world = (uint32_t)pg_w.rank, .sync_id = a->sync_id};
         mps_list_remove(&a->link);
         if (a->abort) {
             w = (struct pg_wire){.kind = PG_WIRE_EAGER, .ctx = a->ctx, .src = a->src,
@@ -910,7 +1028,7 @@ int pg_p2p_flush_deferred(void)
         }
         rc = wire_send(a->peer_world, &w, a->abort ? &a->note : NULL,
                        a->abort ? sizeof(a->note) : 0);
-        free(a);
+        ack_release(a);
     }
     return rc;
 }
@@ -925,7 +1043,16 @@ int pg_p2p_init(void)
         mps_list_init(&pg_w.unexpected[r]);
     }
     pg_w.unexp_count = 0;
-    return PGC_OK;
+    spare.nack_free = ACK_RESERVE;
+    for (int i = 0; i < ACK_RESERVE; i++) {
+        spare.ack_free[i] = &spare.acks[i];
+    }
+    spare.nlost_free = LOST_MAX;
+    for (int i = 0; i < LOST_MAX; i++) {
+        spare.lost_free[i] = &spare.lost[i];
+    }
+    spare.why[0] = '\0';
+    return mps_test_fail_init();
 }
 
 void pg_p2p_fini(void)
@@ -936,7 +1063,7 @@ void pg_p2p_fini(void)
         mps_list_for_each_safe(pos, tmp, &pg_w.unexpected[r])
         {
             mps_list_remove(pos);
-            free(container_of(pos, struct pg_msg, link));
+            msg_free_locked(container_of(pos, struct pg_msg, link));
         }
     }
     free(pg_w.unexpected);

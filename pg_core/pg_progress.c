@@ -227,10 +227,18 @@ static int peer_alive(void)
 {
     static double next_remote;
     int pid, dead = pg_w.fab ? fab_dead_peer(pg_w.fab, &pid) : -1;
-    int rc = dead < 0 && pg_w.fab ? fab_remote_alive(pg_w.fab) : PGC_OK;
+    /* A rank that lost a message or an acknowledgement (no memory, no reserve) fails its
+     * waits here rather than at the timeout. */
+    int rc = pg_p2p_health();
 
+    if (rc == PGC_OK && pg_w.fab) {
+        rc = fab_health(pg_w.fab);
+    }
+    if (rc == PGC_OK && dead < 0 && pg_w.fab) {
+        rc = fab_remote_alive(pg_w.fab); /* another node's rank whose endpoint refuses */
+    }
     if (rc != PGC_OK) {
-        return rc; /* a rank of another node whose endpoint refuses connections */
+        return rc;
     }
     if (dead < 0 && pg_w.boot && pg_w.initialized && mps_now() >= next_remote) {
         next_remote = mps_now() + WAIT_REMOTE_LIVENESS;

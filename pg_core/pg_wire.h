@@ -12,7 +12,12 @@
 #include <stdint.h>
 
 /* A message's envelope as the matching code sees it (decoded from the wire form below). */
-enum pg_wire_kind { PG_WIRE_EAGER = 1, PG_WIRE_RTS = 2, PG_WIRE_ACK = 3 };
+enum pg_wire_kind {
+    PG_WIRE_EAGER = 1,
+    PG_WIRE_RTS = 2,
+    PG_WIRE_ACK = 3, /* its tag carries a status: < 0 when the receiver lost the message */
+    PG_WIRE_LOST = 0x80 /* never on the wire: a queued envelope whose payload no memory kept */
+};
 
 struct pg_wire {
     uint64_t ctx;

@@ -189,6 +189,25 @@ static void test_every_default_is_valid_for_its_type(void **state)
     }
 }
 
+/* The test knob of "No silent drops": each named site sets its bit, an unknown name is an
+ * error that names it, and unset means no allocation fails on purpose. */
+static void test_the_fail_alloc_knob_sets_the_named_sites_only(void **state)
+{
+    (void)state;
+    assert_int_equal(validate_with("MPISHIM_TEST_FAIL_ALLOC", "ack,ctl"), PGC_OK);
+    assert_int_equal(mps_test_fail_init(), PGC_OK);
+    assert_int_equal(mps_test_fail_mask, MPS_FAIL_ACK | MPS_FAIL_CTL);
+    assert_true(mps_test_fails(MPS_FAIL_CTL));
+    assert_false(mps_test_fails(MPS_FAIL_UNEXPECTED));
+    assert_int_equal(validate_with("MPISHIM_TEST_FAIL_ALLOC", "unexpected,acks"), PGC_OK);
+    assert_int_equal(mps_test_fail_init(), PGC_ERR_INVALID_ARG);
+    assert_non_null(strstr(mps_last_error(), "'acks' is not one of ack, unexpected, ctl"));
+    unsetenv("MPISHIM_TEST_FAIL_ALLOC");
+    mps_config_reset();
+    assert_int_equal(mps_test_fail_init(), PGC_OK);
+    assert_int_equal(mps_test_fail_mask, 0);
+}
+
 /* The doc line the info tool prints must not drift from the names the check accepts. */
 static void test_every_enum_doc_names_its_choices(void **state)
 {
@@ -262,6 +281,7 @@ int main(void)
         cmocka_unit_test_setup(test_an_empty_value_is_the_default, clean_env),
         cmocka_unit_test_setup(test_every_default_is_valid_for_its_type, clean_env),
         cmocka_unit_test_setup(test_every_enum_doc_names_its_choices, clean_env),
+        cmocka_unit_test_setup(test_the_fail_alloc_knob_sets_the_named_sites_only, clean_env),
         cmocka_unit_test_setup(test_an_unknown_name_is_a_warning_with_the_nearest_name, clean_env),
     };
 
