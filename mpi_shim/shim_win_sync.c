@@ -9,7 +9,8 @@
  *
  * On a window of the direct path (shim_win_direct.c) every operation is done when its call
  * returns, so closing an epoch is a memory fence: locks are the target's lock word, a flush
- * a fence, a fence a barrier between two fences. PSCW keeps its notices (messages): a
+ * a fence, a fence a barrier in the window's segment between two fences
+ * (shim_win_fence.c). PSCW keeps its notices (messages): a
  * complete sends its notices after a fence, and a wait returns after one.
  */
 #include "config.h"
@@ -19,6 +20,32 @@
 #include "shim_win.h"
 
 #include <stdlib.h>
+
+/* The barrier of a fence. A fence that neither ends nor starts an epoch (MPI_MODE_NOPRECEDE
+ * with MPI_MODE_NOSUCCEED, which MPI asks all members to pass alike) orders no RMA call and
+ * needs none (MPI-3.1 11.5.1: such a fence need not be a barrier), except on a shared window,
+ * whose members may use fences to order their plain loads and stores to each other's parts
+ * (Open MPI's and MPICH's shared windows keep the barrier there too). Every other fence is
+ * one, NOPRECEDE alone too: the direct path's operations take effect when issued, so a put
+ * after the fence must wait for the target's own stores before it. A mapped window takes the
+ * barrier in its segment (shim_win_fence.c), any other pg_barrier between two full memory
+ * fences (pg_barrier's own ordering is that of its messages). */
+static int fence_barrier(struct shim_win *w, int assert)
+{
+    bool nothing = (assert &MPI_MODE_NOPRECEDE) && (assert &MPI_MODE_NOSUCCEED);
+    int rc;
+
+    if (nothing && w->flavor != MPI_WIN_FLAVOR_SHARED) {
+        return MPI_SUCCESS;
+    }
+    if (shim_win_fence_mapped(w)) {
+        return shim_win_fence_barrier(w, "MPI_Win_fence");
+    }
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    rc = pg_barrier(w->g);
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    return rc == PGC_OK ? MPI_SUCCESS : shim_error_pg(w->comm, "MPI_Win_fence", rc);
+}
 
 #pragma weak MPI_Win_fence = PMPI_Win_fence
 int PMPI_Win_fence(int assert, MPI_Win win)
@@ -36,17 +63,12 @@ int PMPI_Win_fence(int assert, MPI_Win win)
     /* My operations answered, then everyone's (the barrier): each rank's window holds
      * what the epoch wrote to it. Waiting in the barrier serves the others' requests. */
     rc = shim_win_settle(w, SHIM_FN);
+    if (rc == MPI_SUCCESS) {
+        rc = fence_barrier(w, assert);
+    }
     if (rc != MPI_SUCCESS) {
         return rc;
     }
-    /* The direct path's stores before, everyone's after (pg_barrier's own ordering is that
-     * of its messages, which need not cover stores to the window). */
-    __atomic_thread_fence(__ATOMIC_SEQ_CST);
-    rc = pg_barrier(w->g);
-    if (rc != PGC_OK) {
-        return shim_error_pg(w->comm, SHIM_FN, rc);
-    }
-    __atomic_thread_fence(__ATOMIC_SEQ_CST);
     w->fence_epoch = !(assert &MPI_MODE_NOSUCCEED);
     return shim_win_refusal(w, SHIM_FN);
 }
