@@ -100,6 +100,7 @@ struct shim_win {
     bool direct;
     struct shim_win_ctl *ctl;
     uint64_t fence_seq; /* fences this member passed (shim_win_fence.c) */
+    int fence_spins;    /* progress calls a fence waiter makes before yielding; -1: not yet */
 
     /* Origin side. */
     int pending;       /* requests whose reply has not arrived (atomic) */

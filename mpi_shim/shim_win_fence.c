@@ -30,6 +30,7 @@
  */
 #include "config.h"
 
+#include "mps_config.h"
 #include "mps_util.h"
 #include "pgc_status.h"
 #include "shim_comm.h"
@@ -41,8 +42,8 @@
 _Static_assert(offsetof(struct shim_win_ctl, arrive) == 64 && sizeof(struct shim_win_ctl) == 128,
                "shim_win_ctl: the arrival counters must fill the second of two cache lines");
 
-/* Polls of a counter before the first progress call: about a cache-line transfer's worth
- * of waiting when the peer is running, and little lost when it is not. */
+/* Polls of a counter between two progress calls: about a cache-line transfer's worth of
+ * waiting when the peer is running. */
 #define SPIN_POLLS 64
 
 bool shim_win_fence_mapped(const struct shim_win *w)
@@ -50,20 +51,44 @@ bool shim_win_fence_mapped(const struct shim_win *w)
     return w->ctl && w->size <= (1 << SHIM_WIN_ROUNDS);
 }
 
-/* Waits until *counter >= want: PGC_OK, or the status of the failed wait. */
-static int wait_counter(const uint64_t *counter, uint64_t want)
+/* Progress calls before a waiter first gives its core away: pg_core's own waits'
+ * (MPISHIM_SPIN_COUNT), or none when the window's members outnumber the usable cores (the
+ * peer waited for may need this very core). Decided once per window, by this rank alone:
+ * it changes how long this rank spins, never what the barrier does. */
+static int spin_limit(struct shim_win *w)
 {
-    double start;
-    int spins = 0, rc = PGC_OK;
+    if (w->fence_spins < 0) {
+        int cores = mps_usable_cores();
 
-    for (int i = 0; i < SPIN_POLLS; i++) {
-        if (__atomic_load_n(counter, __ATOMIC_ACQUIRE) >= want) {
-            return PGC_OK;
-        }
-        mps_cpu_relax();
+        w->fence_spins = cores > 0 && w->size > cores ? 0 : (int)mps_config_int(MPS_CFG_SPIN_COUNT);
     }
-    start = mps_now();
-    while (rc == PGC_OK && __atomic_load_n(counter, __ATOMIC_ACQUIRE) < want) {
+    return w->fence_spins;
+}
+
+/* Waits until *counter >= want: PGC_OK, or the status of the failed wait. Polls, progresses
+ * (a peer may be blocked in a send to this rank before it reaches the fence), and after
+ * spin_limit progress calls goes on with the window's waits (shim_win_wait_step: yield,
+ * later sleep, time out). */
+static int wait_counter(struct shim_win *w, const uint64_t *counter, uint64_t want)
+{
+    double start = 0.0;
+    int spins = 0, progressed = 0, limit = spin_limit(w), rc = PGC_OK;
+
+    while (rc == PGC_OK) {
+        for (int i = 0; i < SPIN_POLLS; i++) {
+            if (__atomic_load_n(counter, __ATOMIC_ACQUIRE) >= want) {
+                return PGC_OK;
+            }
+            mps_cpu_relax();
+        }
+        if (progressed < limit) {
+            progressed++;
+            rc = pg_progress();
+            continue;
+        }
+        if (start == 0.0) {
+            start = mps_now();
+        }
         rc = shim_win_wait_step(start, &spins);
     }
     return rc;
@@ -79,7 +104,7 @@ int shim_win_fence_barrier(struct shim_win *w, const char *fn)
     for (k = 0, dist = 1; dist < w->size; k++, dist <<= 1) {
         from = (w->rank - dist + w->size) % w->size;
         __atomic_store_n(&mine[k], seq, __ATOMIC_RELEASE);
-        rc = wait_counter(&w->ctl[from].arrive[k], seq);
+        rc = wait_counter(w, &w->ctl[from].arrive[k], seq);
         if (rc != PGC_OK) {
             break;
         }
