@@ -156,6 +156,7 @@ static int win_setup(const char *fn, struct shim_comm *c, MPI_Comm comm, struct 
     w->size = c->g->size;
     w->excl_holder = -1;
     w->post_count = -1;
+    w->fence_spins = -1;
     rc = win_alloc_arrays(w);
     if (rc == PGC_OK) {
         rc = shim_win_am_start(w);

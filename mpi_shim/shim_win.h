@@ -22,7 +22,8 @@
  * target's spinlock), all done by the origin inside its call: nothing needs the target's
  * progress, and every origin of the window takes that path (w->direct is agreed at
  * creation), so active-message and direct accumulates never meet on one window. PSCW keeps
- * its post and complete notices as messages; fences add memory fences around the barrier.
+ * its post and complete notices as messages; a fence is a barrier on counters in the
+ * segment, between two memory fences (shim_win_fence.c).
  *
  * Threads: the target side runs in progress callbacks under pg_core's world lock; the
  * origin side touches only the window's atomic counters and its own epoch state.
@@ -48,14 +49,20 @@ struct shim_win_region {
     size_t len;
 };
 
-/* The control line of one member of a mapped window, in the shared segment (zeroed by
+/* Rounds of the fence barrier (shim_win_fence.c): windows of up to 2^8 members. */
+#define SHIM_WIN_ROUNDS 8
+
+/* The control lines of one member of a mapped window, in the shared segment (zeroed by
  * the memfd). lock: SHIM_WIN_WRITER while an exclusive lock is held, waiting exclusive
  * lockers times SHIM_WIN_WAITER, plus the shared holders (shim_win_direct.c). acc_lock:
- * the spinlock of the accumulates that CPU atomics cannot do on this member's memory. */
+ * the spinlock of the accumulates that CPU atomics cannot do on this member's memory.
+ * arrive: the fence barrier's counter of each round, written by this member only, on a line
+ * of its own (the lock line is written by every origin that locks this member). */
 struct shim_win_ctl {
     uint64_t lock;
     uint32_t acc_lock;
     uint32_t pad[13];
+    uint64_t arrive[SHIM_WIN_ROUNDS];
 };
 
 /* A lock request that the target could not grant yet. */
@@ -92,6 +99,8 @@ struct shim_win {
      * MPI_Win_allocate window too, and ctl[r] is member r's control line. */
     bool direct;
     struct shim_win_ctl *ctl;
+    uint64_t fence_seq; /* fences this member passed (shim_win_fence.c) */
+    int fence_spins;    /* progress calls a fence waiter makes before yielding; -1: not yet */
 
     /* Origin side. */
     int pending;       /* requests whose reply has not arrived (atomic) */
@@ -231,6 +240,12 @@ int shim_win_shm_setup(struct shim_win *w, const char *fn, MPI_Comm comm);
 void shim_win_shm_unmap(struct shim_win *w);
 /* Put and get on a mapped window: a copy through the mapping, done at return. */
 void shim_win_shm_copy(struct shim_win *w, const struct shim_rma *op);
+
+/* The fence barrier in the mapped segment (shim_win_fence.c): whether w can take it (a
+ * mapping, and few enough members for SHIM_WIN_ROUNDS), and the barrier itself, with a full
+ * memory fence on each side. MPI_SUCCESS or an error raised on the window naming fn. */
+bool shim_win_fence_mapped(const struct shim_win *w);
+int shim_win_fence_barrier(struct shim_win *w, const char *fn);
 
 /* The direct path (shim_win_direct.c), on windows with w->direct. */
 #define SHIM_WIN_WRITER (1ull << 63)

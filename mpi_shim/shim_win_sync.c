@@ -9,7 +9,8 @@
  *
  * On a window of the direct path (shim_win_direct.c) every operation is done when its call
  * returns, so closing an epoch is a memory fence: locks are the target's lock word, a flush
- * a fence, a fence a barrier between two fences. PSCW keeps its notices (messages): a
+ * a fence, a fence a barrier in the window's segment between two fences
+ * (shim_win_fence.c). PSCW keeps its notices (messages): a
  * complete sends its notices after a fence, and a wait returns after one.
  */
 #include "config.h"
@@ -19,6 +20,32 @@
 #include "shim_win.h"
 
 #include <stdlib.h>
+
+/* The barrier of a fence. A fence that neither ends nor starts an epoch (MPI_MODE_NOPRECEDE
+ * with MPI_MODE_NOSUCCEED, which MPI asks all members to pass alike) orders no RMA call and
+ * needs none (MPI-3.1 11.5.1: such a fence need not be a barrier), except on a shared window,
+ * whose members may use fences to order their plain loads and stores to each other's parts
+ * (Open MPI's and MPICH's shared windows keep the barrier there too). Every other fence is
+ * one, NOPRECEDE alone too: the direct path's operations take effect when issued, so a put
+ * after the fence must wait for the target's own stores before it. A mapped window takes the
+ * barrier in its segment (shim_win_fence.c), any other pg_barrier between two full memory
+ * fences (pg_barrier's own ordering is that of its messages). */
+static int fence_barrier(struct shim_win *w, int assert)
+{
+    bool nothing = (assert &MPI_MODE_NOPRECEDE) && (assert &MPI_MODE_NOSUCCEED);
+    int rc;
+
+    if (nothing && w->flavor != MPI_WIN_FLAVOR_SHARED) {
+        return MPI_SUCCESS;
+    }
+    if (shim_win_fence_mapped(w)) {
+        return shim_win_fence_barrier(w, "MPI_Win_fence");
+    }
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    rc = pg_barrier(w->g);
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    return rc == PGC_OK ? MPI_SUCCESS : shim_error_pg(w->comm, "MPI_Win_fence", rc);
+}
 
 #pragma weak MPI_Win_fence = PMPI_Win_fence
 int PMPI_Win_fence(int assert, MPI_Win win)
@@ -36,17 +63,12 @@ int PMPI_Win_fence(int assert, MPI_Win win)
     /* My operations answered, then everyone's (the barrier): each rank's window holds
      * what the epoch wrote to it. Waiting in the barrier serves the others' requests. */
     rc = shim_win_settle(w, SHIM_FN);
+    if (rc == MPI_SUCCESS) {
+        rc = fence_barrier(w, assert);
+    }
     if (rc != MPI_SUCCESS) {
         return rc;
     }
-    /* The direct path's stores before, everyone's after (pg_barrier's own ordering is that
-     * of its messages, which need not cover stores to the window). */
-    __atomic_thread_fence(__ATOMIC_SEQ_CST);
-    rc = pg_barrier(w->g);
-    if (rc != PGC_OK) {
-        return shim_error_pg(w->comm, SHIM_FN, rc);
-    }
-    __atomic_thread_fence(__ATOMIC_SEQ_CST);
     w->fence_epoch = !(assert &MPI_MODE_NOSUCCEED);
     return shim_win_refusal(w, SHIM_FN);
 }
@@ -86,6 +108,13 @@ static int lock_many(struct shim_win *w, const char *fn, enum shim_am_kind kind,
 {
     int rc = PGC_OK;
 
+    if (w->direct && only >= 0 && kind == SHIM_AM_UNLOCK) {
+        shim_win_direct_unlock(w, only, type);
+        return MPI_SUCCESS;
+    }
+    if (w->direct && only >= 0) {
+        return shim_win_direct_lock(w, fn, only, type);
+    }
     if (w->direct) {
         return direct_many(w, fn, kind == SHIM_AM_LOCK, type, only);
     }
@@ -136,6 +165,20 @@ int PMPI_Win_lock(int lock_type, int rank, int assert, MPI_Win win)
     return MPI_SUCCESS;
 }
 
+/* The memory order at the end of a passive-target epoch, before its locks are released.
+ * On the direct path with a lock taken, releasing the lock word is itself a release
+ * operation (shim_win_direct_unlock): the next holder's acquire sees every load and store of
+ * this epoch, and memcpy orders its own non-temporal stores (an sfence after them), so a
+ * full fence would add only its cost (tens of cycles in a call of about a hundred ns). With
+ * MPI_MODE_NOCHECK no lock word is released, and on the active-message path a shared
+ * window's puts and gets are copies through the mapping: a full fence then. */
+static void epoch_end_fence(const struct shim_win *w, bool lock_taken)
+{
+    if (!(w->direct && lock_taken)) {
+        __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    }
+}
+
 #pragma weak MPI_Win_unlock = PMPI_Win_unlock
 int PMPI_Win_unlock(int rank, MPI_Win win)
 {
@@ -152,8 +195,8 @@ int PMPI_Win_unlock(int rank, MPI_Win win)
     }
     type = w->locked[rank]; /* < 0: MPI_MODE_NOCHECK, no lock was taken */
     w->locked[rank] = 0;
-    rc = shim_win_settle(w, SHIM_FN);
-    __atomic_thread_fence(__ATOMIC_SEQ_CST); /* the direct path's stores, lock or not */
+    rc = w->direct ? MPI_SUCCESS : shim_win_settle(w, SHIM_FN); /* direct: nothing in flight */
+    epoch_end_fence(w, type > 0);
     if (rc == MPI_SUCCESS && type > 0) {
         rc = lock_many(w, SHIM_FN, SHIM_AM_UNLOCK, type, rank);
     }
@@ -206,7 +249,7 @@ int PMPI_Win_unlock_all(MPI_Win win)
     taken = w->lock_all == 1;
     w->lock_all = 0;
     rc = shim_win_settle(w, SHIM_FN);
-    __atomic_thread_fence(__ATOMIC_SEQ_CST); /* as in MPI_Win_unlock */
+    epoch_end_fence(w, taken);
     if (rc == MPI_SUCCESS && taken) {
         rc = lock_many(w, SHIM_FN, SHIM_AM_UNLOCK, MPI_LOCK_SHARED, -1);
     }

@@ -511,6 +511,16 @@ static void test_errors(void)
     EXPECT_CLASS(MPI_Put(&v, 1, MPI_INT, size, 0, 1, MPI_INT, win), MPI_ERR_RANK);
     EXPECT_CLASS(MPI_Put(&v, 1, MPI_INT, 0, 4, 1, MPI_INT, win), MPI_ERR_RMA_RANGE);
     EXPECT_CLASS(MPI_Get(&v, 2, MPI_INT, 0, 3, 2, MPI_INT, win), MPI_ERR_RMA_RANGE);
+    /* The direct path's short cut for fetch_and_op leaves these to the checks too. */
+    {
+        int r = 0;
+
+        EXPECT_CLASS(MPI_Fetch_and_op(&v, &r, MPI_BYTE, 0, 0, MPI_SUM, win), MPI_ERR_OP);
+        EXPECT_CLASS(MPI_Fetch_and_op(&v, &r, MPI_INT, 0, 4, MPI_SUM, win), MPI_ERR_RMA_RANGE);
+        EXPECT_CLASS(MPI_Fetch_and_op(&v, &r, MPI_INT, size, 0, MPI_SUM, win), MPI_ERR_RANK);
+    }
+    /* Far past the end (the direct path's one-memcpy case must not wrap around). */
+    EXPECT_CLASS(MPI_Get(&v, 1, MPI_INT, 0, (MPI_Aint)1 << 40, 1, MPI_INT, win), MPI_ERR_RMA_RANGE);
     EXPECT_CLASS(MPI_Put(&v, 1, MPI_INT, 0, -1, 1, MPI_INT, win), MPI_ERR_DISP);
     EXPECT_CLASS(MPI_Put(&v, 1, MPI_INT, 0, 0, 2, MPI_INT, win), MPI_ERR_TYPE);
     EXPECT_CLASS(MPI_Accumulate(&v, 1, MPI_INT, 0, 0, 1, MPI_INT, MPI_OP_NULL, win), MPI_ERR_OP);
