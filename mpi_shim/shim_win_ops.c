@@ -366,6 +366,22 @@ int PMPI_Get_accumulate(const void *origin_addr, int origin_count, MPI_Datatype 
                     result_datatype, &a, op, true, win, NULL);
 }
 
+/* An atomic on one element of t at byte disp: what fetch_and_op and compare_and_swap
+ * read, write and fetch. */
+static void one_element(struct shim_rma *op, MPI_Aint disp, const void *origin, void *result,
+                        struct shim_dtype *t)
+{
+    op->disp = disp;
+    op->origin = origin;
+    op->ocount = 1;
+    op->otype = t;
+    op->result = result;
+    op->rcount = 1;
+    op->rtype = t;
+    op->tcount = 1;
+    op->ttype = t;
+}
+
 /* The common case of MPI_Fetch_and_op on a window of the direct path, as direct_copy for
  * put and get: a predefined type, an op defined on it (without raising anything when it is
  * not), an open epoch to a target in the window, the element inside its part. Then the
@@ -399,15 +415,7 @@ static bool direct_fop(struct shim_win *w, const char *fn, const void *origin, v
         op.op = spec.op;
         op.elem_dt = spec.dt;
     }
-    op.disp = off;
-    op.origin = origin;
-    op.ocount = 1;
-    op.otype = t;
-    op.result = result;
-    op.rcount = 1;
-    op.rtype = t;
-    op.tcount = 1;
-    op.ttype = t;
+    one_element(&op, off, origin, result, t);
     *rc = shim_win_direct_op(w, fn, &op);
     return true;
 }
@@ -449,16 +457,8 @@ int PMPI_Compare_and_swap(const void *origin_addr, const void *compare_addr, voi
     if (!origin_addr || !compare_addr || !result_addr) {
         return shim_error(w->comm, SHIM_FN, MPI_ERR_BUFFER, "a buffer is NULL");
     }
-    op.disp = disp;
-    op.origin = origin_addr;
-    op.ocount = 1;
-    op.otype = t;
+    one_element(&op, disp, origin_addr, result_addr, t);
     op.compare = compare_addr;
-    op.result = result_addr;
-    op.rcount = 1;
-    op.rtype = t;
-    op.tcount = 1;
-    op.ttype = t;
     return issue(w, SHIM_FN, &op);
 }
 
