@@ -232,13 +232,38 @@ bool pg_hier_step_in(struct pg_group *sub, int rc)
     return pg_hier_goes_on(rc);
 }
 
-int pg_hier_step_out(struct pg_group *sub, int rc, int step_rc)
+/* A step on sub timed out, its message naming ranks of sub: says which ranks of g they are
+ * ("ranks 0 and 1 of the node's group are ranks 4 and 5 here"). */
+static __attribute__((noinline, cold)) int step_timed_out(struct pg_group *g,
+                                                          struct pg_group *sub, int rc)
+{
+    char why[512], mine[128];
+    int *ranks = malloc(sizeof(int) * (size_t)sub->size);
+
+    snprintf(why, sizeof(why), "%s", mps_last_error());
+    if (!ranks) {
+        return rc;
+    }
+    for (int i = 0; i < sub->size; i++) {
+        ranks[i] = pg_group_rank_of(g, sub->ranks[i]);
+    }
+    pg_ranks_str(ranks, sub->size, mine, sizeof(mine));
+    free(ranks);
+    return mps_error(rc, "%s (a step of a node-aware collective: ranks 0 to %d of that step's "
+                     "group, the %s, are %s of this one, in order)", why, sub->size - 1,
+                     sub == g->hier->node ? "ranks of this node" : "nodes' leaders", mine);
+}
+
+int pg_hier_step_out(struct pg_group *g, struct pg_group *sub, int rc, int step_rc)
 {
     int got = pg_coll_poison_pending() ? pg_coll_poison_claim(sub) : PGC_OK;
 
     if (rc != PGC_OK) {
         pg_coll_stand_in_end(sub);
         return rc;
+    }
+    if (mps_unlikely(step_rc == PGC_ERR_TIMEOUT)) {
+        return step_timed_out(g, sub, step_rc);
     }
     return step_rc != PGC_OK ? step_rc : got;
 }

@@ -99,13 +99,14 @@ int pg_hier_begin(struct pg_group *g);
  * error that goes on). */
 bool pg_hier_step_in(struct pg_group *sub, int rc);
 
-/* After a step on sub that returned step_rc: the call's state, its first error (a poison
- * that reached this rank through the step included). */
-int pg_hier_step_out(struct pg_group *sub, int rc, int step_rc);
+/* After a step on sub (a sub-group of g) that returned step_rc: the call's state, its first
+ * error (a poison that reached this rank through the step included). A step's timeout
+ * names ranks of sub: its message then also says which ranks of g they are. */
+int pg_hier_step_out(struct pg_group *g, struct pg_group *sub, int rc, int step_rc);
 
-/* rc = the state after the step `call` on sub, run as above. */
-#define PG_HIER_STEP(rc, sub, call)                                                                \
-    ((rc) = pg_hier_step_in((sub), (rc)) ? pg_hier_step_out((sub), (rc), (call)) : (rc))
+/* rc = the state after the step `call` on sub, a sub-group of g, run as above. */
+#define PG_HIER_STEP(g, rc, sub, call)                                                             \
+    ((rc) = pg_hier_step_in((sub), (rc)) ? pg_hier_step_out((g), (sub), (rc), (call)) : (rc))
 
 /* Releases the sub-groups and the layout (pg_group_release). */
 void pg_hier_free(struct pg_group *g);

@@ -101,19 +101,19 @@ int pg_allgather_hier(struct pg_group *g, const void *in, void *out, size_t byte
     mps_stats_algo(MPS_ALGO_ALLGATHER_HIER);
     mine = tmp ? tmp + node_start(h, bytes) : NULL;
     if (h->node) {
-        PG_HIER_STEP(rc, h->node,
+        PG_HIER_STEP(g, rc, h->node,
                      wait_started(pg_igather(h->node, in, mine, bytes, 0, &req), &req));
     } else if (mine != in && bytes) {
         memmove(mine, in, bytes);
     }
     if (h->leaders) {
-        PG_HIER_STEP(rc, h->leaders, leaders_exchange(h, tmp, bytes, cd));
+        PG_HIER_STEP(g, rc, h->leaders, leaders_exchange(h, tmp, bytes, cd));
     }
     if (pg_hier_goes_on(rc) && h->leaders && tmp != out) {
         to_rank_order(g, h, tmp, out, bytes, cd + h->nnodes);
     }
     if (h->node) {
-        PG_HIER_STEP(rc, h->node, pg_bcast(h->node, out, total, 0));
+        PG_HIER_STEP(g, rc, h->node, pg_bcast(h->node, out, total, 0));
     }
 done:
     if (tmp != out) {

@@ -39,15 +39,15 @@ int pg_allreduce_hier(struct pg_group *g, const void *in, void *out, size_t coun
     }
     mps_stats_algo(MPS_ALGO_ALLREDUCE_HIER);
     if (h->node) {
-        PG_HIER_STEP(rc, h->node, pg_reduce(h->node, in, out, count, op, 0));
+        PG_HIER_STEP(g, rc, h->node, pg_reduce(h->node, in, out, count, op, 0));
     } else if (in != out && bytes) {
         memcpy(out, in, bytes);
     }
     if (h->leaders) {
-        PG_HIER_STEP(rc, h->leaders, pg_allreduce(h->leaders, out, out, count, op));
+        PG_HIER_STEP(g, rc, h->leaders, pg_allreduce(h->leaders, out, out, count, op));
     }
     if (h->node) {
-        PG_HIER_STEP(rc, h->node, pg_bcast(h->node, out, bytes, 0));
+        PG_HIER_STEP(g, rc, h->node, pg_bcast(h->node, out, bytes, 0));
     }
     return rc;
 }

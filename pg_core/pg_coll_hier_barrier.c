@@ -27,13 +27,13 @@ int pg_barrier_hier(struct pg_group *g)
     }
     mps_stats_algo(MPS_ALGO_BARRIER_HIER);
     if (h->node) {
-        PG_HIER_STEP(rc, h->node, pg_barrier(h->node));
+        PG_HIER_STEP(g, rc, h->node, pg_barrier(h->node));
     }
     if (h->leaders) {
-        PG_HIER_STEP(rc, h->leaders, pg_barrier(h->leaders));
+        PG_HIER_STEP(g, rc, h->leaders, pg_barrier(h->leaders));
     }
     if (h->node) {
-        PG_HIER_STEP(rc, h->node, pg_barrier(h->node));
+        PG_HIER_STEP(g, rc, h->node, pg_barrier(h->node));
     }
     return rc;
 }

@@ -29,13 +29,13 @@ int pg_bcast_hier(struct pg_group *g, void *buf, size_t bytes, int root)
     }
     mps_stats_algo(MPS_ALGO_BCAST_HIER);
     if (h->node && h->my_node == rnode) {
-        PG_HIER_STEP(rc, h->node, pg_bcast(h->node, buf, bytes, h->pos[root]));
+        PG_HIER_STEP(g, rc, h->node, pg_bcast(h->node, buf, bytes, h->pos[root]));
     }
     if (h->leaders) {
-        PG_HIER_STEP(rc, h->leaders, pg_bcast(h->leaders, buf, bytes, rnode));
+        PG_HIER_STEP(g, rc, h->leaders, pg_bcast(h->leaders, buf, bytes, rnode));
     }
     if (h->node && h->my_node != rnode) {
-        PG_HIER_STEP(rc, h->node, pg_bcast(h->node, buf, bytes, 0));
+        PG_HIER_STEP(g, rc, h->node, pg_bcast(h->node, buf, bytes, 0));
     }
     return rc;
 }

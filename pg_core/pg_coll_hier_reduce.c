@@ -81,12 +81,12 @@ int pg_reduce_hier(struct pg_group *g, const void *in, void *out, size_t count,
     }
     mps_stats_algo(MPS_ALGO_REDUCE_HIER);
     if (h->node) {
-        PG_HIER_STEP(rc, h->node, pg_reduce(h->node, in, acc, count, op, 0));
+        PG_HIER_STEP(g, rc, h->node, pg_reduce(h->node, in, acc, count, op, 0));
     } else if (acc != in && bytes) {
         memcpy(acc, in, bytes);
     }
     if (h->leaders) {
-        PG_HIER_STEP(rc, h->leaders, pg_reduce(h->leaders, acc, acc, count, op,
+        PG_HIER_STEP(g, rc, h->leaders, pg_reduce(h->leaders, acc, acc, count, op,
                                                h->node_of[root]));
     }
     if (pg_hier_goes_on(rc) && !root_leads && h->my_node == h->node_of[root] &&
