@@ -162,6 +162,10 @@ int fab_dead_peer(const struct fab *f, int *pid);
  * the probes' answers and starts the next few (at most 4 in flight, a peer at most every
  * 0.25 s; fab_probe.c): for waits that have lasted long enough to suspect a death. */
 int fab_remote_alive(struct fab *f);
+/* fab_remote_alive, looked at again until a probe finds a peer gone or limit seconds passed:
+ * for a request the fabric failed (a provider may cancel a dead peer's transfer before any
+ * probe answered), so that its error names the dead rank. PGC_OK at once without probes. */
+int fab_remote_verdict(struct fab *f, double limit);
 /* PGC_OK, or PGC_ERR_NOMEM (with its message) once the intra-node path lost a control
  * record for want of memory, reserve included: a transfer that will not complete. */
 int fab_health(const struct fab *f);

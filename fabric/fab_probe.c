@@ -236,6 +236,18 @@ int fab_probe_peer(struct fab *f, int peer)
     return probe_step(f, peer, mps_now()) == PROBE_DEAD ? dead_error(f, peer) : PGC_OK;
 }
 
+int fab_remote_verdict(struct fab *f, double limit)
+{
+    double end = mps_now() + limit;
+    int rc = fab_remote_alive(f);
+
+    while (rc == PGC_OK && f && f->probes && mps_now() < end) {
+        (void)poll(NULL, 0, 5);
+        rc = fab_remote_alive(f);
+    }
+    return rc;
+}
+
 void fab_probe_close(struct fab *f)
 {
     for (int r = 0; f->probes && r < f->size; r++) {

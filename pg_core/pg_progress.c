@@ -42,6 +42,7 @@
 #define WAIT_REMOTE_LIVENESS 1.0 /* s between asking the bootstrap about other nodes' ranks */
 #define WAIT_SLEEP_NS 50000   /* how long such a poll sleeps */
 #define WAIT_LIVENESS 0.1     /* s between two looks at the local peers' processes */
+#define FAILED_VERDICT_WAIT 0.5 /* s a request the fabric failed waits for the probes' answers */
 /* Longest sleep on the fabric's wait fd: bounds how late a wait sees what no socket
  * announces (a device operation, a timeout, a dead peer). */
 #define WAIT_NET_SLEEP_MS 1
@@ -295,9 +296,16 @@ static bool req_done(void *req)
  * node that died is the likeliest cause: name it; else name the sender of a rendezvous. */
 static int failed_cause(const struct pg_req *req)
 {
+    /* Cancelled by the caller (MPI_Cancel), not by the fabric. */
+    bool own = req->status == PGC_ERR_CANCELLED && req->cancelled;
     int rc = peer_alive();
 
-    if (rc != PGC_OK || req->status == PGC_ERR_TRUNCATE || req->status == PGC_ERR_CANCELLED) {
+    /* A provider may end a dead peer's transfer (tcp;ofi_rxm: cancelled) before a probe of
+     * its endpoint answered: let the probes answer first, briefly. */
+    if (rc == PGC_OK && !own && req->status != PGC_ERR_TRUNCATE && pg_w.fab) {
+        rc = fab_remote_verdict(pg_w.fab, FAILED_VERDICT_WAIT);
+    }
+    if (rc != PGC_OK || req->status == PGC_ERR_TRUNCATE || own) {
         return rc != PGC_OK ? rc : req->status;
     }
     /* Only a rendezvous receive knows its peer (peer_world) at this level. */
