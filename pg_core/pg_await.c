@@ -11,6 +11,7 @@
  */
 #include "config.h"
 
+#include "pg_device.h"
 #include "pg_internal.h"
 #include "pg_sched.h"
 
@@ -61,6 +62,9 @@ static bool message_awaited(const struct pg_req *req, struct pg_awaited *a)
 
 bool pg_req_awaited(const struct pg_req *req, struct pg_awaited *a)
 {
+    if (pg_dev_awaited(req, a)) {
+        return true;
+    }
     if (req->kind == PG_REQ_COLL) {
         return pg_sched_awaited(req, a);
     }

@@ -581,6 +581,7 @@ enum { DEV_G_UNKNOWN, DEV_G_NCCL, DEV_G_STAGING, DEV_G_BROKEN };
 struct pg_group_dev {
     int path; /* DEV_G_*: what the first device collective agreed on */
     int device;
+    uint64_t ncalls; /* device collectives started on the group (a timeout names the one) */
     cudaStream_t stream;
 #if HAVE_NCCL
     ncclComm_t comm;
@@ -678,6 +679,7 @@ struct dev_op {
     struct pg_group *g;
     struct pg_group_dev *gd;
     bool nccl;
+    uint64_t seq; /* the group's device collective number, from 1 */
     cudaEvent_t ev;
     struct coll_desc d;
     struct pg_op_spec op;
@@ -1322,6 +1324,7 @@ static int dev_start(struct pg_group *g, struct coll_desc *d, struct pg_req *req
     }
     o->gd = gd;
     o->nccl = nccl;
+    o->seq = ++gd->ncalls;
     op_activate(o, g, req, PG_REQ_COLL);
 #if HAVE_NCCL
     if (nccl) {
@@ -1556,18 +1559,50 @@ void pg_dev_detach(struct pg_req *req)
     }
 }
 
-/* The one wait (pg_wait: its progress runs the device's too), with the device's likely
- * causes named on a timeout. */
+/* The account of a NCCL collective whose wait timed out. NCCL cannot say which rank has not
+ * called it (its kernels just wait), so, as torch's NCCL watchdog does, the message names the
+ * call by the group's sequence number: the ranks' messages or flight recorders then show
+ * which rank never reached that number. */
+static void nccl_awaited(const struct dev_op *o, struct pg_awaited *a)
+{
+    size_t bytes = o->d.in_bytes > o->d.out_bytes ? o->d.in_bytes : o->d.out_bytes;
+
+    snprintf(a->what, sizeof(a->what), "NCCL %s", kind_name[o->d.kind]);
+    if (o->g->size == 1) {
+        snprintf(a->who, sizeof(a->who), "this rank's GPU (no other rank is in the group)");
+    } else {
+        snprintf(a->who, sizeof(a->who), "one of the group's other %d ranks, which NCCL does not "
+                 "name", o->g->size - 1);
+    }
+    snprintf(a->how, sizeof(a->how), "the group's device collective %llu, %zu B: a rank in "
+             "another call, on host buffers or dead never joins; the GPU also waits for work "
+             "queued before it", (unsigned long long)o->seq, bytes);
+}
+
+bool pg_dev_awaited(const struct pg_req *req, struct pg_awaited *a)
+{
+    struct mps_list *pos;
+
+    mps_list_for_each(pos, &op_active)
+    {
+        struct dev_op *o = container_of(pos, struct dev_op, link);
+        if (o->user != req) {
+            continue;
+        }
+        if (!o->nccl) {
+            return pg_req_awaited(&o->inner, a); /* staged: the host collective names ranks */
+        }
+        nccl_awaited(o, a);
+        return true;
+    }
+    return false;
+}
+
+/* The one wait (pg_wait: its progress runs the device's too; a timeout's message comes from
+ * pg_dev_awaited). */
 int pg_dev_wait(struct pg_req *req, double timeout)
 {
-    int rc = pg_wait(req, timeout);
-
-    if (rc == PGC_ERR_TIMEOUT) {
-        rc = mps_error(rc, "a device operation did not complete within %.0f s (a peer may have "
-                       "died, or ranks mixed host and device buffers with NCCL)",
-                       timeout < 0 ? pg_timeout() : timeout);
-    }
-    return rc;
+    return pg_wait(req, timeout);
 }
 
 void pg_dev_finalize(void)
@@ -1725,6 +1760,12 @@ int pg_dev_wait(struct pg_req *req, double timeout)
 int pg_dev_progress(void)
 {
     return PGC_OK;
+}
+
+bool pg_dev_awaited(const struct pg_req *req, struct pg_awaited *a)
+{
+    (void)req, (void)a;
+    return false;
 }
 
 void pg_dev_detach(struct pg_req *req)

@@ -217,10 +217,15 @@ int pg_dev_wait(struct pg_req *req, double timeout);
  *    with the world lock held, from pg_progress_locked. Cheap when nothing is pending.
  *  - pg_dev_detach: the waiter of req gave up (timeout): forget req so that its late
  *    completion writes nothing (call it beside pg_sched_detach).
+ *  - pg_dev_awaited: what req, a device call whose wait timed out, waits for (pg_await.c):
+ *    a staged call's host collective names the ranks; a NCCL call is named by the group's
+ *    device collective number. False when req is no device call.
  *  - pg_dev_group_free: frees g->dev (stream, NCCL communicator); from pg_group_release.
  *  - pg_dev_finalize: frees the pinned staging cache; from pg_finalize. */
 int pg_dev_progress(void);
 void pg_dev_detach(struct pg_req *req);
+struct pg_awaited;
+bool pg_dev_awaited(const struct pg_req *req, struct pg_awaited *a);
 void pg_dev_group_free(struct pg_group *g);
 void pg_dev_finalize(void);
 

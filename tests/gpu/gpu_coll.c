@@ -13,6 +13,9 @@
  * MPI_Irecv/MPI_Send with the status checked). With
  * MPISHIM_DEVICE_COLL=staging also mixed host/device buffers across ranks.
  *
+ * With --timeout-nccl (1 rank) and --timeout-staged (2 ranks, staging), MPISHIM_TIMEOUT=2:
+ * the messages of a device collective that times out (see check_nccl_timeout).
+ *
  * Without a GPU it prints "SKIP: needs an NVIDIA GPU (cudaGetDeviceCount found none)" and
  * exits 77 before MPI_Init. Run it through tests/gpu/run_gpu.sh.
  */
@@ -24,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include "../mr/mrtest.h"
 #include "pg_coll2.h"
@@ -437,6 +441,79 @@ static void check_freed_pointer(void)
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
 }
 
+/* MPI_Error_string of rc, for checking what a message names. */
+static const char *err_text(int rc)
+{
+    static char s[MPI_MAX_ERROR_STRING];
+    int len = 0;
+
+    s[0] = '\0';
+    MPI_Error_string(rc, s, &len);
+    return s;
+}
+
+static void CUDART_CB hold_gpu(void *arg)
+{
+    sleep(*(unsigned *)arg);
+}
+
+/* --timeout-nccl, 1 rank, MPISHIM_TIMEOUT=2: a NCCL allreduce queued behind 4 s of other
+ * work on the legacy default stream (which our blocking stream waits for) times out with a
+ * message naming the call and the group's device collective number; the group's NCCL
+ * communicator is aborted, so the next device collective fails at once, and host
+ * collectives go on. */
+static void check_nccl_timeout(void)
+{
+    static unsigned secs = 4;
+    float *h = host_vals(me, 64), *d = to_dev(h, 64);
+    const char *s;
+    int rc, x = me + 1;
+
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, d, 64, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD)); /* NCCL init */
+    CUDA_OK(cudaLaunchHostFunc(0, hold_gpu, &secs));
+    rc = MPI_Allreduce(MPI_IN_PLACE, d, 64, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    s = err_text(rc);
+    CHECK(rc != MPI_SUCCESS && strstr(s, "NCCL allreduce: timed out after 2 s") &&
+              strstr(s, "device collective 2, 256 B") && strstr(s, "this rank's GPU"),
+          "a NCCL allreduce held up on the GPU: %s", s);
+    CUDA_OK(cudaDeviceSynchronize());
+    rc = MPI_Allreduce(MPI_IN_PLACE, d, 64, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    s = err_text(rc);
+    CHECK(rc != MPI_SUCCESS && strstr(s, "aborted after a timeout"),
+          "the device collective after a NCCL timeout: %s", s);
+    CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, &x, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
+    CHECK(x == np * (np + 1) / 2, "a host allreduce after a NCCL timeout: %d", x);
+    cudaFree(d);
+    free(h);
+}
+
+/* --timeout-staged, 2 ranks, MPISHIM_DEVICE_COLL=staging, MPISHIM_TIMEOUT=2: rank 1 never
+ * joins a staged device allreduce, and rank 0's error names it (the host collective's
+ * account of whom it waits for). The call runs on a communicator of its own, which rank 0's
+ * given-up collective leaves behind. */
+static void check_staged_timeout(void)
+{
+    float *h = host_vals(me, 64), *d = to_dev(h, 64);
+    MPI_Comm c = MPI_COMM_NULL;
+    const char *s;
+    int rc;
+
+    CHECK_MPI(MPI_Comm_dup(MPI_COMM_WORLD, &c));
+    MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN);
+    if (me == 0) {
+        rc = MPI_Allreduce(MPI_IN_PLACE, d, 64, MPI_FLOAT, MPI_SUM, c);
+        s = err_text(rc);
+        CHECK(rc != MPI_SUCCESS && strstr(s, "timed out after 2 s waiting for rank 1"),
+              "a staged allreduce rank 1 never joins: %s", s);
+    } else {
+        sleep(3); /* past rank 0's timeout */
+    }
+    CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
+    cudaFree(d);
+    free(h);
+}
+
 /* Staging only: rank 0 passes host buffers, the others device buffers. */
 static void check_mixed(void)
 {
@@ -471,6 +548,14 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &me);
     MPI_Comm_size(MPI_COMM_WORLD, &np);
     CUDA_OK(cudaSetDevice(me % ndev));
+    if (argc > 1 && !strcmp(argv[1], "--timeout-nccl")) {
+        check_nccl_timeout();
+        return mrt_finish("gpu_coll --timeout-nccl");
+    }
+    if (argc > 1 && !strcmp(argv[1], "--timeout-staged")) {
+        check_staged_timeout();
+        return mrt_finish("gpu_coll --timeout-staged");
+    }
     mode = getenv("MPISHIM_DEVICE_COLL");
     check_classification();
     check_allreduce(7, false);

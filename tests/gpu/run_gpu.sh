@@ -17,10 +17,23 @@ status=0
 for n in 1 2 3 4; do
     for mode in auto staging; do
         echo "== gpu_coll: $n rank(s), MPISHIM_DEVICE_COLL=$mode"
-        if ! MPISHIM_DEVICE_COLL=$mode timeout 600 "$mpiexec" -n $n "$prog"; then
+        if ! MPISHIM_DEVICE_COLL=$mode timeout "${GPU_TIMEOUT:-600}" "$mpiexec" -n $n "$prog"; then
             echo "FAIL: gpu_coll at $n rank(s) with MPISHIM_DEVICE_COLL=$mode"
             status=1
         fi
     done
 done
+# Timeouts (MPISHIM_TIMEOUT=2): a NCCL call held up on the GPU, and a staged call one rank
+# never joins; each checks the message it gets.
+echo "== gpu_coll --timeout-nccl: 1 rank"
+if ! MPISHIM_TIMEOUT=2 MPISHIM_DEVICE_COLL=auto timeout 120 "$mpiexec" -n 1 "$prog" --timeout-nccl; then
+    echo "FAIL: gpu_coll --timeout-nccl"
+    status=1
+fi
+echo "== gpu_coll --timeout-staged: 2 ranks"
+if ! MPISHIM_TIMEOUT=2 MPISHIM_DEVICE_COLL=staging timeout 120 "$mpiexec" -n 2 "$prog" \
+    --timeout-staged; then
+    echo "FAIL: gpu_coll --timeout-staged"
+    status=1
+fi
 exit $status
