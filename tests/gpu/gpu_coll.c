@@ -470,7 +470,8 @@ static void check_nccl_timeout(void)
     int rc, x = me + 1;
 
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-    CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, d, 64, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD)); /* NCCL init */
+    /* The group's NCCL communicator is made here, not under the held-up call. */
+    CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, d, 64, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD));
     CUDA_OK(cudaLaunchHostFunc(0, hold_gpu, &secs));
     rc = MPI_Allreduce(MPI_IN_PLACE, d, 64, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
     s = err_text(rc);
