@@ -473,8 +473,13 @@ int pg_allreduce_impl(struct pg_group *g, const void *in, void *out, size_t coun
 int pg_reduce_scatter_block(struct pg_group *g, const void *in, void *out, size_t count,
                             const struct pg_op_spec *op)
 {
+    /* Up to PG_DIRECT_MAX in all: an allreduce, node-aware where it is. */
     if (count * op->elem_size * (size_t)g->size <= PG_DIRECT_MAX) {
         return pg_reduce_scatter_block_direct(g, in, out, count, op);
+    }
+    if (op->commutative && pg_hier_on(g) && pg_check_op(op) == PGC_OK) {
+        return pg_hier_idle(g) ? pg_reduce_scatter_block_hier(g, in, out, count, op)
+                               : reduce_scatter_block_sched(g, in, out, count, op);
     }
     return reduce_scatter_block_sched(g, in, out, count, op);
 }

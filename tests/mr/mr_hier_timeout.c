@@ -1,8 +1,8 @@
 /*
  * mr_hier_timeout.c - a node-aware collective that times out names the ranks of the
- * communicator it was waiting for, in its non-blocking form (MPI_Iallreduce and MPI_Ibcast,
- * then MPI_Wait) and its blocking one (MPI_Allreduce), not ranks of the node's or the
- * leaders' group that runs the step (issue 40).
+ * communicator it was waiting for, in its non-blocking form (MPI_Iallreduce, MPI_Ibcast and
+ * MPI_Ireduce_scatter_block, then MPI_Wait) and its blocking one (MPI_Allreduce), not ranks
+ * of the node's or the leaders' group that runs the step (issue 40).
  *
  * Run on 2 nodes made by MPISHIM_NODE_SPLIT=k (k = 2 or 3, 2k ranks: every node of one
  * machine's k consecutive local ranks, which here are the world ranks) with
@@ -17,9 +17,9 @@
  * leader waits for a missing child (the root waits for the late rank), a node's broadcast
  * for its root, and the leaders' step of 2 for the other leader. So, with node(q) and
  * leader(q) (its node's lowest rank) computed here from the communicator's world ranks:
- *   - allreduce (reduce in the node, then the leaders, then back into the node): a leader
- *     waits for the late rank if it is on its node, else for the late rank's leader; any
- *     other rank for its own leader (which waits in turn);
+ *   - allreduce and reduce_scatter_block (reduce in the node, then the leaders, then back
+ *     into the node): a leader waits for the late rank if it is on its node, else for the
+ *     late rank's leader; any other rank for its own leader (which waits in turn);
  *   - bcast from the late rank: its node's ranks wait for it, the other node's leader for
  *     the late rank's leader, the other node's other ranks for their leader.
  * The cases run on a duplicate of the world and on a communicator of the same ranks in
@@ -33,8 +33,9 @@
 #include <stdbool.h>
 #include <unistd.h>
 
-enum { ALLREDUCE, IALLREDUCE, IBCAST, NKINDS };
-static const char *const kind_name[NKINDS] = {"MPI_Allreduce", "MPI_Iallreduce", "MPI_Ibcast"};
+enum { ALLREDUCE, IALLREDUCE, IBCAST, IREDUCE_SCATTER_BLOCK, NKINDS };
+static const char *const kind_name[NKINDS] = {"MPI_Allreduce", "MPI_Iallreduce", "MPI_Ibcast",
+                                              "MPI_Ireduce_scatter_block"};
 
 static int wrank, nranks, split, late;
 
@@ -93,6 +94,8 @@ static int start(int kind, MPI_Comm c, int root, double *in, double *out, MPI_Re
         return MPI_Iallreduce(in, out, 1, MPI_DOUBLE, MPI_SUM, c, req);
     case IBCAST:
         return MPI_Ibcast(out, 1, MPI_DOUBLE, root, c, req);
+    case IREDUCE_SCATTER_BLOCK:
+        return MPI_Ireduce_scatter_block(in, out, 1, MPI_DOUBLE, MPI_SUM, c, req);
     default:
         *req = MPI_REQUEST_NULL;
         return MPI_Allreduce(in, out, 1, MPI_DOUBLE, MPI_SUM, c);
@@ -134,8 +137,9 @@ static void check_case(int kind, MPI_Comm c, const char *comm_name)
 
 int main(int argc, char **argv)
 {
-    enum { NCASES = 5 };
-    static const int kinds[NCASES] = {IALLREDUCE, IBCAST, ALLREDUCE, IALLREDUCE, ALLREDUCE};
+    enum { NCASES = 6 };
+    static const int kinds[NCASES] = {IALLREDUCE, IBCAST, IREDUCE_SCATTER_BLOCK, ALLREDUCE,
+                                      IALLREDUCE, ALLREDUCE};
     MPI_Comm comms[NCASES];
     const char *s;
 
@@ -155,9 +159,9 @@ int main(int argc, char **argv)
           s ? s : "none", nranks);
     CHECK(late >= 0 && late < nranks, "--late %d: no such rank", late);
     CHECK(getenv("MPISHIM_TIMEOUT"), "needs a short MPISHIM_TIMEOUT (2 s)");
-    /* The first three on duplicates of the world, the last two in reverse rank order. */
+    /* The first four on duplicates of the world, the last two in reverse rank order. */
     for (int i = 0; i < NCASES; i++) {
-        if (i < 3) {
+        if (i < 4) {
             CHECK_MPI(MPI_Comm_dup(MPI_COMM_WORLD, &comms[i]));
         } else {
             CHECK_MPI(MPI_Comm_split(MPI_COMM_WORLD, 0, nranks - wrank, &comms[i]));
@@ -175,7 +179,7 @@ int main(int argc, char **argv)
         }
     } else {
         for (int i = 0; i < NCASES; i++) {
-            check_case(kinds[i], comms[i], i < 3 ? "a duplicate of the world" : "the reversed "
+            check_case(kinds[i], comms[i], i < 4 ? "a duplicate of the world" : "the reversed "
                        "world");
         }
         CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
