@@ -128,16 +128,15 @@ int pg_reduce_scatter_block_hier(struct pg_group *g, const void *in, void *out, 
     int rc = pg_hier_begin(g);
 
     if (pg_hier_goes_on(rc) && h->leaders && !rsb_alloc(g, total, &b, heap_alloc, NULL)) {
-        rc = mps_error(PGC_ERR_NOMEM, "reduce_scatter_block (rank %d): no memory for %zu "
-                       "bytes of a node's sum", g->rank, total);
+        rc = mps_error(PGC_ERR_NOMEM, "reduce_scatter_block (rank %d): no memory for %zu B",
+                       g->rank, total);
     }
     if (!pg_hier_goes_on(rc)) {
         goto done;
     }
     mps_stats_algo(MPS_ALGO_REDUCE_SCATTER_BLOCK_HIER);
     if (h->node) {
-        PG_HIER_STEP(g, rc, h->node,
-                     pg_reduce(h->node, in, b.acc, count * (size_t)g->size, op, 0));
+        PG_HIER_STEP(g, rc, h->node, pg_reduce(h->node, in, b.acc, count * (size_t)g->size, op, 0));
     }
     if (h->leaders) {
         PG_HIER_STEP(g, rc, h->leaders,
@@ -172,8 +171,8 @@ static int rsb_stage(struct pg_hier_op *o, int stage, bool *started)
                              &o->sub);
         *started = true;
     } else if (stage == 1 && h->leaders) {
-        rc = leaders_start(o->g, h, leaders_src(h, o->in, &b), leaders_dst(h, o->out, &b),
-                           o->count, &o->op, &b, &o->sub);
+        rc = leaders_start(o->g, h, leaders_src(h, o->in, &b), leaders_dst(h, o->out, &b), o->count,
+                           &o->op, &b, &o->sub);
         *started = true;
     } else if (stage == 2 && h->node) {
         rc = pg_iscatter(h->node, o->acc, o->out, o->bytes, 0, &o->sub);

@@ -126,8 +126,8 @@ static void check_case(int kind, MPI_Comm c, const char *comm_name)
     printf("rank %d (%d here), %s on %s: %s\n", wrank, l.me, kind_name[kind], comm_name, msg);
     fflush(stdout);
     snprintf(want, sizeof(want), "waiting for rank %d (", x);
-    CHECK(strstr(msg, want), "%s on %s, rank %d here: \"%s\" does not say \"%s\"",
-          kind_name[kind], comm_name, l.me, msg, want);
+    CHECK(strstr(msg, want), "%s on %s, rank %d here: \"%s\" does not say \"%s\"", kind_name[kind],
+          comm_name, l.me, msg, want);
     CHECK(strstr(msg, "node-aware"), "%s on %s: \"%s\" does not name the node-aware step",
           kind_name[kind], comm_name, msg);
     snprintf(want, sizeof(want), "timed out after %s s", getenv("MPISHIM_TIMEOUT"));
@@ -138,8 +138,8 @@ static void check_case(int kind, MPI_Comm c, const char *comm_name)
 int main(int argc, char **argv)
 {
     enum { NCASES = 6 };
-    static const int kinds[NCASES] = {IALLREDUCE, IBCAST, IREDUCE_SCATTER_BLOCK, ALLREDUCE,
-                                      IALLREDUCE, ALLREDUCE};
+    static const int kinds[NCASES] = {IALLREDUCE, IBCAST,     IREDUCE_SCATTER_BLOCK,
+                                      ALLREDUCE,  IALLREDUCE, ALLREDUCE};
     MPI_Comm comms[NCASES];
     const char *s;
 
@@ -155,8 +155,8 @@ int main(int argc, char **argv)
         }
     }
     CHECK((split == 2 || split == 3) && nranks == 2 * split,
-          "needs MPISHIM_NODE_SPLIT=2 or 3 and twice as many ranks (has %s and %d)",
-          s ? s : "none", nranks);
+          "needs MPISHIM_NODE_SPLIT=2 or 3 and twice as many ranks (has %s and %d)", s ? s : "none",
+          nranks);
     CHECK(late >= 0 && late < nranks, "--late %d: no such rank", late);
     CHECK(getenv("MPISHIM_TIMEOUT"), "needs a short MPISHIM_TIMEOUT (2 s)");
     /* The first four on duplicates of the world, the last two in reverse rank order. */
@@ -179,8 +179,7 @@ int main(int argc, char **argv)
         }
     } else {
         for (int i = 0; i < NCASES; i++) {
-            check_case(kinds[i], comms[i], i < 4 ? "a duplicate of the world" : "the reversed "
-                       "world");
+            check_case(kinds[i], comms[i], i < 4 ? "a duplicate of the world" : "the reverse");
         }
         CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
     }
