@@ -131,8 +131,8 @@
       "memory they all map: put, get, accumulates and locks are loads, stores and CPU atomics; "   \
       "0: every operation is a message its target applies. Same value on every rank")              \
     X(COLL_HIER, "MPISHIM_COLL_HIER", BOOL, "1", MPS_ANY,                                          \
-      "1: allreduce, bcast, reduce, allgather and barrier (blocking and non-blocking) of a "       \
-      "group that spans nodes with several ranks on a node run within each node, then among "      \
+      "1: allreduce, bcast, reduce, allgather, barrier and reduce_scatter_block (blocking and "     \
+      "non-blocking) of a group that spans nodes with several ranks on a node run within each node, then among "      \
       "one leader per node; 0: flat")                                                              \
     X(NODE_SPLIT, "MPISHIM_NODE_SPLIT", INT, "0", MPS_ANY,                                         \
       "test knob: k > 0 makes node-aware collectives treat every k ranks of a node (by local "     \

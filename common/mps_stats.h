@@ -34,7 +34,9 @@
     X(BCAST_HIER, "bcast_hier", "node-aware broadcasts, blocking and nonblocking")                 \
     X(REDUCE_HIER, "reduce_hier", "node-aware reduces, blocking and nonblocking")                  \
     X(ALLGATHER_HIER, "allgather_hier", "node-aware allgathers, blocking and nonblocking")         \
-    X(BARRIER_HIER, "barrier_hier", "node-aware barriers, blocking and nonblocking")
+    X(BARRIER_HIER, "barrier_hier", "node-aware barriers, blocking and nonblocking")              \
+    X(REDUCE_SCATTER_BLOCK_HIER, "reduce_scatter_block_hier",                                      \
+      "node-aware reduce_scatter_blocks, blocking (past 2 KiB in all) and nonblocking")
 
 enum mps_algo {
 #define MPS_ALGO_ENUM(id, name, doc) MPS_ALGO_##id,

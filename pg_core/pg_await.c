@@ -8,6 +8,11 @@
  * their requests (pg_sched.c), a shared-memory slot's stamp (pg_coll_shm.c), or the one
  * message a collective without a schedule waits for (pg_coll_direct.c), whose tag carries
  * the collective's kind (pg_coll_sig.c). So the fast paths cost what they did.
+ *
+ * A node-aware collective (pg_coll_hier.c) runs as collectives on smaller groups, whose
+ * accounts name ranks of those groups: an account therefore also keeps the ranks it names
+ * as numbers, with their group's id, and a wait that timed out keeps its account for the
+ * blocking node-aware step that called it, which names the ranks of its own group instead.
  */
 #include "config.h"
 
@@ -36,6 +41,35 @@ void pg_ranks_str(const int *ranks, int n, char *buf, size_t len)
     }
 }
 
+void pg_awaited_ranks(struct pg_awaited *a, uint64_t ctx, const int *ranks, int n)
+{
+    a->ctx = ctx;
+    a->nranks = n > 0 ? n : 0;
+    for (int i = 0; i < n && i < PG_AWAITED_SHOWN + 1; i++) {
+        a->ranks[i] = ranks[i];
+    }
+    pg_ranks_str(ranks, n, a->who, sizeof(a->who));
+}
+
+/* The last timeout's account on this thread (pg_awaited_keep); kept.nranks 0: none. */
+static __thread struct pg_awaited kept;
+
+void pg_awaited_keep(const struct pg_awaited *a)
+{
+    kept = *a;
+}
+
+bool pg_awaited_kept(const struct pg_group *sub, struct pg_awaited *a)
+{
+    bool mine = kept.nranks > 0 && kept.ctx == sub->ctx;
+
+    if (mine) {
+        *a = kept;
+    }
+    kept.nranks = 0;
+    return mine;
+}
+
 /* The tag of a collective's message holds its signature (pg_coll_tag): its kind. */
 static unsigned tag_kind(int tag)
 {
@@ -53,7 +87,8 @@ static bool message_awaited(const struct pg_req *req, struct pg_awaited *a)
         return false;
     }
     snprintf(a->what, sizeof(a->what), "%s", pg_coll_kind_name(kind));
-    pg_ranks_str(&req->match_src, 1, a->who, sizeof(a->who));
+    /* A group's collective context is its context id shifted left, plus one. */
+    pg_awaited_ranks(a, req->ctx >> 1, &req->match_src, 1);
     snprintf(a->how, sizeof(a->how), "%s: a %s of %s%zu B %s rank %d", pg_direct_algo(kind),
              recv ? "receive" : "send", recv ? "up to " : "", recv ? req->cap : req->len,
              recv ? "from" : "to", req->match_src);

@@ -470,13 +470,26 @@ int pg_allreduce_impl(struct pg_group *g, const void *in, void *out, size_t coun
     return allreduce_sched(g, in, out, count, op);
 }
 
+/* Past the direct path: node-aware across nodes, else the pairwise schedule. Out of line,
+ * so that the small calls' path stays a check and a tail call. */
+PG_SLOW static int reduce_scatter_block_large(struct pg_group *g, const void *in, void *out,
+                                              size_t count, const struct pg_op_spec *op)
+{
+    if (op->commutative && pg_hier_on(g) && pg_check_op(op) == PGC_OK) {
+        return pg_hier_idle(g) ? pg_reduce_scatter_block_hier(g, in, out, count, op)
+                               : reduce_scatter_block_sched(g, in, out, count, op);
+    }
+    return reduce_scatter_block_sched(g, in, out, count, op);
+}
+
 int pg_reduce_scatter_block(struct pg_group *g, const void *in, void *out, size_t count,
                             const struct pg_op_spec *op)
 {
+    /* Up to PG_DIRECT_MAX in all: an allreduce, node-aware where it is. */
     if (count * op->elem_size * (size_t)g->size <= PG_DIRECT_MAX) {
         return pg_reduce_scatter_block_direct(g, in, out, count, op);
     }
-    return reduce_scatter_block_sched(g, in, out, count, op);
+    return reduce_scatter_block_large(g, in, out, count, op);
 }
 
 int pg_allgather_impl(struct pg_group *g, const void *in, void *out, size_t bytes)

@@ -7,6 +7,7 @@
 
 #include "mps_log.h"
 #include "pg_coll2.h"
+#include "pg_coll_hier.h"
 #include "pg_internal.h"
 #include "pgc_status.h"
 
@@ -217,6 +218,11 @@ int pg_ireduce_scatter_block(struct pg_group *g, const void *in, void *out, size
 
     if (rc != PGC_OK) {
         return rc;
+    }
+    /* Across nodes with several ranks on a node: pg_coll_hier_reduce_scatter.c (the blocking
+     * form's large sizes run it too, so that pgc's async form meets them). */
+    if (op->commutative && pg_hier_on(g)) {
+        return pg_ireduce_scatter_block_hier(g, in, out, count, op, req);
     }
     s = pg_sched_new(g, op, req);
     if (!s) {

@@ -232,26 +232,85 @@ bool pg_hier_step_in(struct pg_group *sub, int rc)
     return pg_hier_goes_on(rc);
 }
 
-/* A step on sub timed out, its message naming ranks of sub: says which ranks of g they are
- * ("ranks 0 and 1 of the node's group are ranks 4 and 5 here"). */
+/* ---- what a step waits for, in ranks of the collective's group (timeouts only) ---- */
+
+/* Where a step on sub (the node's or the leaders' group of g) runs. */
+static const char *step_place(const struct pg_group *g, const struct pg_group *sub)
+{
+    return sub == g->hier->node ? "within this node" : "among the nodes' leaders";
+}
+
+/* "that group's ranks 0 to 3 are ranks 4, 5, 6 and 7 here": which ranks of g sub holds
+ * (sub keeps g's order: a node's ranks in rank order, the leaders in node order, each
+ * node's lowest rank). map[i] gets the rank of g that is rank i of sub. */
+static void members_in(struct pg_group *g, const struct pg_group *sub, int *map, char *buf,
+                       size_t len)
+{
+    char mine[128];
+
+    for (int i = 0; i < sub->size; i++) {
+        map[i] = pg_group_rank_of(g, sub->ranks[i]);
+    }
+    pg_ranks_str(map, sub->size, mine, sizeof(mine));
+    snprintf(buf, len, "that group's ranks 0 to %d are %s here", sub->size - 1, mine);
+}
+
+/* The one account of a node-aware collective's step that did not complete, for both forms:
+ * a, the step's own account of whom it waits for (ranks of sub, the step's group), becomes
+ * one in ranks of g. a->who then names the ranks of g it waits for (where it named ranks:
+ * a->nranks > 0), and a->how says which step that is, what it was doing and which ranks of
+ * g its group holds ("a reduce within this node: step 1 of 1 of the binomial tree: a
+ * receive of 8 B from rank 1; that group's ranks 0 to 1 are ranks 4 and 5 here"). False
+ * without memory (a is then as it was). */
+static __attribute__((noinline, cold)) bool awaited_in(struct pg_group *g,
+                                                       const struct pg_group *sub,
+                                                       struct pg_awaited *a)
+{
+    char how[sizeof(a->how)], members[192];
+    int *map = malloc(sizeof(int) * (size_t)sub->size);
+    int shown = a->nranks < PG_AWAITED_SHOWN + 1 ? a->nranks : PG_AWAITED_SHOWN + 1;
+
+    if (!map) {
+        return false;
+    }
+    members_in(g, sub, map, members, sizeof(members));
+    /* Sub's order is g's, so the ranks shown stay the first ones, in increasing order. */
+    for (int i = 0; i < shown; i++) {
+        a->ranks[i] = a->ranks[i] >= 0 && a->ranks[i] < sub->size ? map[a->ranks[i]] : -1;
+    }
+    free(map);
+    if (a->nranks > 0) {
+        pg_awaited_ranks(a, g->ctx, a->ranks, a->nranks);
+    }
+    snprintf(how, sizeof(how), "%s", a->how);
+    snprintf(a->how, sizeof(a->how), "a%s %s %s: %s; %s", a->what[0] && strchr("aeiou", a->what[0]) ? "n" : "",
+             a->what, step_place(g, sub), how, members);
+    return true;
+}
+
+/* A step on sub timed out, its message naming ranks of sub: the message names the ranks of
+ * g it waited for instead (from the account its wait kept), or, where none was kept, says
+ * which ranks of g sub's ranks are. */
 static __attribute__((noinline, cold)) int step_timed_out(struct pg_group *g,
                                                           struct pg_group *sub, int rc)
 {
-    char why[512], mine[128];
-    int *ranks = malloc(sizeof(int) * (size_t)sub->size);
+    char why[512], members[192];
+    struct pg_awaited a;
+    int *map;
 
+    if (pg_awaited_kept(sub, &a) && awaited_in(g, sub, &a)) {
+        return mps_error(rc, "%s: timed out after %g s waiting for %s (a step of a node-aware "
+                         "collective: %s)", a.what, pg_w.timeout, a.who, a.how);
+    }
     snprintf(why, sizeof(why), "%s", mps_last_error());
-    if (!ranks) {
+    map = malloc(sizeof(int) * (size_t)sub->size);
+    if (!map) {
         return rc;
     }
-    for (int i = 0; i < sub->size; i++) {
-        ranks[i] = pg_group_rank_of(g, sub->ranks[i]);
-    }
-    pg_ranks_str(ranks, sub->size, mine, sizeof(mine));
-    free(ranks);
-    return mps_error(rc, "%s (a step of a node-aware collective: ranks 0 to %d of that step's "
-                     "group, the %s, are %s of this one, in order)", why, sub->size - 1,
-                     sub == g->hier->node ? "ranks of this node" : "nodes' leaders", mine);
+    members_in(g, sub, map, members, sizeof(members));
+    free(map);
+    return mps_error(rc, "%s (a step of a node-aware collective %s; %s)", why,
+                     step_place(g, sub), members);
 }
 
 int pg_hier_step_out(struct pg_group *g, struct pg_group *sub, int rc, int step_rc)
@@ -330,11 +389,30 @@ static int chain_poll(void *arg, bool *done)
     return rc;
 }
 
-/* What a chain waits for, when a wait for it timed out. */
+/* The account of the stage in flight on o->on: its collective's, or for the reduce's
+ * hand-over to the root, its receive's. */
+static bool stage_awaited(struct pg_hier_op *o, struct pg_awaited *a)
+{
+    struct pg_req *r = &o->sub;
+
+    if (pg_req_awaited(r, a)) {
+        return true;
+    }
+    if (r->kind != PG_REQ_RECV || r->match_src < 0 || r->match_src >= o->on->size) {
+        return false;
+    }
+    snprintf(a->what, sizeof(a->what), "%s", "receive");
+    pg_awaited_ranks(a, o->on->ctx, &r->match_src, 1);
+    snprintf(a->how, sizeof(a->how), "the result, %zu B from rank %d", r->cap, r->match_src);
+    return true;
+}
+
+/* What a chain waits for, when a wait for it timed out: the stage in flight's own account,
+ * in ranks of the collective's group (awaited_in, as the blocking form's). */
 static bool chain_desc(void *arg, struct pg_awaited *a)
 {
     struct pg_hier_op *o = arg;
-    bool node = o->on && o->on == o->h->node;
+    struct pg_awaited sa;
 
     if (!o->busy) {
         snprintf(a->who, sizeof(a->who),
@@ -344,10 +422,19 @@ static bool chain_desc(void *arg, struct pg_awaited *a)
                  o->next + 1, o->nstages, o->name);
         return true;
     }
+    if (o->on && stage_awaited(o, &sa) && awaited_in(o->g, o->on, &sa)) {
+        snprintf(a->who, sizeof(a->who), "%s", sa.who);
+        a->ctx = sa.ctx;
+        a->nranks = sa.nranks;
+        memcpy(a->ranks, sa.ranks, sizeof(a->ranks));
+        snprintf(a->how, sizeof(a->how), "stage %d of %d of the node-aware %s, %s", o->next,
+                 o->nstages, o->name, sa.how);
+        return true;
+    }
     snprintf(a->who, sizeof(a->who), "%s",
-             node ? "ranks of this node" : "the other nodes' leaders");
-    snprintf(a->how, sizeof(a->how), "stage %d of %d of the node-aware %s: its %s", o->next,
-             o->nstages, o->name, node ? "step within the node" : "step among the node leaders");
+             o->on == o->h->node ? "ranks of this node" : "the other nodes' leaders");
+    snprintf(a->how, sizeof(a->how), "stage %d of %d of the node-aware %s: its step %s", o->next,
+             o->nstages, o->name, o->on ? step_place(o->g, o->on) : "within this node");
     return true;
 }
 

@@ -3,7 +3,8 @@
  * two sub-groups, and the five algorithms built on them (pg_coll_hier_<kind>.c).
  *
  * A group that spans nodes with several ranks on some node runs its allreduce, bcast,
- * reduce, allgather and barrier, blocking and non-blocking, in three steps: within each
+ * reduce, allgather, barrier and reduce_scatter_block, blocking and non-blocking, in three
+ * steps: within each
  * node (shared memory and the rings), among one leader per node (the network), and within
  * each node again. The layout is a pure function of what every rank knows alike (the
  * bootstrap's node name of every world rank and MPISHIM_NODE_SPLIT), so every member finds
@@ -120,6 +121,9 @@ int pg_reduce_hier(struct pg_group *g, const void *in, void *out, size_t count,
                    const struct pg_op_spec *op, int root);
 int pg_allgather_hier(struct pg_group *g, const void *in, void *out, size_t bytes);
 int pg_barrier_hier(struct pg_group *g);
+/* pg_reduce_scatter_block's contract (pg_coll2.h), for the sizes past its direct path. */
+int pg_reduce_scatter_block_hier(struct pg_group *g, const void *in, void *out, size_t count,
+                                 const struct pg_op_spec *op);
 
 /*
  * The non-blocking forms: a chain of stages, each a collective (or one message) on the node
@@ -181,5 +185,7 @@ int pg_ireduce_hier(struct pg_group *g, const void *in, void *out, size_t count,
 int pg_iallgather_hier(struct pg_group *g, const void *in, void *out, size_t bytes,
                        struct pg_req *req);
 int pg_ibarrier_hier(struct pg_group *g, struct pg_req *req);
+int pg_ireduce_scatter_block_hier(struct pg_group *g, const void *in, void *out, size_t count,
+                                  const struct pg_op_spec *op, struct pg_req *req);
 
 #endif

@@ -346,7 +346,7 @@ static void shm_awaited(const struct shm_wait *w, struct pg_awaited *a)
             missing[n++] = at.next;
         }
     }
-    pg_ranks_str(missing, n, a->who, sizeof(a->who));
+    pg_awaited_ranks(a, w->s->ctx, missing, n);
     snprintf(a->how, sizeof(a->how), "one round through shared memory: %s",
              w->done_lines ? "not done with the last collective that used this rank's slot"
              : n > 1       ? "their slots are not written"
@@ -360,6 +360,8 @@ static int shm_wait(struct shm_wait *w, const char *what)
 
     if (rc == PGC_ERR_TIMEOUT) {
         shm_awaited(w, &a);
+        snprintf(a.what, sizeof(a.what), "%s", what);
+        pg_awaited_keep(&a);
         rc = mps_error(rc,
                        "%s: timed out after %g s waiting for %s (%s; a peer may have died, "
                        "or the ranks do not call the same collectives)",
@@ -706,6 +708,7 @@ static bool shm_op_desc(void *arg, struct pg_awaited *a)
     if (o->seq == 0 || o->g->shm->fin != o->seq - 1) {
         snprintf(a->who, sizeof(a->who), "the group's earlier non-blocking collectives");
         snprintf(a->how, sizeof(a->how), "one round through shared memory, in order");
+        a->nranks = 0;
         return true;
     }
     shm_awaited(o->posted || !writes(o) ? &o->arrive : &reuse, a);

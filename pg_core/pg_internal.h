@@ -251,15 +251,31 @@ int pg_wait_until_locked(bool (*ready)(void *arg), void *arg, double timeout);
 
 /* pg_await.c: what a wait that timed out waited for, worked out only then (the waits
  * themselves record nothing for it). */
+#define PG_AWAITED_SHOWN 4
 struct pg_awaited {
     char what[32]; /* the collective: "allreduce" */
     char who[128]; /* "rank 2", "ranks 1, 2 and 5" (ranks of the collective's group) */
-    char how[192]; /* "step 5 of 7 of recursive doubling: a receive of 8 B from rank 2" */
+    char how[384]; /* "step 5 of 7 of recursive doubling: a receive of 8 B from rank 2" */
+    /* Where who lists ranks (pg_awaited_ranks): the context id of their group, how many it
+     * names (0: who is prose), and the first of them, those that who shows. A node-aware
+     * collective reads them to name the ranks of its own group (pg_coll_hier.c). */
+    uint64_t ctx;
+    int nranks;
+    int ranks[PG_AWAITED_SHOWN + 1];
 };
 /* Writes ranks[0..n), group ranks in increasing order without repeats, as "rank 3",
- * "ranks 1, 2 and 5" or, past PG_AWAITED_SHOWN + 1, "ranks 0, 1, 2, 3 and 12 more". */
-#define PG_AWAITED_SHOWN 4
+ * "ranks 1, 2 and 5" or, past PG_AWAITED_SHOWN + 1, "ranks 0, 1, 2, 3 and 12 more" (so only
+ * the first PG_AWAITED_SHOWN + 1 are read). */
 void pg_ranks_str(const int *ranks, int n, char *buf, size_t len);
+/* a->who = ranks[0..n) of the group whose context id is ctx (as pg_ranks_str), and the
+ * ranks kept in a as numbers. */
+void pg_awaited_ranks(struct pg_awaited *a, uint64_t ctx, const int *ranks, int n);
+/* The account of the last wait of this thread that timed out, kept by the wait that wrote
+ * its message (pg_awaited_keep), so that a blocking node-aware collective whose step timed
+ * out can name the ranks of its own group: pg_awaited_kept gives it (and forgets it) if it
+ * names ranks of sub. Both only on a timeout's path. */
+void pg_awaited_keep(const struct pg_awaited *a);
+bool pg_awaited_kept(const struct pg_group *sub, struct pg_awaited *a);
 /* What req, not completed, waits for: a collective's schedule, or one message of a
  * collective run without one (pg_coll_direct.c); false when req is neither. */
 bool pg_req_awaited(const struct pg_req *req, struct pg_awaited *a);

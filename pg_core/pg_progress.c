@@ -213,6 +213,7 @@ static int wait_timed_out(struct pg_req *req, double timeout)
 
     if (pg_req_awaited(req, &a)) {
         give_up(req);
+        pg_awaited_keep(&a);
         return mps_error(PGC_ERR_TIMEOUT, "%s: timed out after %g s waiting for %s (%s)", a.what,
                          timeout, a.who, a.how);
     }

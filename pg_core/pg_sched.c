@@ -554,6 +554,7 @@ bool pg_sched_awaited(const struct pg_req *req, struct pg_awaited *a)
         return false;
     }
     snprintf(a->what, sizeof(a->what), "%s", pg_coll_kind_name(s->sig >> 8 & 15u));
+    a->nranks = 0; /* a poll step's account may be prose */
     for (int i = 0; i < s->next; i++) {
         if (pending(s, &s->steps[i])) {
             first = first ? first : &s->steps[i];
@@ -570,7 +571,7 @@ bool pg_sched_awaited(const struct pg_req *req, struct pg_awaited *a)
         return false;
     }
     nranks = pending_peers(s, ranks);
-    pg_ranks_str(ranks, nranks, a->who, sizeof(a->who));
+    pg_awaited_ranks(a, s->g->ctx, ranks, nranks);
     free(ranks);
     describe_step(s, first, npending, a);
     return true;

@@ -732,6 +732,8 @@ static void sub_communicator(void)
     alltoallv(1, 1, true, false);
     alltoallw(1, false, true);
     reduce_scatter(1, true, false);
+    reduce_scatter_block(BIG, 1, true, false);
+    reduce_scatter_block(BIG, 0, false, true);
     affine_reduce_scatter(2, false, true);
     affine_scan(3, true, false, true);
     scan_sum(2, 1, false, true, false);

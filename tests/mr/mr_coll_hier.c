@@ -2,11 +2,13 @@
  * mr_coll_hier: the blocking collectives that run node-aware (pg_core/pg_coll_hier_*.c) give
  * the results the flat algorithms must give, on the world and on a communicator whose nodes
  * interleave (ranks of one node not consecutive), at sizes that take the shared-memory
- * round, the direct messages and the schedules within a node.
+ * round, the direct messages and the schedules within a node (MPI_Reduce_scatter_block runs
+ * node-aware past 2 KiB in all, and as the node-aware allreduce up to it).
  *
- * The non-blocking forms (MPI_Iallreduce, _Ibcast, _Ireduce, _Iallgather, _Ibarrier) are
- * checked the same way, several outstanding at once with mixed roots and ops, a blocking
- * allreduce and point-to-point traffic among them, waited for out of order; and a first
+ * The non-blocking forms (MPI_Iallreduce, _Ibcast, _Ireduce, _Iallgather, _Ibarrier,
+ * _Ireduce_scatter_block) are checked the same way, several outstanding at once with mixed
+ * roots and ops, a blocking allreduce and point-to-point traffic among them, waited for out
+ * of order; and a first
  * non-blocking collective on a new communicator while a peer blocks in a send to this rank
  * (it must not wait for its peers to create anything).
  *
@@ -20,6 +22,7 @@
  */
 #include "mrtest.h"
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -118,6 +121,30 @@ static void check_allgather(MPI_Comm c, int n, int me, int count, int32_t *a, in
     }
 }
 
+/* Rank r's input is val(r, j) at index j of the whole vector (n blocks of count); rank me
+ * gets the sum of block me, in its own buffer and in place. */
+static void check_reduce_scatter_block(MPI_Comm c, int n, int me, int count, int32_t *all,
+                                       int32_t *b)
+{
+    for (int pass = 0; pass < 2; pass++) {
+        int32_t *res = pass ? all : b;
+
+        for (int j = 0; j < count * n; j++) {
+            all[j] = val(me, j);
+        }
+        for (int i = 0; i < count; i++) {
+            b[i] = -5;
+        }
+        CHECK_MPI(MPI_Reduce_scatter_block(pass ? MPI_IN_PLACE : all, res, count, MPI_INT32_T,
+                                           MPI_SUM, c));
+        for (int i = 0; i < count; i++) {
+            int64_t want = sum_of(n, me * count + i);
+            CHECK(res[i] == want, "reduce_scatter_block%s count %d: [%d] = %d, expected %lld",
+                  pass ? " in place" : "", count, i, res[i], (long long)want);
+        }
+    }
+}
+
 /* 2x2 integer matrices under multiplication: associative, not commutative. */
 static void matmul(void *in, void *inout, int *len, MPI_Datatype *dt)
 {
@@ -138,6 +165,46 @@ static void mat_of(int r, int64_t *m)
     m[1] = r + 1;
     m[2] = r % 3;
     m[3] = 1 + r % 2;
+}
+
+/* Reduce_scatter_block of blocks of per matrices under op: element j of block q of rank r is
+ * mat_of(r + 2q + j); rank me's result is the product over the ranks, in rank order. */
+static void check_noncommutative_rsb(MPI_Comm c, int n, int me, MPI_Datatype mat, MPI_Op op,
+                                     int per, bool nb)
+{
+    int64_t *in = malloc(sizeof(int64_t) * 4 * (size_t)(per * n)), *got, want[4];
+    MPI_Request r;
+
+    got = malloc(sizeof(int64_t) * 4 * (size_t)per);
+    CHECK(in && got, "no memory");
+    for (int q = 0; q < n; q++) {
+        for (int j = 0; j < per; j++) {
+            mat_of(me + 2 * q + j, in + 4 * ((size_t)q * per + j));
+        }
+    }
+    if (nb) {
+        CHECK_MPI(MPI_Ireduce_scatter_block(in, got, per, mat, op, c, &r));
+        CHECK_MPI(MPI_Wait(&r, MPI_STATUS_IGNORE));
+    } else {
+        CHECK_MPI(MPI_Reduce_scatter_block(in, got, per, mat, op, c));
+    }
+    for (int j = 0; j < per; j++) {
+        int64_t m[4];
+        int len = 1;
+
+        want[0] = want[3] = 1;
+        want[1] = want[2] = 0;
+        for (int r2 = 0; r2 < n; r2++) {
+            mat_of(r2 + 2 * me + j, m);
+            matmul(want, m, &len, &mat); /* m = want * m */
+            memcpy(want, m, sizeof(m));
+        }
+        CHECK(memcmp(got + 4 * (size_t)j, want, sizeof(want)) == 0,
+              "%sreduce_scatter_block of %d matrices per rank: [%d] out of rank order",
+              nb ? "i" : "", per, j);
+    }
+    free(in);
+    free(got);
 }
 
 /* A non-commutative op keeps rank order (it must not run node-aware). */
@@ -164,6 +231,11 @@ static void check_noncommutative(MPI_Comm c, int n, int me)
           "%lld %lld %lld %lld", (long long)got[0], (long long)got[1], (long long)got[2],
           (long long)got[3], (long long)want[0], (long long)want[1], (long long)want[2],
           (long long)want[3]);
+    /* One matrix per rank (an allreduce up to 2 KiB in all) and 100 (the scheduled form). */
+    for (int nb = 0; nb < 2; nb++) {
+        check_noncommutative_rsb(c, n, me, mat, op, 1, nb);
+        check_noncommutative_rsb(c, n, me, mat, op, 100, nb);
+    }
     CHECK_MPI(MPI_Op_free(&op));
     CHECK_MPI(MPI_Type_free(&mat));
 }
@@ -190,10 +262,10 @@ static void check_float_agrees(MPI_Comm c, int n, int me)
 /* ---- the non-blocking forms ---- */
 
 /* The MPI_T counters of the node-aware algorithms, in this order. */
-enum { H_ALLREDUCE, H_BCAST, H_REDUCE, H_ALLGATHER, H_BARRIER, H_KINDS };
-static const char *const hier_pvar[H_KINDS] = {"coll_allreduce_hier", "coll_bcast_hier",
-                                               "coll_reduce_hier", "coll_allgather_hier",
-                                               "coll_barrier_hier"};
+enum { H_ALLREDUCE, H_BCAST, H_REDUCE, H_ALLGATHER, H_BARRIER, H_RSB, H_KINDS };
+static const char *const hier_pvar[H_KINDS] = {
+    "coll_allreduce_hier", "coll_bcast_hier",    "coll_reduce_hier",
+    "coll_allgather_hier", "coll_barrier_hier", "coll_reduce_scatter_block_hier"};
 static MPI_T_pvar_session pv_session;
 static MPI_T_pvar_handle pv_handle[H_KINDS];
 static int expect_hier = -1; /* MRT_EXPECT_HIER: 1, 0, or -1 (not checked) */
@@ -243,7 +315,7 @@ static void pvars_expect(const unsigned long long *before, const int *calls, con
 
 /* Buffers of one round of outstanding non-blocking collectives. */
 struct nb_bufs {
-    int32_t *a, *sum, *bc, *red, *all, *x, *pin, *pout;
+    int32_t *a, *sum, *bc, *red, *all, *x, *pin, *pout, *rsin, *rs;
 };
 
 static int32_t xor_of(int n, int i)
@@ -273,6 +345,8 @@ static void nb_check(MPI_Comm c, int n, int me, int count, int rb, int rr, const
         CHECK(b->x[i] == xor_of(n, i), "iallreduce BXOR in place count %d: [%d] = %d", count, i,
               b->x[i]);
         CHECK(b->pin[i] == val(left, i) + 7, "sendrecv among them: [%d] = %d", i, b->pin[i]);
+        CHECK(b->rs[i] == sum_of(n, me * count + i), "ireduce_scatter_block count %d: [%d] = %d, "
+              "expected %lld", count, i, b->rs[i], (long long)sum_of(n, me * count + i));
         for (int r = 0; r < n; r++) {
             CHECK(b->all[(size_t)r * count + i] == val(r, i), "iallgather count %d: rank %d [%d]",
                   count, r, i);
@@ -281,12 +355,13 @@ static void nb_check(MPI_Comm c, int n, int me, int count, int rb, int rr, const
     (void)c;
 }
 
-/* One round: six non-blocking collectives outstanding at once (two allreduces with different
- * ops, a broadcast and a reduce with different roots, an allgather, a barrier), a blocking
- * allreduce and a point-to-point exchange among them, then waits out of order. */
+/* One round: seven non-blocking collectives outstanding at once (two allreduces with
+ * different ops, a broadcast and a reduce with different roots, an allgather, a barrier, a
+ * reduce_scatter_block), a blocking allreduce and a point-to-point exchange among them, then
+ * waits out of order. */
 static void nb_round(MPI_Comm c, int n, int me, int count, int rb, int rr, struct nb_bufs *b)
 {
-    MPI_Request r[6];
+    MPI_Request r[7];
     int one = me + 1, right = (me + 1) % n, left = (me + n - 1) % n;
     int64_t total = 0;
 
@@ -298,6 +373,10 @@ static void nb_round(MPI_Comm c, int n, int me, int count, int rb, int rr, struc
         b->x[i] = val(me, i) * (me + 3);
         b->pout[i] = val(me, i) + 7;
         b->pin[i] = 0;
+        b->rs[i] = -11;
+    }
+    for (int j = 0; j < count * n; j++) {
+        b->rsin[j] = val(me, j);
     }
     CHECK_MPI(MPI_Iallreduce(b->a, b->sum, count, MPI_INT32_T, MPI_SUM, c, &r[0]));
     CHECK_MPI(MPI_Ibcast(b->bc, count, MPI_INT32_T, rb, c, &r[1]));
@@ -305,13 +384,14 @@ static void nb_round(MPI_Comm c, int n, int me, int count, int rb, int rr, struc
     CHECK_MPI(MPI_Iallgather(b->a, count, MPI_INT32_T, b->all, count, MPI_INT32_T, c, &r[3]));
     CHECK_MPI(MPI_Iallreduce(MPI_IN_PLACE, b->x, count, MPI_INT32_T, MPI_BXOR, c, &r[4]));
     CHECK_MPI(MPI_Ibarrier(c, &r[5]));
+    CHECK_MPI(MPI_Ireduce_scatter_block(b->rsin, b->rs, count, MPI_INT32_T, MPI_SUM, c, &r[6]));
     /* Runs after the six on every rank: a blocking collective must not overtake them. */
     CHECK_MPI(MPI_Allreduce(&one, &total, 1, MPI_INT, MPI_SUM, c));
     CHECK_MPI(MPI_Sendrecv(b->pout, count, MPI_INT32_T, right, 11, b->pin, count, MPI_INT32_T,
                            left, 11, c, MPI_STATUS_IGNORE));
     CHECK_MPI(MPI_Wait(&r[5], MPI_STATUS_IGNORE)); /* the last first: the others progress */
     CHECK_MPI(MPI_Wait(&r[2], MPI_STATUS_IGNORE));
-    CHECK_MPI(MPI_Waitall(6, r, MPI_STATUSES_IGNORE));
+    CHECK_MPI(MPI_Waitall(7, r, MPI_STATUSES_IGNORE));
     nb_check(c, n, me, count, rb, rr, b, total);
 }
 
@@ -332,7 +412,10 @@ static void check_nonblocking(MPI_Comm c, const char *what)
     b.pin = malloc(sizeof(int32_t) * (size_t)maxc);
     b.pout = malloc(sizeof(int32_t) * (size_t)maxc);
     b.all = malloc(sizeof(int32_t) * (size_t)maxc * (size_t)n);
-    CHECK(b.a && b.sum && b.bc && b.red && b.x && b.pin && b.pout && b.all, "no memory");
+    b.rsin = malloc(sizeof(int32_t) * (size_t)maxc * (size_t)n);
+    b.rs = malloc(sizeof(int32_t) * (size_t)maxc);
+    CHECK(b.a && b.sum && b.bc && b.red && b.x && b.pin && b.pout && b.all && b.rsin && b.rs,
+          "no memory");
     pvars_read(before);
     /* Three rounds per size, with the roots on different ranks (and nodes) in each. */
     for (int k = 0; k < NCOUNTS; k++) {
@@ -344,6 +427,7 @@ static void check_nonblocking(MPI_Comm c, const char *what)
      * form while they wait), one of each other kind. */
     calls[H_ALLREDUCE] = 3 * rounds;
     calls[H_BCAST] = calls[H_REDUCE] = calls[H_ALLGATHER] = calls[H_BARRIER] = rounds;
+    calls[H_RSB] = rounds;
     pvars_expect(before, calls, what);
     free(b.a);
     free(b.sum);
@@ -353,6 +437,8 @@ static void check_nonblocking(MPI_Comm c, const char *what)
     free(b.pin);
     free(b.pout);
     free(b.all);
+    free(b.rsin);
+    free(b.rs);
 }
 
 /* A new communicator's first collective is non-blocking, and a peer blocks in a send to
@@ -366,7 +452,7 @@ static void check_first_use(MPI_Comm parent)
     int n, me;
     int32_t *buf = malloc(sizeof(int32_t) * BIG);
     unsigned long long before[H_KINDS];
-    int calls[H_KINDS] = {0, 0, 0, 0, 1};
+    int calls[H_KINDS] = {0, 0, 0, 0, 1, 0};
 
     CHECK(buf != NULL, "no memory");
     CHECK_MPI(MPI_Comm_dup(parent, &d));
@@ -410,6 +496,7 @@ static void check_comm(MPI_Comm c)
         check_reduce(c, n, me, counts[k], a, b);
         check_bcast(c, n, me, counts[k], a);
         check_allgather(c, n, me, counts[k], a, all);
+        check_reduce_scatter_block(c, n, me, counts[k], all, b);
         CHECK_MPI(MPI_Barrier(c));
     }
     check_noncommutative(c, n, me);

@@ -4,7 +4,8 @@
  * scratch in place of its buffer and a poisoned signature (pg.h), so that nobody waits for
  * it until the timeout:
  *   - every rank whose result depends on the bad rank's data fails with MPI_ERR_BUFFER
- *     (an allreduce, allgather or alltoall: every rank; a reduce: the root);
+ *     (an allreduce, allgather, alltoall or reduce_scatter_block: every rank; a reduce:
+ *     the root);
  *   - every other rank returns MPI_SUCCESS with the right result, or MPI_ERR_BUFFER where
  *     its data came through the bad rank (a broadcast's subtree below it); never success
  *     with wrong data, never a timeout (which would be another class);
@@ -167,6 +168,21 @@ static void alltoall_null_send(int count, int bad)
     MPI_Comm_free(&c);
 }
 
+/* Rank bad's send buffer is NULL: every rank's block sums a part of it. */
+static void reduce_scatter_block_null_send(int count, int bad)
+{
+    MPI_Comm c = fresh();
+    int *in = ints(count * nranks, rank), *out = ints(count, -1);
+    int rc = MPI_Reduce_scatter_block(rank == bad ? NULL : in, out, count, MPI_INT, MPI_SUM, c);
+
+    CHECK(class_of(rc) == MPI_ERR_BUFFER, "reduce_scatter_block of %d ints per rank, rank %d's "
+          "send buffer NULL: class %d, expected MPI_ERR_BUFFER", count, bad, class_of(rc));
+    still_works(c, "a poisoned reduce_scatter_block");
+    free(in);
+    free(out);
+    MPI_Comm_free(&c);
+}
+
 int main(int argc, char **argv)
 {
     /* 1 int: shared-memory slots or direct; 2000: direct or a schedule; 70000 (280 KB):
@@ -188,6 +204,7 @@ int main(int argc, char **argv)
         reduce_null_leaf(n, 0, nranks - 1);
         allgather_null_send(n, nranks / 2);
         alltoall_null_send(n / 4 + 1, 0);
+        reduce_scatter_block_null_send(n / 4 + 1, nranks - 1);
     }
     still_works(MPI_COMM_WORLD, "all cases");
     return mrt_finish("mr_coll_standin");
