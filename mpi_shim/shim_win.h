@@ -207,9 +207,10 @@ int shim_win_settle(struct shim_win *w, const char *fn);
 /* settle for the operations that count in *counter. */
 int shim_win_settle_counter(struct shim_win *w, const char *fn, int *counter);
 int shim_win_refusal(struct shim_win *w, const char *fn);
-/* One step of a wait started at start (mps_now): progress, and after a while give the core
- * away; PGC_ERR_TIMEOUT once pg_timeout() has passed. */
-int shim_win_wait_step(double start, int *spins);
+/* One step of a wait whose clock was started (pg_wait_clock_start): progress, and after a
+ * while give the core away; PGC_ERR_TIMEOUT once pg_timeout() has passed without a request
+ * served (pg.h's rule for every wait). */
+int shim_win_wait_step(struct pg_wait_clock *clock, int *spins);
 /* Progresses until *counter >= want (PSCW notices). */
 int shim_win_wait_count(struct shim_win *w, const char *fn, int *counter, int want,
                         const char *what);
