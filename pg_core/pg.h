@@ -218,6 +218,9 @@ void pg_group_retain(struct pg_group *g);
 void pg_group_release(struct pg_group *g);
 /* Group rank of a world rank, or -1. */
 int pg_group_rank_of(struct pg_group *g, int world_rank);
+/* The process id of group rank r when this process may read and write its memory with
+ * process_vm_readv/writev (same node, CMA allowed: the fabric decides, fab_cma_pid), else 0. */
+int pg_cma_pid(const struct pg_group *g, int r);
 
 /* Point-to-point on a group (ranks are group ranks; PG_PROC_NULL completes at once). */
 int pg_isend_impl(struct pg_group *g, const void *buf, size_t len, int dst, int tag, bool sync,
