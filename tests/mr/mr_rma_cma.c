@@ -460,6 +460,8 @@ static void test_serve(void)
                "(MPISHIM_TIMEOUT=%g) and returned\n",
                2.5 * timeout, timeout);
     }
+    /* The counts are read before the next accumulates start (rank 0's receives serve them). */
+    CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
 
     /* The others send a few, stop, and never call the barrier that rank 0 waits in. */
     if (rank != 0) {
