@@ -130,6 +130,10 @@
       "1: a window of MPI_Win_allocate or _allocate_shared whose members share one node is "       \
       "memory they all map: put, get, accumulates and locks are loads, stores and CPU atomics; "   \
       "0: every operation is a message its target applies. Same value on every rank")              \
+    X(RMA_CMA, "MPISHIM_RMA_CMA", BOOL, "1", MPS_ANY,                                              \
+      "1: put and get on windows of MPI_Win_create and _create_dynamic copy straight into and "    \
+      "out of a target on this node with process_vm_writev/readv; 0: as messages its target "      \
+      "applies. May differ between ranks")                                                         \
     X(COLL_HIER, "MPISHIM_COLL_HIER", BOOL, "1", MPS_ANY,                                          \
       "1: allreduce, bcast, reduce, allgather, barrier and reduce_scatter_block (blocking and "     \
       "non-blocking) of a group that spans nodes with several ranks on a node run within each node, then among "      \

@@ -155,6 +155,13 @@ void *fab_coll_area(const struct fab *f, int rank);
  * reaped yet), or -1 when every ring peer lives; *pid gets its process id. A few system
  * calls per local peer: for waits that have lasted long enough to suspect a death. */
 int fab_dead_peer(const struct fab *f, int *pid);
+/* The process id of peer when this process may copy to and from peer's memory with
+ * process_vm_readv/process_vm_writev (CMA): peer runs on this node, is reached through the
+ * shared-memory rings, and the kernel let fab_open's probe read memory that way (Yama,
+ * same user). 0 otherwise: another node, a forced provider, CMA refused. The one place
+ * that decides "CMA works to this peer", for tagged data here and for mpi_shim's one-sided
+ * put and get (through pg_cma_pid). Fixed once fab_connect returned. */
+int fab_cma_pid(const struct fab *f, int peer);
 /* PGC_ERR_PEER_DEAD, with a message naming the rank, its node and its address, when a rank
  * reached over tcp;ofi_rxm (another node, or every peer when that provider is forced) is
  * found gone: its endpoint's listening socket refuses a connection. Otherwise PGC_OK, also

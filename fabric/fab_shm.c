@@ -495,6 +495,12 @@ bool fab_shm_data_peer(const struct fab *f, int peer)
     return fab_shm_am_peer(f, peer) && f->ring->cma;
 }
 
+int fab_cma_pid(const struct fab *f, int peer)
+{
+    return peer >= 0 && peer < f->size && fab_shm_data_peer(f, peer) ? (int)f->ring->pids[peer]
+                                                                      : 0;
+}
+
 /* ---- producer side ---- */
 
 #ifndef MADV_POPULATE_WRITE

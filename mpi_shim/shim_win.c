@@ -44,6 +44,7 @@ static void win_destroy(struct shim_win *w)
         return;
     }
     shim_win_am_stop(w);
+    shim_win_cma_free(w);
     if (w->comm != MPI_COMM_NULL) {
         PMPI_Comm_free(&w->comm);
     }
@@ -163,6 +164,9 @@ static int win_setup(const char *fn, struct shim_comm *c, MPI_Comm comm, struct 
     }
     if (rc == PGC_OK) {
         rc = exchange_shapes(w);
+    }
+    if (rc == PGC_OK) {
+        rc = shim_win_cma_setup(w);
     }
     if (rc != PGC_OK) {
         rc = shim_error_pg(comm, fn, rc);
@@ -537,6 +541,10 @@ int PMPI_Win_get_info(MPI_Win win, MPI_Info *info_used)
     if (rc == MPI_SUCCESS) {
         rc =
             PMPI_Info_set(*info_used, "mpishim_rma_path", w->direct ? "direct" : "active_messages");
+    }
+    /* Put and get to members on this node by CMA instead (shim_win_cma.c). */
+    if (rc == MPI_SUCCESS) {
+        rc = PMPI_Info_set(*info_used, "mpishim_rma_cma", shim_win_cma_on(w) ? "true" : "false");
     }
     return rc;
 }

@@ -49,6 +49,18 @@ struct shim_win_region {
     size_t len;
 };
 
+/* The regions attached to a dynamic window. Origins on this node read them out of this
+ * process with process_vm_readv (shim_win_cma.c), without a lock: gen is odd while attach
+ * or detach changes them, and grows by two with each change, so a reader that finds it even
+ * and unchanged around its copy of the list copied a list that was whole. */
+struct shim_win_regions {
+    uint64_t gen;
+    struct shim_win_region *list;
+    int n, cap;
+};
+
+struct shim_win_cma;
+
 /* Rounds of the fence barrier (shim_win_fence.c): windows of up to 2^8 members. */
 #define SHIM_WIN_ROUNDS 8
 
@@ -87,8 +99,7 @@ struct shim_win {
     /* MPI_Win_create_dynamic: base is MPI_BOTTOM, a displacement is an address, and the
      * target accepts only ranges inside these regions. They change in the user's thread
      * (attach, detach) while progress reads them, in any thread: regions_lock. */
-    struct shim_win_region *regions;
-    int nregions, cap_regions;
+    struct shim_win_regions regions;
     pthread_mutex_t regions_lock;
     /* MPI_Win_allocate_shared: every member's memory, one mapping of one memfd, rank r's
      * part at offsets[r] (contiguous in rank order, as MPI's default asks). */
@@ -101,6 +112,9 @@ struct shim_win {
     struct shim_win_ctl *ctl;
     uint64_t fence_seq; /* fences this member passed (shim_win_fence.c) */
     int fence_spins;    /* progress calls a fence waiter makes before yielding; -1: not yet */
+    /* Put and get straight into and out of targets on this node (shim_win_cma.c), on windows
+     * of MPI_Win_create and _create_dynamic; NULL where no target is reachable so. */
+    struct shim_win_cma *cma;
 
     /* Origin side. */
     int pending;       /* requests whose reply has not arrived (atomic) */
@@ -207,9 +221,10 @@ int shim_win_settle(struct shim_win *w, const char *fn);
 /* settle for the operations that count in *counter. */
 int shim_win_settle_counter(struct shim_win *w, const char *fn, int *counter);
 int shim_win_refusal(struct shim_win *w, const char *fn);
-/* One step of a wait started at start (mps_now): progress, and after a while give the core
- * away; PGC_ERR_TIMEOUT once pg_timeout() has passed. */
-int shim_win_wait_step(double start, int *spins);
+/* One step of a wait whose clock was started (pg_wait_clock_start): progress, and after a
+ * while give the core away; PGC_ERR_TIMEOUT once pg_timeout() has passed without a request
+ * served (pg.h's rule for every wait). */
+int shim_win_wait_step(struct pg_wait_clock *clock, int *spins);
 /* Progresses until *counter >= want (PSCW notices). */
 int shim_win_wait_count(struct shim_win *w, const char *fn, int *counter, int want,
                         const char *what);
@@ -222,7 +237,24 @@ int shim_win_create_flavor(const char *fn, int flavor, MPI_Aint size, int disp_u
 /* Dynamic windows (shim_win_dyn.c): whether [addr, addr + len) lies in the regions
  * attached to w (one, or several that touch); frees the regions. */
 bool shim_win_dyn_fits(struct shim_win *w, uint64_t addr, uint64_t len);
+/* The same check on a list of n regions (a copy of a target's, shim_win_cma.c). */
+bool shim_win_regions_fit(const struct shim_win_region *list, int n, uint64_t addr, uint64_t len);
 void shim_win_dyn_free(struct shim_win *w);
+
+/* Put and get by CMA (shim_win_cma.c). setup, at creation (collective, after the shapes):
+ * every member's address of what an origin reads or writes (the window's base, or a dynamic
+ * window's struct shim_win_regions) is allgathered, and w->cma set where some member is
+ * reachable; PGC_OK or a pg status. free undoes it. */
+int shim_win_cma_setup(struct shim_win *w);
+void shim_win_cma_free(struct shim_win *w);
+/* Whether put and get go by CMA to some member (MPI_Win_get_info's mpishim_rma_cma). */
+bool shim_win_cma_on(const struct shim_win *w);
+/* Does op (a put, or a get that is no get_accumulate's) by CMA when its target is reachable
+ * so and the target's memory takes it: true with *rc the outcome (MPI_SUCCESS or an error
+ * raised on the window naming fn), the operation complete at the origin and visible at the
+ * target (shim_win_cma.c says why). false: nothing was done, and the caller sends op as
+ * active messages (another node, CMA refused, a range the target must check itself). */
+bool shim_win_cma_op(struct shim_win *w, const char *fn, const struct shim_rma *op, int *rc);
 
 /* User attributes of windows (shim_attr.c): the value of a user keyval, and the deletion
  * of all of them (MPI_Win_free) with their delete callbacks, newest first. */

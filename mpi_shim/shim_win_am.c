@@ -327,13 +327,17 @@ static void am_arrived(struct pg_req *req)
 
 /* Serves every queued request; a re-post that matches a queued message at once queues
  * the window again, and the loop takes it. Not re-entered (a send's own waits progress
- * the fabric only, but a nested call would find the list in use). */
+ * the fabric only, but a nested call would find the list in use). Returns the requests
+ * from other ranks it served: each restarts the timeout of the wait that progresses here
+ * (pg.h, struct pg_wait_clock), so a target that serves a stream of them in a barrier
+ * does not give up on its live origin. */
 static int serve_ready(void)
 {
     static int depth;
+    int served = 0;
 
     if (depth > 0 || mps_list_empty(&ready_wins)) {
-        return PGC_OK;
+        return 0;
     }
     depth++;
     while (!mps_list_empty(&ready_wins)) {
@@ -347,11 +351,12 @@ static int serve_ready(void)
         }
         if (req->status == PGC_OK && req->len >= sizeof(struct am_hdr)) {
             serve(w, req->source, (const struct am_hdr *)w->am_buf);
+            served += req->source != w->rank;
         }
         pg_irecv(w->g, w->am_buf, AM_MAX, PG_ANY_SOURCE, TAG_AM, req);
     }
     depth--;
-    return PGC_OK;
+    return served;
 }
 
 int shim_win_am_start(struct shim_win *w)
@@ -632,7 +637,7 @@ int shim_win_control(struct shim_win *w, enum shim_am_kind kind, int target, int
 
 /* One step of a wait: progress, and after a while give the core away (ranks may
  * outnumber cores); the timeout as pg_wait's. */
-int shim_win_wait_step(double start, int *spins)
+int shim_win_wait_step(struct pg_wait_clock *clock, int *spins)
 {
     int rc = pg_progress();
 
@@ -642,10 +647,10 @@ int shim_win_wait_step(double start, int *spins)
     if (++*spins > 256) {
         double now = mps_now();
 
-        if (now - start > pg_timeout()) {
+        if (pg_wait_clock_expired(clock, now, pg_timeout())) {
             return PGC_ERR_TIMEOUT;
         }
-        if (now - start > 0.01) {
+        if (now - clock->start > 0.01) {
             struct timespec ts = {0, 50000};
 
             nanosleep(&ts, NULL);
@@ -659,11 +664,12 @@ int shim_win_wait_step(double start, int *spins)
 int shim_win_wait_count(struct shim_win *w, const char *fn, int *counter, int want,
                         const char *what)
 {
-    double start = mps_now();
+    struct pg_wait_clock clock;
     int spins = 0, rc = PGC_OK;
 
+    pg_wait_clock_start(&clock, mps_now());
     while (__atomic_load_n(counter, __ATOMIC_ACQUIRE) < want && rc == PGC_OK) {
-        rc = shim_win_wait_step(start, &spins);
+        rc = shim_win_wait_step(&clock, &spins);
     }
     if (rc == PGC_ERR_TIMEOUT) {
         return shim_error(w->comm, fn, MPI_ERR_OTHER,
@@ -733,16 +739,15 @@ int shim_win_refusal(struct shim_win *w, const char *fn)
 
 static int settle(struct shim_win *w, const char *fn, int *counter)
 {
-    double start;
+    struct pg_wait_clock clock;
     int spins = 0, rc = PGC_OK;
 
     if (__atomic_load_n(counter, __ATOMIC_ACQUIRE) <= 0) {
         return MPI_SUCCESS; /* nothing in flight (always, on the direct path) */
     }
-    start = mps_now();
-
+    pg_wait_clock_start(&clock, mps_now());
     while (__atomic_load_n(counter, __ATOMIC_ACQUIRE) > 0 && rc == PGC_OK) {
-        rc = shim_win_wait_step(start, &spins);
+        rc = shim_win_wait_step(&clock, &spins);
     }
     if (rc == PGC_ERR_TIMEOUT) {
         return shim_error(w->comm, fn, MPI_ERR_OTHER,

@@ -61,7 +61,7 @@ int shim_win_direct_lock(struct shim_win *w, const char *fn, int target, int typ
     uint64_t *word = &w->ctl[target].lock;
     bool excl = type == MPI_LOCK_EXCLUSIVE;
     int spins = 0, rc = PGC_OK;
-    double start;
+    struct pg_wait_clock clock;
 
     if (excl) {
         __atomic_fetch_add(word, SHIM_WIN_WAITER, __ATOMIC_RELAXED);
@@ -69,9 +69,9 @@ int shim_win_direct_lock(struct shim_win *w, const char *fn, int target, int typ
     if (try_lock(word, excl)) {
         return MPI_SUCCESS;
     }
-    start = mps_now();
+    pg_wait_clock_start(&clock, mps_now());
     while (rc == PGC_OK && !try_lock(word, excl)) {
-        rc = shim_win_wait_step(start, &spins);
+        rc = shim_win_wait_step(&clock, &spins);
     }
     if (rc == PGC_OK) {
         return MPI_SUCCESS;

@@ -12,7 +12,9 @@
  * Attach and detach are local and run in the user's thread, while the target's check runs
  * in progress, in whatever thread makes it: the region list is under w->regions_lock. A
  * program that detaches memory while an access to it may still be in flight is erroneous
- * (MPI-3.1 11.2.4); the lock keeps the list itself sound even then.
+ * (MPI-3.1 11.2.4); the lock keeps the list itself sound even then. Origins on this node
+ * read the list from outside without the lock (shim_win_cma.c): every change is bracketed by
+ * the generation count's odd and even values (struct shim_win_regions).
  */
 #include "config.h"
 
@@ -28,12 +30,13 @@ static bool overlaps(uintptr_t a, size_t alen, uintptr_t b, size_t blen)
     return a == b || (a < b + blen && b < a + alen);
 }
 
-/* The region holding addr (its first byte at or before addr, addr before its end), or
- * NULL. Called with regions_lock held. */
-static const struct shim_win_region *region_at(const struct shim_win *w, uint64_t addr)
+/* The region of list holding addr (its first byte at or before addr, addr before its end),
+ * or NULL. */
+static const struct shim_win_region *region_at(const struct shim_win_region *list, int n,
+                                               uint64_t addr)
 {
-    for (int i = 0; i < w->nregions; i++) {
-        const struct shim_win_region *r = &w->regions[i];
+    for (int i = 0; i < n; i++) {
+        const struct shim_win_region *r = &list[i];
 
         if (addr >= r->base && addr - r->base < r->len) {
             return r;
@@ -42,7 +45,7 @@ static const struct shim_win_region *region_at(const struct shim_win *w, uint64_
     return NULL;
 }
 
-bool shim_win_dyn_fits(struct shim_win *w, uint64_t addr, uint64_t len)
+bool shim_win_regions_fit(const struct shim_win_region *list, int n, uint64_t addr, uint64_t len)
 {
     bool fits = true;
 
@@ -52,10 +55,9 @@ bool shim_win_dyn_fits(struct shim_win *w, uint64_t addr, uint64_t len)
     if (addr + len < addr) {
         return false;
     }
-    pthread_mutex_lock(&w->regions_lock);
     /* Walk from region to touching region until the range's end is covered. */
     while (fits && len > 0) {
-        const struct shim_win_region *r = region_at(w, addr);
+        const struct shim_win_region *r = region_at(list, n, addr);
         uint64_t in_r = r ? r->base + r->len - addr : 0;
 
         fits = r != NULL;
@@ -63,15 +65,38 @@ bool shim_win_dyn_fits(struct shim_win *w, uint64_t addr, uint64_t len)
         addr += in_r;
         len -= in_r;
     }
+    return fits;
+}
+
+bool shim_win_dyn_fits(struct shim_win *w, uint64_t addr, uint64_t len)
+{
+    bool fits;
+
+    pthread_mutex_lock(&w->regions_lock);
+    fits = shim_win_regions_fit(w->regions.list, w->regions.n, addr, len);
     pthread_mutex_unlock(&w->regions_lock);
     return fits;
 }
 
 void shim_win_dyn_free(struct shim_win *w)
 {
-    free(w->regions);
-    w->regions = NULL;
-    w->nregions = 0;
+    free(w->regions.list);
+    w->regions.list = NULL;
+    w->regions.n = 0;
+}
+
+/* The two halves of a change to the list, under regions_lock: the count odd, then even
+ * again (struct shim_win_regions). A release each, so that a reader who copies the list and
+ * then finds the count unchanged and even copied no half-made change. */
+static void regions_change_begin(struct shim_win *w)
+{
+    __atomic_store_n(&w->regions.gen, w->regions.gen + 1, __ATOMIC_RELAXED);
+    __atomic_thread_fence(__ATOMIC_RELEASE);
+}
+
+static void regions_change_end(struct shim_win *w)
+{
+    __atomic_store_n(&w->regions.gen, w->regions.gen + 1, __ATOMIC_RELEASE);
 }
 
 /* The opening of attach and detach: a valid dynamic window. */
@@ -96,26 +121,28 @@ static int region_add(struct shim_win *w, uintptr_t base, size_t len, struct shi
     int rc = MPI_SUCCESS;
 
     pthread_mutex_lock(&w->regions_lock);
-    for (int i = 0; i < w->nregions && rc == MPI_SUCCESS; i++) {
-        if (overlaps(base, len, w->regions[i].base, w->regions[i].len)) {
-            *clash = w->regions[i];
+    for (int i = 0; i < w->regions.n && rc == MPI_SUCCESS; i++) {
+        if (overlaps(base, len, w->regions.list[i].base, w->regions.list[i].len)) {
+            *clash = w->regions.list[i];
             rc = MPI_ERR_RMA_ATTACH;
         }
     }
-    if (rc == MPI_SUCCESS && w->nregions == w->cap_regions) {
-        int cap = w->cap_regions ? 2 * w->cap_regions : 8;
-        struct shim_win_region *r = realloc(w->regions, sizeof(*r) * (size_t)cap);
+    regions_change_begin(w);
+    if (rc == MPI_SUCCESS && w->regions.n == w->regions.cap) {
+        int cap = w->regions.cap ? 2 * w->regions.cap : 8;
+        struct shim_win_region *r = realloc(w->regions.list, sizeof(*r) * (size_t)cap);
 
         if (r) {
-            w->regions = r;
-            w->cap_regions = cap;
+            w->regions.list = r;
+            w->regions.cap = cap;
         } else {
             rc = MPI_ERR_NO_MEM;
         }
     }
     if (rc == MPI_SUCCESS) {
-        w->regions[w->nregions++] = (struct shim_win_region){base, len};
+        w->regions.list[w->regions.n++] = (struct shim_win_region){base, len};
     }
+    regions_change_end(w);
     pthread_mutex_unlock(&w->regions_lock);
     return rc;
 }
@@ -166,12 +193,14 @@ int PMPI_Win_detach(MPI_Win win, const void *base)
         return rc;
     }
     pthread_mutex_lock(&w->regions_lock);
-    for (int i = 0; i < w->nregions && !found; i++) {
-        if (w->regions[i].base == (uintptr_t)base) {
-            w->regions[i] = w->regions[--w->nregions];
+    regions_change_begin(w);
+    for (int i = 0; i < w->regions.n && !found; i++) {
+        if (w->regions.list[i].base == (uintptr_t)base) {
+            w->regions.list[i] = w->regions.list[--w->regions.n];
             found = 1;
         }
     }
+    regions_change_end(w);
     pthread_mutex_unlock(&w->regions_lock);
     if (!found) {
         return shim_error(w->comm, SHIM_FN, MPI_ERR_RMA_RANGE,

@@ -71,7 +71,7 @@ static int spin_limit(struct shim_win *w)
  * later sleep, time out). */
 static int wait_counter(struct shim_win *w, const uint64_t *counter, uint64_t want)
 {
-    double start = 0.0;
+    struct pg_wait_clock clock = {0.0, 0};
     int spins = 0, progressed = 0, limit = spin_limit(w), rc = PGC_OK;
 
     while (rc == PGC_OK) {
@@ -86,10 +86,10 @@ static int wait_counter(struct shim_win *w, const uint64_t *counter, uint64_t wa
             rc = pg_progress();
             continue;
         }
-        if (start == 0.0) {
-            start = mps_now();
+        if (clock.start == 0.0) {
+            pg_wait_clock_start(&clock, mps_now());
         }
-        rc = shim_win_wait_step(start, &spins);
+        rc = shim_win_wait_step(&clock, &spins);
     }
     return rc;
 }

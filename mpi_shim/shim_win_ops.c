@@ -3,7 +3,9 @@
  * MPI_Get_accumulate, MPI_Fetch_and_op, MPI_Compare_and_swap and their request-based
  * forms. Each checks its arguments against the target's window (known from creation), then
  * hands one struct shim_rma to the window's path: shim_win_direct_op on a window of the
- * same-node direct path (shim_win_direct.c), else shim_win_issue (shim_win_am.c).
+ * same-node direct path (shim_win_direct.c), a copy through the mapping on a shared window,
+ * CMA for put and get on windows of user memory to a target on this node
+ * (shim_win_cma.c), else shim_win_issue (shim_win_am.c).
  *
  * The request-based forms wait for their own operation before they return a request that
  * is already complete: MPI allows a request to complete at any time after the call, and
@@ -137,6 +139,10 @@ static int issue(struct shim_win *w, const char *fn, struct shim_rma *op)
     if (w->shm && (op->kind == SHIM_AM_PUT || op->kind == SHIM_AM_GET)) {
         shim_win_shm_copy(w, op);
         return MPI_SUCCESS;
+    }
+    /* Windows of user memory: put and get to a target on this node by CMA. */
+    if (w->cma && shim_win_cma_op(w, fn, op, &rc)) {
+        return rc;
     }
     if (op->target == w->rank && !op->counter) {
         op->counter = &self_pending;

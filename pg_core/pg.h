@@ -218,6 +218,9 @@ void pg_group_retain(struct pg_group *g);
 void pg_group_release(struct pg_group *g);
 /* Group rank of a world rank, or -1. */
 int pg_group_rank_of(struct pg_group *g, int world_rank);
+/* The process id of group rank r when this process may read and write its memory with
+ * process_vm_readv/writev (same node, CMA allowed: the fabric decides, fab_cma_pid), else 0. */
+int pg_cma_pid(const struct pg_group *g, int r);
 
 /* Point-to-point on a group (ranks are group ranks; PG_PROC_NULL completes at once). */
 int pg_isend_impl(struct pg_group *g, const void *buf, size_t len, int dst, int tag, bool sync,
@@ -251,8 +254,29 @@ int pg_progress(void);
  * schedules, under the world lock), where it may send: unlike a receive's completion
  * callback, which may run inside a fabric drain that a send waiting for ring space would
  * re-enter. One per process (mpi_shim's RMA windows apply their requests there); it returns
- * PGC_OK or an error that progress returns. NULL removes it. */
+ * the number of requests from other ranks it served (>= 0; they restart the timeout of the
+ * wait that made this progress, see struct pg_wait_clock) or an error that progress
+ * returns. NULL removes it. */
 void pg_progress_hook(int (*fn)(void));
+/*
+ * The timeout rule of every wait (pg_wait_until_locked, and mpi_shim's window waits): a
+ * wait fails after MPISHIM_TIMEOUT seconds in which its progress served no request for
+ * another rank (the progress hook's count), counted from its start or from the last round
+ * that served one. A rank in MPI_Barrier or MPI_Win_fence that applies a stream of one-sided
+ * requests is working for a live origin: it must not give up on the barrier while that
+ * origin still sends (OSU's bandwidth programs on windows of active messages send for
+ * minutes before they reach the barrier). A wait whose peers are dead, or send nothing,
+ * still fails after the timeout; a dead process of this node fails it sooner (the liveness
+ * checks do not depend on this clock).
+ */
+struct pg_wait_clock {
+    double start;    /* when the wait started, or last served a request */
+    uint64_t served; /* the served count then */
+};
+void pg_wait_clock_start(struct pg_wait_clock *c, double now);
+/* Whether timeout seconds passed without a request served, at now; restarts the clock when
+ * one was served since the last look. */
+bool pg_wait_clock_expired(struct pg_wait_clock *c, double now, double timeout);
 bool pg_test(struct pg_req *req);
 /* Waits until req completes or timeout seconds (< 0: MPISHIM_TIMEOUT) pass. */
 int pg_wait(struct pg_req *req, double timeout);

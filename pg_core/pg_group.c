@@ -96,6 +96,14 @@ int pg_group_rank_of(struct pg_group *g, int world_rank)
     return -1;
 }
 
+int pg_cma_pid(const struct pg_group *g, int r)
+{
+    if (!pg_w.fab || r < 0 || r >= g->size) {
+        return 0;
+    }
+    return fab_cma_pid(pg_w.fab, g->ranks[r]);
+}
+
 /* The agreement's element: the largest next_ctx, and the channels anyone holds. */
 struct ids {
     uint64_t ctx;

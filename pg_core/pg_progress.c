@@ -57,6 +57,9 @@ struct wait_state {
 };
 
 static int (*progress_hook)(void);
+/* Requests from other ranks the hook served, ever (struct pg_wait_clock). Written under the
+ * world lock, read by waits of any thread. */
+static uint64_t hook_served;
 
 void pg_progress_hook(int (*fn)(void))
 {
@@ -82,9 +85,32 @@ static int progress_events(void)
         rc = pg_dev_progress();
     }
     if (rc >= 0 && hook) {
-        rc = hook();
+        int served = hook();
+
+        if (served > 0) {
+            __atomic_add_fetch(&hook_served, (uint64_t)served, __ATOMIC_RELAXED);
+            events += served;
+        }
+        rc = served < 0 ? served : rc;
     }
     return rc < 0 ? rc : events;
+}
+
+void pg_wait_clock_start(struct pg_wait_clock *c, double now)
+{
+    c->start = now;
+    c->served = __atomic_load_n(&hook_served, __ATOMIC_RELAXED);
+}
+
+bool pg_wait_clock_expired(struct pg_wait_clock *c, double now, double timeout)
+{
+    uint64_t served = __atomic_load_n(&hook_served, __ATOMIC_RELAXED);
+
+    if (served != c->served) {
+        c->served = served;
+        c->start = now;
+    }
+    return now - c->start > timeout;
 }
 
 int pg_progress_locked(void)
@@ -264,7 +290,8 @@ static int peer_alive(void)
 int pg_wait_until_locked(bool (*ready)(void *arg), void *arg, double timeout)
 {
     struct wait_state w = {0};
-    double start = 0, next_look = 0;
+    struct pg_wait_clock clock = {0, 0};
+    double next_look = 0;
     int rc = PGC_OK;
 
     if (timeout < 0) {
@@ -275,13 +302,14 @@ int pg_wait_until_locked(bool (*ready)(void *arg), void *arg, double timeout)
         /* Reading the clock costs ~20 ns: check it every 256 polls only, and not on the
          * first (most waits end within a few polls), and after each sleep on the fabric's fd
          * (up to WAIT_NET_SLEEP_MS each: net_idle sets the bits). The timeout counts from
-         * there. */
+         * there, and again from each look that finds a request served (pg.h). */
         if ((w.iter & 255) == 255) {
             double now = mps_now();
-            w.sleepy = start != 0 && now - start > WAIT_SLEEP_AFTER;
-            if (start == 0) {
-                start = next_look = now;
-            } else if (now - start > timeout && !ready(arg)) {
+            w.sleepy = clock.start != 0 && now - clock.start > WAIT_SLEEP_AFTER;
+            if (clock.start == 0) {
+                pg_wait_clock_start(&clock, now);
+                next_look = now;
+            } else if (pg_wait_clock_expired(&clock, now, timeout) && !ready(arg)) {
                 rc = PGC_ERR_TIMEOUT;
                 pg_flight_dump_all("a timeout");
             } else if (now >= next_look + WAIT_LIVENESS) {
