@@ -130,6 +130,10 @@
       "1: a window of MPI_Win_allocate or _allocate_shared whose members share one node is "       \
       "memory they all map: put, get, accumulates and locks are loads, stores and CPU atomics; "   \
       "0: every operation is a message its target applies. Same value on every rank")              \
+    X(WIN_FI_RMA, "MPISHIM_WIN_FI_RMA", BOOL, "1", MPS_ANY,                                        \
+      "1: the network endpoint takes FI_RMA where its provider offers it on the same endpoint, "   \
+      "and MPI_Put/MPI_Get of contiguous data to a window's target on it use fi_write/fi_read; "   \
+      "0: they stay active messages")                                                              \
     X(COLL_HIER, "MPISHIM_COLL_HIER", BOOL, "1", MPS_ANY,                                          \
       "1: allreduce, bcast, reduce, allgather and barrier (blocking and non-blocking) of a "       \
       "group that spans nodes with several ranks on a node run within each node, then among "      \
