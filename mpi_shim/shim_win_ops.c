@@ -138,6 +138,9 @@ static int issue(struct shim_win *w, const char *fn, struct shim_rma *op)
         shim_win_shm_copy(w, op);
         return MPI_SUCCESS;
     }
+    if (w->net && shim_win_net_op(w, op, &rc)) {
+        return rc == PGC_OK ? MPI_SUCCESS : shim_error_pg(w->comm, fn, rc);
+    }
     if (op->target == w->rank && !op->counter) {
         op->counter = &self_pending;
     }
