@@ -11,6 +11,11 @@
  *   mpiexec -n 2 ./bench_rma get_fence [options]  the same with MPI_Get
  *   mpiexec -n 2 ./bench_rma fop [options]        MPI_Fetch_and_op (MPI_SUM of one int64)
  *                                                  + MPI_Win_flush(1), under lock_all, in us
+ *   mpiexec -n 2 ./bench_rma put_bw [options]     MPI_Win_lock(shared, 1) + 32 MPI_Put of
+ *                                                  the size to the same place +
+ *                                                  MPI_Win_unlock(1) per iteration (as
+ *                                                  osu_put_bw -s lock), in MB/s
+ *   mpiexec -n 2 ./bench_rma get_bw [options]     the same with MPI_Get, in MB/s
  * The window is MPI_Win_allocate'd on both ranks. Under lock/unlock and fop, rank 1 makes
  * no RMA call while rank 0 measures: it waits in MPI_Barrier, whose progress serves the
  * requests (as OSU's target does). Options are bench_util.h's; without -s/-m/-n the sizes
@@ -21,9 +26,21 @@
 
 #include <stdint.h>
 
-enum mode { MODE_PUT_LOCK, MODE_GET_LOCK, MODE_PUT_FENCE, MODE_GET_FENCE, MODE_FOP };
+enum mode {
+    MODE_PUT_LOCK,
+    MODE_GET_LOCK,
+    MODE_PUT_FENCE,
+    MODE_GET_FENCE,
+    MODE_FOP,
+    MODE_PUT_BW,
+    MODE_GET_BW
+};
 
-static const char *const mode_names[] = {"put_lock", "get_lock", "put_fence", "get_fence", "fop"};
+static const char *const mode_names[] = {"put_lock", "get_lock", "put_fence", "get_fence",
+                                         "fop",      "put_bw",   "get_bw"};
+
+/* Transfers per epoch of the bandwidth modes (OSU's window size). */
+#define BW_WINDOW 32
 
 struct rma {
     enum mode mode;
@@ -49,7 +66,8 @@ static void xfer(struct rma *r, int get)
  * callgrind can count it alone (bench/icount -c steps). */
 __attribute__((noinline)) static void steps(struct rma *r, long n)
 {
-    int get = r->mode == MODE_GET_LOCK || r->mode == MODE_GET_FENCE;
+    int get = r->mode == MODE_GET_LOCK || r->mode == MODE_GET_FENCE || r->mode == MODE_GET_BW;
+    int per = r->mode == MODE_PUT_BW || r->mode == MODE_GET_BW ? BW_WINDOW : 1;
     int64_t one = 1, old;
 
     for (long i = 0; i < n; i++) {
@@ -65,7 +83,9 @@ __attribute__((noinline)) static void steps(struct rma *r, long n)
             MPI_Win_flush(1, r->win);
         } else {
             MPI_Win_lock(MPI_LOCK_SHARED, 1, 0, r->win);
-            xfer(r, get);
+            for (int k = 0; k < per; k++) {
+                xfer(r, get);
+            }
             MPI_Win_unlock(1, r->win);
         }
     }
@@ -102,7 +122,10 @@ static void measure(struct rma *r, const struct bench_opts *o, size_t size)
     r->size = size;
     iters = bench_calibrate(o, MPI_COMM_WORLD, bench_iters(o, size), run_steps, r);
     t = run_steps(r, iters);
-    if (r->rank == 0) {
+    if (r->rank == 0 && (r->mode == MODE_PUT_BW || r->mode == MODE_GET_BW)) {
+        printf("%zu %.3f\n", size, (double)size * BW_WINDOW * (double)iters / t / 1e6);
+        fflush(stdout);
+    } else if (r->rank == 0) {
         printf("%zu %.3f\n", size, t * 1e6 / (double)iters);
         fflush(stdout);
     }
@@ -110,7 +133,7 @@ static void measure(struct rma *r, const struct bench_opts *o, size_t size)
 
 static int parse_mode(const char *s, enum mode *m)
 {
-    for (int i = 0; i <= MODE_FOP; i++) {
+    for (int i = 0; i <= MODE_GET_BW; i++) {
         if (strcmp(s, mode_names[i]) == 0) {
             *m = (enum mode)i;
             return 1;
@@ -142,8 +165,8 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &r.rank);
     MPI_Comm_size(MPI_COMM_WORLD, &nranks);
     if (argc < 2 || nranks < 2 || !parse_mode(argv[1], &r.mode)) {
-        bench_die("usage: mpiexec -n 2 bench_rma put_lock|get_lock|put_fence|get_fence|fop "
-                  "[options]");
+        bench_die("usage: mpiexec -n 2 bench_rma put_lock|get_lock|put_fence|get_fence|fop|"
+                  "put_bw|get_bw [options]");
     }
     bench_parse(argc, argv, 2, 8, 10000, &o);
     if (!sizes_given(argc, argv) || r.mode == MODE_FOP) {
@@ -163,7 +186,8 @@ int main(int argc, char **argv)
     memset(r.winbuf, 0, max);
     bench_print_library(r.rank);
     if (r.rank == 0) {
-        printf("# %s, %d ranks, unit us\n", argv[1], nranks);
+        printf("# %s, %d ranks, unit %s\n", argv[1], nranks,
+               r.mode == MODE_PUT_BW || r.mode == MODE_GET_BW ? "MB/s" : "us");
     }
     /* The fence modes run inside one fence epoch; the others open none (a lock after a
      * fence that opened an epoch is erroneous for some libraries). */

@@ -134,6 +134,10 @@
       "1: put and get on windows of MPI_Win_create and _create_dynamic copy straight into and "    \
       "out of a target on this node with process_vm_writev/readv; 0: as messages its target "      \
       "applies. May differ between ranks")                                                         \
+    X(WIN_FI_RMA, "MPISHIM_WIN_FI_RMA", BOOL, "1", MPS_ANY,                                        \
+      "1: the network endpoint takes FI_RMA where its provider offers it on the same endpoint, "   \
+      "and MPI_Put/MPI_Get of contiguous data to a window's target on it use fi_write/fi_read; "   \
+      "0: they stay active messages")                                                              \
     X(COLL_HIER, "MPISHIM_COLL_HIER", BOOL, "1", MPS_ANY,                                          \
       "1: allreduce, bcast, reduce, allgather, barrier and reduce_scatter_block (blocking and "     \
       "non-blocking) of a group that spans nodes with several ranks on a node run within each node, then among "      \

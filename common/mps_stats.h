@@ -51,6 +51,8 @@ struct mps_stats {
     uint64_t fab_msgs;  /* messages sent through a libfabric provider */
     uint64_t fab_bytes; /* payload bytes sent through it */
     uint64_t fab_sleeps; /* waits that slept on a network provider's wait fd (fab_sleep) */
+    uint64_t fab_rma_ops;   /* fi_write/fi_read posted for windows (fab_rma.c) */
+    uint64_t fab_rma_bytes; /* bytes they moved */
     uint64_t algo[MPS_ALGO_COUNT];
 };
 

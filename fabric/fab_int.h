@@ -81,6 +81,9 @@ struct fab_ep {
     char prov[FAB_PROV_MAX];
     int wait_fd; /* the CQ's wait object (FI_WAIT_FD) for fab_sleep, or -1 when it has none */
     int sink;              /* receives get the discard sink as a second iov (shm, see fab_xfer.c) */
+    bool rma;              /* opened with FI_RMA (fab_rma.c): fi_write/fi_read to its peers */
+    uint64_t mr_mode;      /* the domain's mr_mode (FI_MR_VIRT_ADDR, FI_MR_PROV_KEY...) */
+    uint64_t next_key;     /* the last key requested where the provider lets us choose */
     struct fab_buf *rbufs; /* FAB_RBUF_COUNT receive buffers */
     char *rmem;
 };
@@ -136,6 +139,13 @@ int fab_fi_error(int fi_rc, const char *call, int peer);
  * 0 when it is absent or empty while its parent exists, 1 otherwise (a device, or no sysfs
  * to tell by). */
 int fab_rdma_devices_present(const char *class_dir);
+
+/* The offer of base's provider with FI_RMA added to our hints, when it is the same endpoint
+ * as base in every attribute the message path depends on (fab_rma.c), *rma then true; else
+ * base. Frees base when it returns the other offer. MPISHIM_WIN_FI_RMA=0: base, unasked. */
+struct fi_info *fab_rma_offer(struct fi_info *base, bool *rma);
+/* The hints of fab_open (fab_open.c), for fab_rma_offer to extend. */
+struct fi_info *fab_make_hints(const char *prov);
 
 /* Posts every receive buffer of ep (after fi_enable). */
 int fab_post_rbufs(struct fab *f, struct fab_ep *ep);

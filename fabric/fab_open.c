@@ -75,7 +75,7 @@ static int apply_iface(void)
     return PGC_OK;
 }
 
-static struct fi_info *make_hints(const char *prov)
+struct fi_info *fab_make_hints(const char *prov)
 {
     struct fi_info *hints = fab_fi.dupinfo(NULL); /* fi_allocinfo, through the table */
     if (!hints) {
@@ -103,7 +103,7 @@ static struct fi_info *make_hints(const char *prov)
 /* The first offer of prov for our hints, or NULL (rc set to the -FI_E* code). */
 static struct fi_info *get_info(const char *prov, int *rc)
 {
-    struct fi_info *hints = make_hints(prov), *info = NULL;
+    struct fi_info *hints = fab_make_hints(prov), *info = NULL;
     if (!hints) {
         *rc = -FI_ENOMEM;
         return NULL;
@@ -275,8 +275,9 @@ static void close_ep(struct fab_ep *e)
     memset(e, 0, sizeof(*e));
 }
 
-/* Opens one endpoint on info (which it takes over) and posts its AM receive buffers. */
-static int open_ep(struct fab *f, struct fi_info *info, struct fab_ep **out)
+/* Opens one endpoint on info (which it takes over) and posts its AM receive buffers; rma:
+ * info is fab_rma_offer's FI_RMA offer. */
+static int open_ep(struct fab *f, struct fi_info *info, bool rma, struct fab_ep **out)
 {
     struct fab_ep *e = &f->eps[f->neps++];
     e->info = info;
@@ -284,12 +285,15 @@ static int open_ep(struct fab *f, struct fi_info *info, struct fab_ep **out)
     e->inject_size = info->tx_attr->inject_size;
     e->max_msg_size = info->ep_attr->max_msg_size;
     e->iov_limit = info->tx_attr->iov_limit;
+    e->rma = rma;
+    e->mr_mode = (uint64_t)info->domain_attr->mr_mode;
     int rc = open_objects(e);
     if (rc == PGC_OK) {
         rc = fab_post_rbufs(f, e);
     }
     if (rc == PGC_OK) {
-        MPS_DEBUG("fab_open: endpoint on %s (inject %zu B)", e->prov, e->inject_size);
+        MPS_DEBUG("fab_open: endpoint on %s (inject %zu B%s)", e->prov, e->inject_size,
+                  e->rma ? ", FI_RMA" : "");
         *out = e;
     }
     return rc;
@@ -299,12 +303,18 @@ static int open_with(struct fab *f, const char *prov, struct fab_ep **out)
 {
     int rc = 0;
     struct fi_info *info = get_info(prov, &rc);
+    bool rma = false;
     if (!info) {
         fab_fi_error(rc, "fi_getinfo", -1);
         return mps_error(PGC_ERR_FABRIC, "fab_open: provider %s offers no RDM tagged endpoint",
                          prov);
     }
-    return open_ep(f, info, out);
+    /* A forced network provider carries windows' puts and gets too; shm's peers share the
+     * node, where windows have their own paths. */
+    if (strcmp(prov, "shm") != 0) {
+        info = fab_rma_offer(info, &rma);
+    }
+    return open_ep(f, info, rma, out);
 }
 
 static int alloc_pools(struct fab *f)
@@ -402,9 +412,11 @@ static int open_endpoints(struct fab *f)
     }
     if (rc == PGC_OK && need_net) {
         struct fi_info *info = NULL;
+        bool rma = false;
         rc = choose_net_info(&info);
         if (rc == PGC_OK) {
-            rc = open_ep(f, info, &f->net);
+            info = fab_rma_offer(info, &rma);
+            rc = open_ep(f, info, rma, &f->net);
         }
     }
     return rc;
@@ -627,7 +639,7 @@ int fab_list_providers(char *buf, size_t len)
     if (fab_dl_load() != PGC_OK) {
         return PGC_ERR_FABRIC;
     }
-    struct fi_info *hints = make_hints(NULL), *info = NULL;
+    struct fi_info *hints = fab_make_hints(NULL), *info = NULL;
     if (!hints) {
         return mps_error(PGC_ERR_NOMEM, "fab_list_providers: no memory");
     }

@@ -235,6 +235,12 @@ static const struct pvar_desc pvars[] = {
      "waits that slept in the kernel on a network provider's file descriptor "
      "(MPISHIM_NET_SLEEP)",
      MPI_T_PVAR_CLASS_COUNTER, STAT(fab_sleeps)},
+    {"fabric_rma_ops",
+     "MPI_Put and MPI_Get pieces that went as libfabric fi_write/fi_read (FI_RMA, "
+     "MPISHIM_WIN_FI_RMA) instead of active messages",
+     MPI_T_PVAR_CLASS_COUNTER, STAT(fab_rma_ops)},
+    {"fabric_rma_bytes", "bytes those fi_write/fi_read moved", MPI_T_PVAR_CLASS_COUNTER,
+     STAT(fab_rma_bytes)},
     {"unexpected_queue_length",
      "messages that arrived before their receive was posted and "
      "wait in the unexpected queues now",
@@ -249,7 +255,7 @@ static const struct pvar_desc pvars[] = {
 #undef STAT
 #define NUM_PVARS ((int)(sizeof(pvars) / sizeof(pvars[0])))
 /* The first pvar of the collective-algorithm category. */
-#define FIRST_ALGO_PVAR 7
+#define FIRST_ALGO_PVAR 9
 
 static uint64_t pvar_raw(int i)
 {

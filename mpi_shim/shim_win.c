@@ -45,6 +45,7 @@ static void win_destroy(struct shim_win *w)
     }
     shim_win_am_stop(w);
     shim_win_cma_free(w);
+    shim_win_net_free(w);
     if (w->comm != MPI_COMM_NULL) {
         PMPI_Comm_free(&w->comm);
     }
@@ -174,6 +175,13 @@ static int win_setup(const char *fn, struct shim_comm *c, MPI_Comm comm, struct 
     }
     if ((w->flavor == MPI_WIN_FLAVOR_SHARED || w->flavor == MPI_WIN_FLAVOR_ALLOCATE) &&
         (rc = win_memory(fn, comm, w)) != MPI_SUCCESS) {
+        goto fail;
+    }
+    /* Puts and gets through FI_RMA where a window's memory is not mapped by every member
+     * (which members are is agreed: the flavor, and the direct path's vote). */
+    if ((w->flavor == MPI_WIN_FLAVOR_CREATE || (w->flavor == MPI_WIN_FLAVOR_ALLOCATE && !w->shm)) &&
+        (rc = shim_win_net_setup(w)) != PGC_OK) {
+        rc = shim_error_pg(comm, fn, rc);
         goto fail;
     }
     w->handle = shim_table_add(&wins, w);
@@ -545,6 +553,10 @@ int PMPI_Win_get_info(MPI_Win win, MPI_Info *info_used)
     /* Put and get to members on this node by CMA instead (shim_win_cma.c). */
     if (rc == MPI_SUCCESS) {
         rc = PMPI_Info_set(*info_used, "mpishim_rma_cma", shim_win_cma_on(w) ? "true" : "false");
+    }
+    /* Whether some puts and gets of this window go as libfabric FI_RMA (shim_win_net.c). */
+    if (rc == MPI_SUCCESS) {
+        rc = PMPI_Info_set(*info_used, "mpishim_fi_rma", w->net ? "true" : "false");
     }
     return rc;
 }

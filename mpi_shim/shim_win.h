@@ -110,6 +110,9 @@ struct shim_win {
      * MPI_Win_allocate window too, and ctl[r] is member r's control line. */
     bool direct;
     struct shim_win_ctl *ctl;
+    /* FI_RMA between nodes (shim_win_net.c): every member's registered memory, or NULL
+     * when no put or get of this window can go that way. */
+    struct shim_win_net *net;
     uint64_t fence_seq; /* fences this member passed (shim_win_fence.c) */
     int fence_spins;    /* progress calls a fence waiter makes before yielding; -1: not yet */
     /* Put and get straight into and out of targets on this node (shim_win_cma.c), on windows
@@ -272,6 +275,16 @@ int shim_win_shm_setup(struct shim_win *w, const char *fn, MPI_Comm comm);
 void shim_win_shm_unmap(struct shim_win *w);
 /* Put and get on a mapped window: a copy through the mapping, done at return. */
 void shim_win_shm_copy(struct shim_win *w, const struct shim_rma *op);
+
+/* FI_RMA between nodes (shim_win_net.c). shim_win_net_setup, collective, on windows whose
+ * memory is in place and not mapped by every member (MPI_Win_create, MPI_Win_allocate
+ * without the direct path): registers this member's memory and allgathers every member's
+ * keys; w->net stays NULL when no member can be reached that way. PGC_OK or a pg status.
+ * shim_win_net_op: whether op went (or failed, *rc a pg status) as fi_write/fi_read; false
+ * when it must take active messages. shim_win_net_free: the registration and keys go. */
+int shim_win_net_setup(struct shim_win *w);
+bool shim_win_net_op(struct shim_win *w, const struct shim_rma *op, int *rc);
+void shim_win_net_free(struct shim_win *w);
 
 /* The fence barrier in the mapped segment (shim_win_fence.c): whether w can take it (a
  * mapping, and few enough members for SHIM_WIN_ROUNDS), and the barrier itself, with a full

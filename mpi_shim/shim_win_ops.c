@@ -144,6 +144,10 @@ static int issue(struct shim_win *w, const char *fn, struct shim_rma *op)
     if (w->cma && shim_win_cma_op(w, fn, op, &rc)) {
         return rc;
     }
+    /* To a target on the network endpoint: libfabric FI_RMA (shim_win_net.c). */
+    if (w->net && shim_win_net_op(w, op, &rc)) {
+        return rc == PGC_OK ? MPI_SUCCESS : shim_error_pg(w->comm, fn, rc);
+    }
     if (op->target == w->rank && !op->counter) {
         op->counter = &self_pending;
     }

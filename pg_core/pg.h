@@ -248,6 +248,26 @@ int pg_cancel_recv(struct pg_req *req);
 void pg_req_init(struct pg_req *req, enum pg_req_kind kind);
 void pg_req_complete(struct pg_req *req, int status);
 
+/*
+ * One-sided transfers through libfabric (pg_rma.c, over fabric/fab_rma.h) for the windows of
+ * mpi_shim. Ranks are group ranks. pg_rma_reachable: whether a put or get to rank can go as
+ * fi_write/fi_read (a peer on the network endpoint, which took FI_RMA). pg_rma_reg registers
+ * memory for peers to reach (PGC_ERR_UNSUPPORTED where this process has no FI_RMA or len is
+ * 0); pg_rma_dereg undoes it once nothing can reach it. pg_rma_put/pg_rma_get complete req
+ * (req->complete, from progress, under the world lock) once the data is in the target's
+ * memory or in buf; an error return never completes it.
+ */
+struct fab_mr;
+struct fab_rma_key;
+bool pg_rma_reachable(struct pg_group *g, int rank);
+size_t pg_rma_max(void);
+int pg_rma_reg(void *base, size_t len, struct fab_mr **mr, struct fab_rma_key *key);
+void pg_rma_dereg(struct fab_mr *mr);
+int pg_rma_put(struct pg_group *g, int rank, const void *buf, size_t len,
+               const struct fab_rma_key *key, uint64_t off, struct fab_req *req);
+int pg_rma_get(struct pg_group *g, int rank, void *buf, size_t len, const struct fab_rma_key *key,
+               uint64_t off, struct fab_req *req);
+
 /* Progress and completion. */
 int pg_progress(void);
 /* fn runs at the end of every round of progress (after the fabric and the collective
