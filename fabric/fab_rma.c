@@ -190,13 +190,13 @@ static int check_rma(const struct fab *f, int peer, size_t len, const struct fab
     return PGC_OK;
 }
 
-/* A write that completes once it reached the target's memory, not just its transport: the
- * epoch that waits for it may be closed by messages that take another way (a barrier
- * through other ranks), which must not find the data still in flight. */
-static ssize_t post_write(struct fab_peer *p, const void *buf, size_t len,
-                          const struct fab_rma_key *key, uint64_t off, struct fab_req *req)
+/* One fi_writemsg or fi_read. A write completes once it reached the target's memory, not
+ * just its transport: the epoch that waits for it may be closed by messages that take
+ * another way (a barrier through other ranks), which must not find the data in flight. */
+static ssize_t post(struct fab_peer *p, bool write, void *buf, size_t len,
+                    const struct fab_rma_key *key, uint64_t off, struct fab_req *req)
 {
-    struct iovec iov = {.iov_base = (void *)buf, .iov_len = len};
+    struct iovec iov = {.iov_base = buf, .iov_len = len};
     struct fi_rma_iov riov = {.addr = key->addr + off, .len = len, .key = key->key};
     struct fi_msg_rma msg = {.msg_iov = &iov,
                              .desc = NULL,
@@ -205,54 +205,47 @@ static ssize_t post_write(struct fab_peer *p, const void *buf, size_t len,
                              .rma_iov = &riov,
                              .rma_iov_count = 1,
                              .context = &req->ctx};
+
+    if (!write) {
+        return fi_read(p->ep->ep, buf, len, NULL, p->addr, riov.addr, key->key, &req->ctx);
+    }
     return fi_writemsg(p->ep->ep, &msg, FI_COMPLETION | FI_DELIVERY_COMPLETE);
+}
+
+/* fab_rma_write and fab_rma_read: checks, then posts, retrying while the provider is full. */
+static int transfer(struct fab *f, int peer, bool write, void *buf, size_t len,
+                    const struct fab_rma_key *key, uint64_t off, struct fab_req *req)
+{
+    const char *call = write ? "fab_rma_write" : "fab_rma_read";
+    int rc = check_rma(f, peer, len, req, call);
+    struct fab_wait w = {0};
+    ssize_t frc = 0;
+
+    if (rc != PGC_OK) {
+        return rc;
+    }
+    req->fab_len = 0;
+    while ((frc = post(&f->peers[peer], write, buf, len, key, off, req)) == -FI_EAGAIN) {
+        if ((rc = fab_wait_step(f, &w, peer, call)) != PGC_OK) {
+            return rc;
+        }
+    }
+    if (frc) {
+        return fab_fi_error((int)frc, write ? "fi_writemsg" : "fi_read", peer);
+    }
+    mps_stats.fab_rma_ops++;
+    mps_stats.fab_rma_bytes += len;
+    return PGC_OK;
 }
 
 int fab_rma_write(struct fab *f, int peer, const void *buf, size_t len,
                   const struct fab_rma_key *key, uint64_t off, struct fab_req *req)
 {
-    int rc = check_rma(f, peer, len, req, "fab_rma_write");
-    if (rc != PGC_OK) {
-        return rc;
-    }
-    struct fab_peer *p = &f->peers[peer];
-    struct fab_wait w = {0};
-    ssize_t frc;
-    req->fab_len = 0;
-    while ((frc = post_write(p, buf, len, key, off, req)) == -FI_EAGAIN) {
-        if ((rc = fab_wait_step(f, &w, peer, "fab_rma_write")) != PGC_OK) {
-            return rc;
-        }
-    }
-    if (frc) {
-        return fab_fi_error((int)frc, "fi_writemsg", peer);
-    }
-    mps_stats.fab_rma_ops++;
-    mps_stats.fab_rma_bytes += len;
-    return PGC_OK;
+    return transfer(f, peer, true, (void *)buf, len, key, off, req);
 }
 
 int fab_rma_read(struct fab *f, int peer, void *buf, size_t len, const struct fab_rma_key *key,
                  uint64_t off, struct fab_req *req)
 {
-    int rc = check_rma(f, peer, len, req, "fab_rma_read");
-    if (rc != PGC_OK) {
-        return rc;
-    }
-    struct fab_peer *p = &f->peers[peer];
-    struct fab_wait w = {0};
-    ssize_t frc;
-    req->fab_len = 0;
-    while ((frc = fi_read(p->ep->ep, buf, len, NULL, p->addr, key->addr + off, key->key,
-                          &req->ctx)) == -FI_EAGAIN) {
-        if ((rc = fab_wait_step(f, &w, peer, "fab_rma_read")) != PGC_OK) {
-            return rc;
-        }
-    }
-    if (frc) {
-        return fab_fi_error((int)frc, "fi_read", peer);
-    }
-    mps_stats.fab_rma_ops++;
-    mps_stats.fab_rma_bytes += len;
-    return PGC_OK;
+    return transfer(f, peer, false, buf, len, key, off, req);
 }
