@@ -17,7 +17,8 @@
 #   non-blocking (mr_coll_hier), at 2 x 3 and 2 x 4, with block and cyclic placement; ranks
 #   that share a node name on two hosts (own /dev/shm each) fail at once, saying why;
 #   one-sided communication at 2 x 2 (mr_rma: windows of the world span the nodes and take
-#   active messages, windows of a node's communicator take the direct path).
+#   active messages, windows of a node's communicator take the direct path) and at 2 x 1
+#   (mr_rma_net: puts and gets as libfabric FI_RMA between the nodes, and without it).
 #
 # Under sanitizers (MPS_SAN_FLAGS set, as `make check` sets it) the programs run several
 # times slower on 2 cores: a reduced set runs (mr_pgc_init at 1 rank per node, mr_coll and
@@ -50,7 +51,8 @@ unset PMIX_RANK PMIX_NAMESPACE RANK WORLD_SIZE MASTER_ADDR MASTER_PORT MPISHIM_B
 export MPISHIM_TIMEOUT=${MPISHIM_TIMEOUT:-60}
 
 for p in tests/mr/mr_p2p tests/mr/mr_coll tests/mr/mr_coll2 tests/mr/mr_pgc tests/mr/mr_pgc_init \
-    tests/mr/mr_smoke tests/mr/mr_coll_hier tests/mr/mr_pgc_mix tests/mr/mr_rma; do
+    tests/mr/mr_smoke tests/mr/mr_coll_hier tests/mr/mr_pgc_mix tests/mr/mr_rma \
+    tests/mr/mr_rma_net; do
     [ -x "$top_builddir/$p" ] || { echo "test_cluster.sh: $top_builddir/$p is not built"; exit 99; }
 done
 
@@ -304,6 +306,11 @@ else
     # One-sided: world windows across the nodes (active messages over tcp, mr_rma checks
     # that they report it), node windows within each (the direct path).
     job "mr_rma (RMA across nodes and within each)" 4 tests/mr/mr_rma
+    # Puts and gets between the nodes as libfabric FI_RMA (fi_write/fi_read over tcp;ofi_rxm:
+    # mr_rma_net checks the MPI_T counters and every byte), and with it turned off.
+    job "mr_rma_net (FI_RMA between the nodes)" 2 tests/mr/mr_rma_net --fi-rma
+    job "mr_rma_net (FI_RMA off: active messages)" 2 env MPISHIM_WIN_FI_RMA=0 tests/mr/mr_rma_net \
+        --am
     # 3 ranks per node.
     job "mr_p2p" 6 tests/mr/mr_p2p
     job "mr_coll" 6 tests/mr/mr_coll
