@@ -32,6 +32,7 @@ struct boot {
     uint64_t seq;   /* allgather round, the same on every rank */
     struct boot_store *store;
     struct boot_store_server *server; /* rank 0 of env:// and tcp:// serves the store */
+    double store_silent_since; /* mps_now() of the first of the store's unanswered checks */
     void *priv;                       /* the PMIx method's state */
 };
 
