@@ -335,10 +335,13 @@ static void test_file_ranks_allgather_and_leave_no_file_behind(void **state)
     assert_int_equal(rmdir(dir), 0);
 }
 
-/* Ranks 0 and 1 of 3 start; both must give up naming rank 2. */
+/* Ranks 0 and 1 of 3 start; rank 0 (the store's server) must give up naming rank 2. Rank 1
+ * waits longer: had it given up first, its exit would close its connection, and rank 0
+ * would rightly name rank 1's death instead (a race CI's no-CUDA pass lost once). */
 static void absent_rank_main(int rank)
 {
-    struct boot_opts o = {.init_method = "env://", .rank = rank, .size = NRANKS, .timeout = 1};
+    struct boot_opts o = {
+        .init_method = "env://", .rank = rank, .size = NRANKS, .timeout = rank == 0 ? 1 : 4};
     struct boot *b = (void *)1;
 
     CHECK(boot_init(&o, &b) != PGC_OK && b == NULL);
