@@ -163,6 +163,17 @@ struct pg_hier_op {
     int root;
 };
 
+/* The arguments of a reduction's chain (allreduce, reduce, reduce_scatter_block). */
+static inline void pg_hier_op_reduction(struct pg_hier_op *o, const void *in, void *out,
+                                        size_t count, const struct pg_op_spec *op)
+{
+    o->in = in;
+    o->out = out;
+    o->count = count;
+    o->bytes = count * op->elem_size;
+    o->op = *op;
+}
+
 /* A new chain of nstages stages on the schedule s (on g): its memory belongs to s; NULL
  * when it has none (s holds the error). */
 /* The schedule of a non-blocking node-aware collective of kind on g (sub-groups ready,

@@ -87,11 +87,7 @@ int pg_iallreduce_hier(struct pg_group *g, const void *in, void *out, size_t cou
     }
     o = pg_hier_op_new(s, allreduce_stage, 3, "allreduce");
     if (o) {
-        o->in = in;
-        o->out = out;
-        o->count = count;
-        o->bytes = count * op->elem_size;
-        o->op = *op;
+        pg_hier_op_reduction(o, in, out, count, op);
     }
     rc = pg_hier_op_launch(s, o);
     if (rc == PGC_OK) {

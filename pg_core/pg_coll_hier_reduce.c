@@ -156,11 +156,7 @@ int pg_ireduce_hier(struct pg_group *g, const void *in, void *out, size_t count,
     }
     o = pg_hier_op_new(s, reduce_stage, 3, "reduce");
     if (o) {
-        o->in = in;
-        o->out = out;
-        o->count = count;
-        o->bytes = bytes;
-        o->op = *op;
+        pg_hier_op_reduction(o, in, out, count, op);
         o->root = root;
         /* A leader's node partial, then the leaders' result: the root's own output, else
          * the schedule's scratch. */

@@ -201,11 +201,7 @@ int pg_ireduce_scatter_block_hier(struct pg_group *g, const void *in, void *out,
         rsb_alloc(g, bytes * (size_t)g->size, &b, sched_alloc, s);
     }
     if (o) {
-        o->in = in;
-        o->out = out;
-        o->count = count;
-        o->bytes = bytes;
-        o->op = *op;
+        pg_hier_op_reduction(o, in, out, count, op);
         o->acc = b.acc;
         o->tmp = b.ord;
         o->cd = b.cd;
