@@ -167,7 +167,8 @@ int shim_op_spec(MPI_Op op, MPI_Datatype dt, const struct shim_dtype *t, struct 
                          t->name[0] ? t->name : "(derived)");
     }
     *scale = t->base_per_elem;
-    if (packed_pairs(t)) {
+    /* Pair types take only MAXLOC and MINLOC (pg_op_valid): the common ops skip the look. */
+    if ((pop == PG_OP_MAXLOC || pop == PG_OP_MINLOC) && packed_pairs(t)) {
         *call = (struct shim_op_call){.pair = t->base, .pair_op = (enum pg_op)pop};
         *spec = (struct pg_op_spec){.dt = PG_BYTE, .elem_size = pg_pair_packed_size(t->base),
                                     .user_fn = packed_loc_trampoline, .user_ctx = call,
