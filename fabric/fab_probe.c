@@ -1,5 +1,5 @@
 /*
- * fab_probe.c - whether a rank reached over tcp;ofi_rxm still lives (issue 40).
+ * fab_probe.c - whether a rank reached over TCP (tcp;ofi_rxm, net) still lives (issue 40).
  *
  * libfabric 1.17's ofi_rxm tells us nothing when a peer of another node dies. It reads the
  * FI_SHUTDOWN of the dead connection (or its error: ECONNRESET) off its own event queue and
@@ -21,8 +21,11 @@
  *    without a word (tcpx_cm_recv_req: "Failed to read cm header", a debug log);
  *  - left unanswered when the node or its link is down: no verdict; the wait's timeout
  *    speaks then (a node cut off is not a dead process).
- * Only tcp;ofi_rxm is probed: a provider whose address is not a TCP listener (udp;ofi_rxd,
- * shm, verbs) would refuse every probe and make the living look dead.
+ * The same holds for libfabric 1.17's `net` provider (its RDM endpoint's name is the
+ * address its listening socket is bound to: xnet_rdm_getname) and for the native RDM
+ * endpoint of the tcp provider that replaced it in later releases ("tcp" alone). Only those
+ * are probed: a provider whose address is not a TCP listener (udp;ofi_rxd, shm, verbs)
+ * would refuse every probe and make the living look dead.
  *
  * Probes run only from waits that have lasted (pg_progress.c's liveness look, every 0.1 s
  * of a wait past its first 0.1 s, and fab_wait_step's retries); nothing here is on the
@@ -79,11 +82,17 @@ static socklen_t sockaddr_len(const void *name, size_t len)
     return 0;
 }
 
+/* Whether the provider's endpoint name is the address of a socket that listens (above). */
+static bool name_listens(const char *prov)
+{
+    return !strcmp(prov, "tcp;ofi_rxm") || !strcmp(prov, "net") || !strcmp(prov, "tcp");
+}
+
 void fab_probe_note(struct fab *f, int peer, const struct fab_ep *e, const void *name, size_t len)
 {
     socklen_t slen = sockaddr_len(name, len);
 
-    if (peer == f->rank || slen == 0 || strcmp(e->prov, "tcp;ofi_rxm") != 0) {
+    if (peer == f->rank || slen == 0 || !name_listens(e->prov)) {
         return;
     }
     if (!f->probes) {

@@ -13,7 +13,8 @@
 # another node under srun (the message must say "is gone": the probe's). Its finalize cell
 # is left out: the victim dies after its part of MPI_Finalize's barrier went out, so the
 # survivor's barrier completes and it waits in the file store's closing barrier, where no
-# fabric is left to probe (doc/failures.md, Limits).
+# fabric is left to probe (doc/failures.md, Limits). A fifth, "filexnet", is filenet over
+# libfabric 1.17's net provider (MPISHIM_FABRIC_PROVIDER=net), whose endpoint is probed too.
 # Each cell must end non-zero, with a line naming rank 1, leaving no process and no
 # /dev/shm/mpishim-PID-* segment of the job. The time from the victim's death to the end
 # is printed, and asserted only against a generous bound (LIMIT, 10 s), so that a loaded
@@ -39,7 +40,7 @@ unset MPISHIM_TIMEOUT # the default (300 s): detection must not depend on it
 LIMIT=${KILL_MATRIX_LIMIT:-10}
 PHASES=${KILL_MATRIX_PHASES:-before init after recv rndv allreduce_small allreduce_large barrier finalize}
 WAYS=${KILL_MATRIX_WAYS:-kill term exit}
-LAUNCHERS=${KILL_MATRIX_LAUNCHERS:-mpiexec env envnet filenet}
+LAUNCHERS=${KILL_MATRIX_LAUNCHERS:-mpiexec env envnet filenet filexnet}
 JOBS=${KILL_MATRIX_JOBS:-4}
 
 free_port() {
@@ -86,6 +87,12 @@ launch_file() {
     return $rc
 }
 
+# The provider of a file:// launcher: filexnet is filenet over libfabric 1.17's net
+# provider, whose RDM endpoint is probed as tcp;ofi_rxm's is (fabric/fab_probe.c).
+net_provider() {
+    if [ "$1" = filexnet ]; then echo net; else echo "tcp;ofi_rxm"; fi
+}
+
 # cell LAUNCHER PHASE WAY: runs one job and writes "PASS ..." or "FAIL ..." to its .res file.
 cell() {
     local name=$1-$2-$3 out=$tmp/$1-$2-$3.out t0 t1 rc why="" pattern left=""
@@ -97,10 +104,10 @@ cell() {
         MPISHIM_SHM_RING=0 MPISHIM_FABRIC_PROVIDER="tcp;ofi_rxm" launch_env "$2" "$3" "$out" \
             2>/dev/null
         rc=$?
-    elif [ "$1" = filenet ]; then
+    elif [ "$1" = filenet ] || [ "$1" = filexnet ]; then
         : >"$out"
-        MPISHIM_SHM_RING=0 MPISHIM_FABRIC_PROVIDER="tcp;ofi_rxm" launch_file "$2" "$3" "$out" \
-            2>/dev/null
+        MPISHIM_SHM_RING=0 MPISHIM_FABRIC_PROVIDER="$(net_provider "$1")" \
+            launch_file "$2" "$3" "$out" 2>/dev/null
         rc=$?
     elif [ "$1" = mpiexec ]; then
         timeout 30 "$mpiexec" -n 2 "$prog" "$2" "$3" >"$out" 2>&1
@@ -118,7 +125,7 @@ cell() {
     secs=$(printf '%d.%02d' $((ms / 1000)) $((ms % 1000 / 10)))
     pattern='rank 1[^0-9].*(died|dead|killed|signal|exited|terminated|gone|missing|SIG)'
     [ "$1-$2" = env-before ] && pattern='missing: rank 1'
-    [ "$1" = filenet ] && pattern='rank 1 \(on node [^)]*\) is gone'
+    [[ "$1" = file*net ]] && pattern='rank 1 \(on node [^)]*\) is gone'
     if [ $rc -eq 0 ]; then
         why="exited 0"
     elif [ $rc -eq 124 ]; then
@@ -153,6 +160,12 @@ skip_cell() {
 if [[ "${MPS_SAN_FLAGS:-}" == *thread* ]]; then
     echo "# ThreadSanitizer build: the finalize-exit cells are skipped (see skip_cell)"
 fi
+# libfabric 1.17's net provider leaks its endpoints' fi_info copies (doc/configuration.md),
+# which LeakSanitizer reports in every process: no filexnet cell where it checks.
+if [[ "${MPS_SAN_FLAGS:-}" == *address* ]] && [[ " $LAUNCHERS " == *" filexnet "* ]]; then
+    echo "SKIP filexnet (AddressSanitizer build: the net provider leaks beneath us)"
+    LAUNCHERS=${LAUNCHERS/filexnet/}
+fi
 
 start=$SECONDS
 running=0
@@ -166,7 +179,7 @@ for l in $LAUNCHERS; do
             if [[ "$l" == *net ]] && { [ "$w" != kill ] || [[ " before init after " == *" $ph "* ]]; }; then
                 continue # the store's part only: the phases after MPI_Init, one way
             fi
-            if [ "$l-$ph" = filenet-finalize ]; then
+            if [[ "$l" = file*net ]] && [ "$ph" = finalize ]; then
                 continue # the file store's closing barrier has no liveness check (above)
             fi
             if skip_cell "$l" "$ph" "$w"; then
