@@ -80,6 +80,10 @@
     X(NET_SPIN_US, "MPISHIM_NET_SPIN_US", INT, "100", MPS_ANY,                                     \
       "microseconds a wait polls a socket provider before it sleeps (MPISHIM_NET_SLEEP); none "    \
       "while more tasks are runnable than the machine has CPUs + 1")                               \
+    X(ASYNC_PROGRESS, "MPISHIM_ASYNC_PROGRESS", BOOL, "0", MPS_ANY,                                \
+      "1: a thread of the library runs progress while the program is not inside it, so "         \
+      "passive-target RMA on this rank completes while it computes (the world lock is then on, "  \
+      "as under MPI_THREAD_MULTIPLE); 0: progress only inside the program's MPI and pgc calls")    \
     X(BOOT_METHOD, "MPISHIM_BOOT_METHOD", ENUM, "auto",                                            \
       MPS_ONE_OF("auto", "pmix", "env", "singleton", "pmix://", "env://", "tcp://", "file://"),    \
       "bootstrap: auto, pmix, env, singleton, tcp://host:port or file:///path (auto: PMIx if "     \

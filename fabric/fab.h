@@ -137,6 +137,15 @@ bool fab_can_sleep(const struct fab *f);
  * where fab_can_sleep says it may. 1: it slept (whatever woke it); 0: the provider had work
  * pending, progress first; an error code. A signal ends the sleep early (1). */
 int fab_sleep(struct fab *f, int timeout_ms);
+/* fab_sleep in two halves, for a thread that may not hold the provider while it sleeps
+ * (pg_async.c), where fab_can_sleep says it may. fab_sleep_fd: the wait fd (valid until
+ * fab_close) and the provider's name. fab_sleep_arm (a provider call: under the caller's
+ * lock): 1 when the fd can now be trusted, 0 when the provider had work pending (progress
+ * first), or an error code. fab_sleep_poll (no provider call, no lock needed): sleeps on the
+ * fd as fab_sleep does; prov names the provider in its error. */
+int fab_sleep_fd(const struct fab *f, const char **prov);
+int fab_sleep_arm(struct fab *f);
+int fab_sleep_poll(int fd, const char *prov, int timeout_ms);
 /* The oldest AM from peer not yet handed to the handler, looked at in place, for a caller
  * that can take it without progress (a blocking receive). 1: it is at *buf (*len bytes)
  * and stays there until fab_am_consume(f, peer) or the next progress; 0: nothing from peer

@@ -569,11 +569,10 @@ bool fab_can_sleep(const struct fab *f)
  * a socket). Otherwise the descriptor turns readable when a socket of the endpoint does,
  * which is what wakes us for a message, a rendezvous's data or a connection request.
  */
-int fab_sleep(struct fab *f, int timeout_ms)
+int fab_sleep_arm(struct fab *f)
 {
     struct fab_ep *e = &f->eps[0];
     struct fid *fids[1] = {&e->cq->fid};
-    struct pollfd p = {.fd = e->wait_fd, .events = POLLIN};
     int rc = fi_trywait(e->fabric, fids, 1);
 
     if (rc == -FI_EAGAIN) {
@@ -582,12 +581,36 @@ int fab_sleep(struct fab *f, int timeout_ms)
     if (rc != 0) {
         return fab_fi_error(rc, "fi_trywait", -1);
     }
-    mps_stats.fab_sleeps++;
+    return 1;
+}
+
+/* A plain poll on a kernel descriptor: no provider call, so no lock is needed for it. */
+int fab_sleep_poll(int fd, const char *prov, int timeout_ms)
+{
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+
     if (poll(&p, 1, timeout_ms) < 0 && errno != EINTR) {
-        return mps_error(PGC_ERR_FABRIC, "fab_sleep: poll on the %s wait fd: %s", e->prov,
+        return mps_error(PGC_ERR_FABRIC, "fab_sleep: poll on the %s wait fd: %s", prov,
                          strerror(errno));
     }
     return 1;
+}
+
+int fab_sleep(struct fab *f, int timeout_ms)
+{
+    int rc = fab_sleep_arm(f);
+
+    if (rc <= 0) {
+        return rc;
+    }
+    mps_stats.fab_sleeps++;
+    return fab_sleep_poll(f->eps[0].wait_fd, f->eps[0].prov, timeout_ms);
+}
+
+int fab_sleep_fd(const struct fab *f, const char **prov)
+{
+    *prov = f->eps[0].prov;
+    return f->eps[0].wait_fd;
 }
 
 int fab_am_peek(struct fab *f, int peer, const void **buf, size_t *len)

@@ -166,11 +166,15 @@ static int init_common(int required, int *provided)
         *provided = thread_level;
     }
     main_thread = pthread_self();
-    shim_thread_multiple = thread_level == MPI_THREAD_MULTIPLE;
     /* A process group world that pgc_init_process_group started is reused: MPI's
      * communicators are groups of that same world. */
     owns_world = !pg_is_initialized();
     rc = mps_config_validate();
+    /* MPISHIM_ASYNC_PROGRESS=1: a progress thread of pg_core runs completion callbacks and
+     * the windows' hook beside the program's thread, so the tables and the request pool
+     * take their locks too, as MPICH runs internally at MULTIPLE (pg_async.c). */
+    shim_thread_multiple = thread_level == MPI_THREAD_MULTIPLE ||
+                           (rc == PGC_OK && mps_config_int(MPS_CFG_ASYNC_PROGRESS) != 0);
     if (rc == PGC_OK && owns_world) {
         rc = pg_init(NULL, -1, -1, 0, thread_level == MPI_THREAD_MULTIPLE);
     }

@@ -90,6 +90,12 @@ extern struct pg_world pg_w;
         }                                                                                          \
     } while (0)
 
+/* The progress thread of MPISHIM_ASYNC_PROGRESS=1 (pg_async.c): started by pg_init once the
+ * world is up, with pg_w.mt on; stopped and joined by world_close before the fabric closes
+ * (a no-op when none runs). */
+int pg_async_start(void);
+void pg_async_stop(void);
+
 /* Group context ids stay below this; pg_group_sub.c's temporary ids lie between it and
  * twice it, so that the wire's 32-bit ctx holds both contexts of every group
  * (pg_wire_hdr). */

@@ -162,6 +162,7 @@ static int world_close(bool collective)
 {
     int rc = PGC_OK;
 
+    pg_async_stop(); /* it polls the fabric: first */
     if (pg_w.fab) {
         pg_w.net_sleep = false;
         fab_close(pg_w.fab);
@@ -184,6 +185,7 @@ int pg_init(const char *init_method, int rank, int size, double timeout, bool mt
 {
     struct boot_opts bo = {.init_method = init_method, .rank = rank, .size = size,
                            .timeout = timeout};
+    bool async;
     int rc;
 
     if (pg_w.initialized) {
@@ -195,7 +197,10 @@ int pg_init(const char *init_method, int rank, int size, double timeout, bool mt
     pg_flight_init();
     world_reset_lists();
     pg_shm_reset();
-    pg_w.mt = mt;
+    /* A progress thread needs the world lock, whatever level the program asked for (what
+     * MPI_Query_thread reports stays the program's: mpi_shim keeps it). */
+    async = mps_config_int(MPS_CFG_ASYNC_PROGRESS) != 0;
+    pg_w.mt = mt || async;
     pg_w.timeout = timeout > 0 ? timeout : mps_config_double(MPS_CFG_TIMEOUT);
     pg_w.eager_max = (size_t)mps_config_int(MPS_CFG_EAGER_MAX);
     pg_w.rooted_eager_max = (size_t)mps_config_int(MPS_CFG_ROOTED_EAGER_MAX);
@@ -227,6 +232,9 @@ int pg_init(const char *init_method, int rank, int size, double timeout, bool mt
     rc = agree_oversubscribed();
     if (rc == PGC_OK) {
         rc = pg_hier_prepare(pg_w.world); /* while every rank is here (pg_coll_hier.c) */
+    }
+    if (rc == PGC_OK && async) {
+        rc = pg_async_start();
     }
     if (rc != PGC_OK) {
         pg_w.initialized = false;
