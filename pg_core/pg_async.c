@@ -25,9 +25,9 @@
  */
 #include "config.h"
 
-#include "pg_internal.h"
 #include "fab.h"
 #include "mps_log.h"
+#include "pg_internal.h"
 #include "pgc_status.h"
 
 #include <errno.h>
@@ -49,8 +49,8 @@
 #define ASYNC_SLEEP_MS 1
 
 static pthread_t thread;
-static bool running;      /* a thread was started and not joined (touched by the caller only) */
-static int stop_flag;     /* atomic */
+static bool running;  /* a thread was started and not joined (touched by the caller only) */
+static int stop_flag; /* atomic */
 
 static void nap(void)
 {
@@ -116,8 +116,10 @@ int pg_async_start(void)
     err = pthread_create(&thread, NULL, progress_main, NULL);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (err != 0) {
-        return mps_error(PGC_ERR_INTERNAL, "MPISHIM_ASYNC_PROGRESS=1: rank %d cannot start "
-                         "its progress thread: %s", pg_w.rank, strerror(err));
+        return mps_error(PGC_ERR_INTERNAL,
+                         "MPISHIM_ASYNC_PROGRESS=1: rank %d cannot start "
+                         "its progress thread: %s",
+                         pg_w.rank, strerror(err));
     }
     running = true;
     MPS_INFO("a progress thread serves this rank's peers while it computes "

@@ -107,16 +107,14 @@ static MPI_Win make_window(enum kind k, long **base)
     MPI_Win win;
 
     if (k == ALLOCATE) {
-        CHECK_MPI(MPI_Win_allocate(bytes, sizeof(long), MPI_INFO_NULL, MPI_COMM_WORLD, base,
-                                   &win));
+        CHECK_MPI(MPI_Win_allocate(bytes, sizeof(long), MPI_INFO_NULL, MPI_COMM_WORLD, base, &win));
     } else {
         *base = malloc((size_t)bytes);
         CHECK(*base != NULL, "no memory");
         for (int i = 0; i < 3 * N; i++) {
             (*base)[i] = initial(rank, i);
         }
-        CHECK_MPI(MPI_Win_create(*base, bytes, sizeof(long), MPI_INFO_NULL, MPI_COMM_WORLD,
-                                 &win));
+        CHECK_MPI(MPI_Win_create(*base, bytes, sizeof(long), MPI_INFO_NULL, MPI_COMM_WORLD, &win));
     }
     return win;
 }
@@ -158,13 +156,13 @@ static void origin_epochs(MPI_Win win, int v, enum sync s, long (*got)[N])
 static void check_target(const long *base, int v)
 {
     for (int i = 0; i < N; i++) {
-        CHECK(base[i] == put_value(v, rank, i), "variant %d: put element %d is %ld, not %ld", v,
-              i, base[i], put_value(v, rank, i));
+        CHECK(base[i] == put_value(v, rank, i), "variant %d: put element %d is %ld, not %ld", v, i,
+              base[i], put_value(v, rank, i));
         CHECK(base[N + i] == initial(rank, N + i), "variant %d: element %d changed to %ld", v,
               N + i, base[N + i]);
         long want = initial(rank, 2 * N + i) + acc_value(v, rank, i);
-        CHECK(base[2 * N + i] == want, "variant %d: accumulated element %d is %ld, not %ld", v,
-              i, base[2 * N + i], want);
+        CHECK(base[2 * N + i] == want, "variant %d: accumulated element %d is %ld, not %ld", v, i,
+              base[2 * N + i], want);
     }
 }
 
@@ -198,8 +196,10 @@ static void variant(int v, enum kind k, enum sync s)
     if (rank == 0) {
         for (int t = 1; t < nprocs; t++) {
             for (int i = 0; i < N; i++) {
-                CHECK(got[t][i] == initial(t, N + i), "variant %d: got element %d of rank %d "
-                      "is %ld, not %ld", v, i, t, got[t][i], initial(t, N + i));
+                CHECK(got[t][i] == initial(t, N + i),
+                      "variant %d: got element %d of rank %d "
+                      "is %ld, not %ld",
+                      v, i, t, got[t][i], initial(t, N + i));
             }
         }
         unlink(path);
@@ -246,14 +246,15 @@ static void expect_stall(void)
     } else {
         CHECK(compute_until(started), "rank 0 never started its epoch");
         compute_for(STALL_LOOK);
-        CHECK(stat(closed, &st) != 0, "rank 0's epoch on this rank closed while it computed outside "
+        CHECK(stat(closed, &st) != 0,
+              "rank 0's epoch on this rank closed while it computed outside "
               "MPI: something progressed it (is MPISHIM_ASYNC_PROGRESS set?)");
     }
     CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD)); /* rank 1's progress: the epoch closes */
     if (rank == 0) {
         for (int i = 0; i < N; i++) {
-            CHECK(got[1][i] == initial(1, N + i), "got element %d is %ld, not %ld", i,
-                  got[1][i], initial(1, N + i));
+            CHECK(got[1][i] == initial(1, N + i), "got element %d is %ld, not %ld", i, got[1][i],
+                  initial(1, N + i));
         }
         unlink(started);
         unlink(closed);

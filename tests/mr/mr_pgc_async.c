@@ -120,7 +120,8 @@ int main(int argc, char **argv)
         }
         CHECK(compute_until_all(prefix),
               "a receiver did not get rank 0's isend within %.0f s while rank 0 computed: the "
-              "sender's progress did not happen (is MPISHIM_ASYNC_PROGRESS=1 set?)", GIVE_UP);
+              "sender's progress did not happen (is MPISHIM_ASYNC_PROGRESS=1 set?)",
+              GIVE_UP);
         for (int d = 1; d < size; d++) {
             CHECK(pgc_work_wait(w[d], -1) == PGC_OK, "the isend to %d failed", d);
             pgc_work_free(w[d]);
@@ -131,8 +132,7 @@ int main(int argc, char **argv)
 
         CHECK(pgc_recv(&t, 0, NULL, 7) == 0, "recv");
         for (size_t i = 0; i < LEN; i++) {
-            CHECK(buf[i] == value(rank, i), "element %zu is %d, not %d", i, buf[i],
-                  value(rank, i));
+            CHECK(buf[i] == value(rank, i), "element %zu is %d, not %d", i, buf[i], value(rank, i));
         }
         snprintf(path, sizeof(path), "%s.%d", prefix, rank);
         FILE *f = fopen(path, "w");
