@@ -81,9 +81,11 @@
       "microseconds a wait polls a socket provider before it sleeps (MPISHIM_NET_SLEEP); none "    \
       "while more tasks are runnable than the machine has CPUs + 1")                               \
     X(BOOT_METHOD, "MPISHIM_BOOT_METHOD", ENUM, "auto",                                            \
-      MPS_ONE_OF("auto", "pmix", "env", "singleton", "pmix://", "env://", "tcp://", "file://"),    \
-      "bootstrap: auto, pmix, env, singleton, tcp://host:port or file:///path (auto: PMIx if "     \
-      "its variables are set, then env, then singleton)")                                          \
+      MPS_ONE_OF("auto", "pmix", "pmi1", "env", "singleton", "pmix://", "pmi1://", "env://",      \
+                 "tcp://", "file://"),                                                             \
+      "bootstrap: auto, pmix, pmi1, env, singleton, tcp://host:port or file:///path (auto: PMIx "  \
+      "if its variables are set, then PMI-1 if PMI_FD or PMI_PORT is (MPICH's hydra), then env, "  \
+      "then singleton)")                                                                           \
     X(BOOT_STORE_EXTERNAL, "MPISHIM_BOOT_STORE_EXTERNAL", BOOL, "0", MPS_ANY,                      \
       "1 when the launcher serves the TCP store, so rank 0 connects instead of serving it")        \
     X(STORE_TOKEN, "MPISHIM_STORE_TOKEN", STRING, "", MPS_ANY,                                     \
