@@ -8,6 +8,8 @@
 #   - a rank that exits 0 without MPI_Finalize (early_exit exit0) while the others wait, with
 #     a small MPISHIM_TIMEOUT, ends the job with a non-zero status and a line naming rank 1;
 #   - hydra's -pmi-port mode (PMI_PORT and PMI_ID instead of PMI_FD) runs mr_p2p at 2 ranks.
+# The ranks' pids are written by a wrapper that then execs the program: hydra may drop what
+# the ranks print once it kills the job.
 # Skips (exit 77) with a line saying so where mpiexec.mpich is not installed.
 set -uo pipefail
 
@@ -84,11 +86,22 @@ run "mr_pgc (pgc_ API, default store)" 2 "$B/tests/mr/mr_pgc"
 run "mr_pgc (pgc_ API, default store)" 4 "$B/tests/mr/mr_pgc"
 run "mr_p2p (PMI_PORT)" 2 -pmi-port "$B/tests/mr/mr_p2p"
 
+# Each rank's pid goes to a file before the program starts (exec keeps it): hydra's
+# forwarding of the ranks' output may lose what they printed once it kills the job.
+cat >"$tmp/wrap.sh" <<'W'
+#!/bin/sh
+echo "pid $PMI_RANK $$" >>"$PIDS"
+exec "$@"
+W
+chmod +x "$tmp/wrap.sh"
+
 # MPI_Abort in rank 1 while ranks 0 and 2 wait in a barrier.
-timeout -k 5 60 "$HYDRA" -n 3 "$B/tests/scripts/early_exit" abort </dev/null >"$tmp/abort" 2>&1
+PIDS=$tmp/abort.pids timeout -k 5 60 "$HYDRA" -n 3 "$tmp/wrap.sh" "$B/tests/scripts/early_exit" \
+    abort </dev/null >"$tmp/abort" 2>&1
 rc=$?
-left=$(nothing_left "$tmp/abort")
-npid=$(grep -c '^pid ' "$tmp/abort")
+cat "$tmp/abort.pids" >>"$tmp/abort"
+left=$(nothing_left "$tmp/abort.pids")
+npid=$(grep -c '^pid ' "$tmp/abort.pids")
 if [ $rc = 0 ] || [ $rc = 124 ] || [ $rc = 137 ]; then
     not_ok "MPI_Abort in rank 1 of 3 ends the job with a non-zero status (exit $rc)" "$tmp/abort"
 elif [ "$npid" != 3 ]; then
@@ -100,10 +113,11 @@ else
 fi
 
 # Rank 1 exits 0 without MPI_Finalize while ranks 0 and 2 wait for it in a barrier.
-MPISHIM_TIMEOUT=10 timeout -k 5 60 "$HYDRA" -n 3 "$B/tests/scripts/early_exit" exit0 \
-    </dev/null >"$tmp/exit0" 2>&1
+PIDS=$tmp/exit0.pids MPISHIM_TIMEOUT=10 timeout -k 5 60 "$HYDRA" -n 3 "$tmp/wrap.sh" \
+    "$B/tests/scripts/early_exit" exit0 </dev/null >"$tmp/exit0" 2>&1
 rc=$?
-left=$(nothing_left "$tmp/exit0")
+cat "$tmp/exit0.pids" >>"$tmp/exit0"
+left=$(nothing_left "$tmp/exit0.pids")
 if [ $rc = 0 ] || [ $rc = 124 ] || [ $rc = 137 ]; then
     not_ok "a rank that exits without MPI_Finalize fails the job (exit $rc)" "$tmp/exit0"
 elif ! grep -Eq 'rank 1[^0-9].*(died|dead|exited|gone)' "$tmp/exit0"; then
