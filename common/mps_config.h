@@ -85,9 +85,11 @@
       "passive-target RMA on this rank completes while it computes (the world lock is then on, "  \
       "as under MPI_THREAD_MULTIPLE); 0: progress only inside the program's MPI and pgc calls")    \
     X(BOOT_METHOD, "MPISHIM_BOOT_METHOD", ENUM, "auto",                                            \
-      MPS_ONE_OF("auto", "pmix", "env", "singleton", "pmix://", "env://", "tcp://", "file://"),    \
-      "bootstrap: auto, pmix, env, singleton, tcp://host:port or file:///path (auto: PMIx if "     \
-      "its variables are set, then env, then singleton)")                                          \
+      MPS_ONE_OF("auto", "pmix", "pmi1", "env", "singleton", "pmix://", "pmi1://", "env://",      \
+                 "tcp://", "file://"),                                                             \
+      "bootstrap: auto, pmix, pmi1, env, singleton, tcp://host:port or file:///path (auto: PMIx "  \
+      "if its variables are set, then PMI-1 if PMI_FD or PMI_PORT is (MPICH's hydra), then env, "  \
+      "then singleton)")                                                                           \
     X(BOOT_STORE_EXTERNAL, "MPISHIM_BOOT_STORE_EXTERNAL", BOOL, "0", MPS_ANY,                      \
       "1 when the launcher serves the TCP store, so rank 0 connects instead of serving it")        \
     X(STORE_TOKEN, "MPISHIM_STORE_TOKEN", STRING, "", MPS_ANY,                                     \

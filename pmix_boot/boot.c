@@ -67,6 +67,10 @@ static const char *auto_method(void)
     if (getenv("PMIX_RANK") || getenv("PMIX_NAMESPACE")) {
         return "pmix";
     }
+    /* MPICH's hydra (mpiexec.mpich): the simple PMI-1 wire protocol. */
+    if (getenv("PMI_FD") || getenv("PMI_PORT")) {
+        return "pmi1";
+    }
     if (getenv("RANK") && getenv("WORLD_SIZE")) {
         return "env";
     }
@@ -81,6 +85,9 @@ static int start_method(struct boot *b, const char *method, const struct boot_op
     if (is(method, "pmix")) {
         return boot_pmix_start(b);
     }
+    if (is(method, "pmi1")) {
+        return boot_pmi1_start(b);
+    }
     if (is(method, "env")) {
         return boot_env_start(b, o);
     }
@@ -94,8 +101,8 @@ static int start_method(struct boot *b, const char *method, const struct boot_op
         return boot_file_start(b, method + 7, o);
     }
     return mps_error(PGC_ERR_INVALID_ARG,
-                     "boot_init: unknown init method '%s' (expected auto, pmix://, env://, "
-                     "tcp://host:port, file:///path or singleton)",
+                     "boot_init: unknown init method '%s' (expected auto, pmix://, pmi1://, "
+                     "env://, tcp://host:port, file:///path or singleton)",
                      method);
 }
 

@@ -5,10 +5,12 @@
  *   1. PMIx, when PMIX_RANK/PMIX_NAMESPACE are in the environment (srun --mpi=pmix,
  *      Open MPI's mpirun). If they are set but no server answers, boot_init fails with
  *      PGC_ERR_UNREACHABLE after the timeout; it never falls back to a silent singleton.
- *   2. env://, when RANK and WORLD_SIZE (and MASTER_ADDR/MASTER_PORT) are set: a TCP store,
+ *   2. PMI-1, when PMI_FD or PMI_PORT is set (MPICH's hydra, mpiexec.mpich): the simple
+ *      PMI-1 wire protocol (cmd=init, put, barrier_in, get, abort, finalize).
+ *   3. env://, when RANK and WORLD_SIZE (and MASTER_ADDR/MASTER_PORT) are set: a TCP store,
  *      served by rank 0 (or by the launcher when MPISHIM_BOOT_STORE_EXTERNAL=1).
- *   3. singleton: rank 0 of 1.
- * Explicit methods: "pmix://", "env://", "tcp://host:port" (rank and size from opts),
+ *   4. singleton: rank 0 of 1.
+ * Explicit methods: "pmix://", "pmi1://", "env://", "tcp://host:port" (rank and size from opts),
  * "file:///path" (a file store on a shared file system), "singleton".
  *
  * Every method reports the node identity of every rank (MPISHIM_NODE_NAME or the host
@@ -37,7 +39,7 @@ struct boot_info {
     int rank, size;
     int local_rank, local_size; /* among the ranks with the same node name */
     char node[BOOT_NODE_MAX];   /* this rank's node identity */
-    const char *method;         /* "pmix", "env", "tcp", "file" or "singleton" */
+    const char *method;         /* "pmix", "pmi1", "env", "tcp", "file" or "singleton" */
 };
 
 /* Starts the bootstrap. On failure *out is NULL and a cause is recorded (mps_error). */
@@ -49,13 +51,15 @@ const char *boot_nodes(const struct boot *b);
  * Collective over all ranks; gives up with PGC_ERR_TIMEOUT after the timeout. */
 int boot_allgather(struct boot *b, const void *in, size_t len, void *out);
 int boot_barrier(struct boot *b);
-/* The key-value store behind env://, tcp:// and file:// (NULL for pmix and singleton). */
+/* The key-value store behind env://, tcp:// and file:// (NULL for pmix, pmi1, singleton). */
 struct boot_store *boot_get_store(struct boot *b);
-/* Asks the launcher to end the whole job (PMIx_Abort under PMIx); returns if it cannot. */
+/* Asks the launcher to end the whole job (PMIx_Abort under PMIx, cmd=abort under PMI-1);
+ * returns if it cannot. */
 void boot_abort(struct boot *b, int code, const char *msg);
 /* The same without a bootstrap (it failed, or was released): under a PMIx server, a new
  * connection's PMIx_Abort, so that a rank whose initialization failed still ends the whole
- * step instead of leaving its peers waiting; returns where there is no such launcher. */
+ * step instead of leaving its peers waiting; under MPICH's hydra, cmd=abort on PMI_FD;
+ * returns where there is no such launcher. */
 void boot_abort_launcher(int code, const char *msg);
 /* Not collective; for a wait that has lasted a while (pg_progress.c): PGC_OK, or an error
  * that names a rank the bootstrap knows to be gone where no pid can be watched (another

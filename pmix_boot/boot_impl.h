@@ -33,7 +33,7 @@ struct boot {
     struct boot_store *store;
     struct boot_store_server *server; /* rank 0 of env:// and tcp:// serves the store */
     double store_silent_since; /* mps_now() of the first of the store's unanswered checks */
-    void *priv;                       /* the PMIx method's state */
+    void *priv;                       /* the PMIx or PMI-1 method's state */
 };
 
 /* Method starts: on failure they record the cause and leave b as it was (b->m unset). */
@@ -41,5 +41,8 @@ int boot_pmix_start(struct boot *b);
 int boot_env_start(struct boot *b, const struct boot_opts *o);
 int boot_tcp_start(struct boot *b, const char *addr, const struct boot_opts *o);
 int boot_file_start(struct boot *b, const char *path, const struct boot_opts *o);
+int boot_pmi1_start(struct boot *b);
+/* boot_abort_launcher's PMI-1 part: cmd=abort on PMI_FD where hydra gave one. */
+void boot_pmi1_abort_launcher(int code);
 
 #endif

@@ -261,6 +261,7 @@ void boot_abort_launcher(int code, const char *msg)
 
     /* Set by every PMIx server in its clients' environment (srun --mpi=pmix, prterun). */
     if (!getenv("PMIX_NAMESPACE")) {
+        boot_pmi1_abort_launcher(code);
         return;
     }
     rc = init_with_watchdog(ABORT_INIT_TIMEOUT, &me, &hung);

@@ -1,7 +1,8 @@
 /*
  * early_exit.c - for test_mpiexec_cleanup.sh: every rank prints "pid <rank> <pid>" after
  * MPI_Init. Mode "exit0": rank 1 then exits with code 0 without MPI_Finalize while the
- * others wait in a barrier it never joins; mode "ok": every rank finalizes.
+ * others wait in a barrier it never joins; mode "abort": rank 1 calls MPI_Abort (code 7)
+ * there instead (test_hydra.sh); mode "ok": every rank finalizes.
  */
 #include "config.h"
 
@@ -24,6 +25,9 @@ int main(int argc, char **argv)
     MPI_Barrier(MPI_COMM_WORLD);
     if (!strcmp(mode, "exit0") && rank == 1) {
         exit(0);
+    }
+    if (!strcmp(mode, "abort") && rank == 1) {
+        MPI_Abort(MPI_COMM_WORLD, 7);
     }
     MPI_Barrier(MPI_COMM_WORLD);
     MPI_Finalize();

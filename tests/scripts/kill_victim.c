@@ -153,8 +153,11 @@ static void loop(int rank)
 int main(int argc, char **argv)
 {
     const char *phase = argc > 2 ? argv[1] : "";
-    /* env:// and mpiexec set RANK; srun sets SLURM_PROCID (and PMIx's PMIX_RANK). */
-    const char *env = getenv("RANK") ? getenv("RANK") : getenv("SLURM_PROCID");
+    /* env:// and mpiexec set RANK; srun sets SLURM_PROCID (and PMIx's PMIX_RANK); MPICH's
+     * hydra PMI_RANK. */
+    const char *env = getenv("RANK")           ? getenv("RANK")
+                      : getenv("SLURM_PROCID") ? getenv("SLURM_PROCID")
+                                               : getenv("PMI_RANK");
     int rank = env ? atoi(env) : -1;
     int victim = rank == 1;
 

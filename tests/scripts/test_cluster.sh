@@ -10,7 +10,8 @@
 #   default store (mr_pgc, mr_pgc_init), blocking and async pgc calls mixed (mr_pgc_mix),
 #   pgc examples, distributed SGD (same checksum as on
 #   one node); sbatch of examples/slurm/pgc_sgd.sbatch; salloc + srun; Open MPI's mpirun
-#   with a host file and `cluster.sh rsh` as its rsh agent; a torch-style env://
+#   with a host file and `cluster.sh rsh` as its rsh agent, and MPICH's hydra
+#   (mpiexec.mpich, PMI-1) with the same agent; a torch-style env://
 #   launch, one rank per node, whose MASTER_ADDR is the other node's address; a rank that
 #   fails in MPI_Init ends the whole step (PMIx_Abort) with a message naming its rank, and so
 #   does a fatal error in MPI_Finalize; the node-aware collectives, blocking and
@@ -247,6 +248,32 @@ openmpi_job() {
     fi
 }
 
+# MPICH's hydra (mpiexec.mpich) with the same rsh agent, its proxies on the nodes serving
+# PMI-1 to our ranks (pmix_boot/boot_pmi1.c); the ranks must say they booted by pmi1.
+hydra_job() {
+    local name=$1 n=$2 net=${MPISHIM_CLUSTER_NET:-10.77.0} rc
+    shift 2
+    if ! command -v mpiexec.mpich >/dev/null; then
+        echo "skip - mpiexec.mpich $name: needs MPICH's hydra (apt-get install mpich)"
+        return
+    fi
+    MPISHIM_LOG_LEVEL=info timeout -k 5 120 mpiexec.mpich -launcher rsh -launcher-exec \
+        "$tmp/rsh" -localhost "$net.1" \
+        -hosts "$("$cluster" addr cn1):$((n / 2)),$("$cluster" addr cn2):$((n / 2))" \
+        -n "$n" "$@" </dev/null >"$tmp/out" 2>&1
+    rc=$?
+    if [ $rc != 0 ]; then
+        not_ok "mpiexec.mpich -hosts (2 nodes) -n $n $name (exit $rc)" "$tmp/out"
+    elif [ "$(grep -c "bootstrap: method pmi1" "$tmp/out")" != "$n" ]; then
+        not_ok "mpiexec.mpich -hosts (2 nodes) -n $n $name: not every rank booted by pmi1" \
+            "$tmp/out"
+    else
+        ok "mpiexec.mpich -hosts (2 nodes) -n $n $name"
+    fi
+}
+printf '#!/bin/sh\nexec "%s" rsh "$@"\n' "$cluster" >"$tmp/rsh"
+chmod +x "$tmp/rsh"
+
 sbatch_job() {
     local id rc out
     id=$(timeout 120 sbatch --parsable --wait --export=ALL,SGD=./examples/pgc_sgd \
@@ -335,6 +362,7 @@ else
     salloc_job
     openmpi_job "mr_coll" 4 tests/mr/mr_coll
     openmpi_job "mr_pgc_init (pgc world and default store)" 4 tests/mr/mr_pgc_init
+    hydra_job "mr_p2p" 4 tests/mr/mr_p2p
     env_launch
     init_failure
     finalize_failure
