@@ -3,7 +3,9 @@
  * short, 2 bytes of padding, an int) are atomic per element on the direct path (MPI-3.1
  * 11.7.1), found by MPICH's rma/atomic_get_short_int: one rank replaces the element with
  * {v, v} again and again while another reads it with MPI_Fetch_and_op(MPI_NO_OP); every
- * value read must be one that was written, both halves from the same write.
+ * value read must be one that was written, both halves from the same write. And an
+ * accumulate that moves no data succeeds whatever its types (MPICH's rma/badrma): 0 MPI_INTs
+ * into 0 MPI_DOUBLEs have the same, empty, type signature.
  */
 #include "mrtest.h"
 
@@ -14,6 +16,35 @@ struct short_int {
 
 #define ROUNDS 400
 #define OPS 100
+
+/* Zero elements of different types on the two sides: MPI_SUCCESS; 8 bytes of MPI_INT into
+ * 8 bytes of MPI_DOUBLE: still MPI_ERR_TYPE. */
+static void zero_accumulates_of_different_types(void)
+{
+    double buf[2] = {0, 0}, res[2];
+    int ints[2] = {1, 2};
+    MPI_Datatype empty;
+    MPI_Win win;
+    int target = mrt_rank == 0 ? 0 : mrt_rank - 1;
+
+    CHECK_MPI(MPI_Type_contiguous(0, MPI_INT, &empty));
+    CHECK_MPI(MPI_Type_commit(&empty));
+    CHECK_MPI(MPI_Win_create(buf, sizeof(buf), sizeof(double), MPI_INFO_NULL, MPI_COMM_WORLD,
+                             &win));
+    CHECK_MPI(MPI_Win_set_errhandler(win, MPI_ERRORS_RETURN));
+    CHECK_MPI(MPI_Win_fence(0, win));
+    CHECK_MPI(MPI_Accumulate(ints, 0, MPI_INT, target, 0, 0, MPI_DOUBLE, MPI_SUM, win));
+    CHECK_MPI(MPI_Accumulate(ints, 1, empty, target, 0, 0, MPI_DOUBLE, MPI_SUM, win));
+    CHECK_MPI(MPI_Accumulate(NULL, 0, MPI_DOUBLE, target, 0, 1, empty, MPI_PROD, win));
+    CHECK_MPI(MPI_Get_accumulate(ints, 0, MPI_INT, res, 0, MPI_INT, target, 0, 0, MPI_DOUBLE,
+                                 MPI_SUM, win));
+    EXPECT_CLASS(MPI_Accumulate(ints, 2, MPI_INT, target, 0, 1, MPI_DOUBLE, MPI_SUM, win),
+                 MPI_ERR_TYPE);
+    CHECK_MPI(MPI_Win_fence(0, win));
+    CHECK(buf[0] == 0 && buf[1] == 0, "the window changed: {%g, %g}", buf[0], buf[1]);
+    CHECK_MPI(MPI_Win_free(&win));
+    CHECK_MPI(MPI_Type_free(&empty));
+}
 
 int main(int argc, char **argv)
 {
@@ -53,5 +84,6 @@ int main(int argc, char **argv)
               base->a, base->b, (short)last, last);
     }
     CHECK_MPI(MPI_Win_free(&win));
+    zero_accumulates_of_different_types();
     return mrt_finish("mr_rma_pair");
 }
