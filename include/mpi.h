@@ -456,6 +456,25 @@ static inline int MPISHIM_Dup_fn(MPI_Comm oldcomm, int keyval, void *extra_state
 #define MPI_Win_f2c(h) ((MPI_Win)(h))
 #define MPI_Message_c2f(h) ((MPI_Fint)(h))
 #define MPI_Message_f2c(h) ((MPI_Message)(h))
+/* Their profiling names, as in MPICH (MPI-3.1 14.2.1: every MPI name has a PMPI_ one). */
+#define PMPI_Comm_c2f(h) ((MPI_Fint)(h))
+#define PMPI_Comm_f2c(h) ((MPI_Comm)(h))
+#define PMPI_Type_c2f(h) ((MPI_Fint)(h))
+#define PMPI_Type_f2c(h) ((MPI_Datatype)(h))
+#define PMPI_Group_c2f(h) ((MPI_Fint)(h))
+#define PMPI_Group_f2c(h) ((MPI_Group)(h))
+#define PMPI_Info_c2f(h) ((MPI_Fint)(h))
+#define PMPI_Info_f2c(h) ((MPI_Info)(h))
+#define PMPI_Request_c2f(h) ((MPI_Fint)(h))
+#define PMPI_Request_f2c(h) ((MPI_Request)(h))
+#define PMPI_Op_c2f(h) ((MPI_Fint)(h))
+#define PMPI_Op_f2c(h) ((MPI_Op)(h))
+#define PMPI_Errhandler_c2f(h) ((MPI_Fint)(h))
+#define PMPI_Errhandler_f2c(h) ((MPI_Errhandler)(h))
+#define PMPI_Win_c2f(h) ((MPI_Fint)(h))
+#define PMPI_Win_f2c(h) ((MPI_Win)(h))
+#define PMPI_Message_c2f(h) ((MPI_Fint)(h))
+#define PMPI_Message_f2c(h) ((MPI_Message)(h))
 
 /* ---- Functions. ----
  * Each line declares MPI_<name> and its profiling twin PMPI_<name> with the same signature.

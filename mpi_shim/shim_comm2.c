@@ -209,9 +209,43 @@ int PMPI_Comm_compare(MPI_Comm comm1, MPI_Comm comm2, int *result)
     return MPI_SUCCESS;
 }
 
-/* The dup is done at once (it is one small allreduce); the request is complete already. */
-#pragma weak MPI_Comm_idup = PMPI_Comm_idup
-int PMPI_Comm_idup(MPI_Comm comm, MPI_Comm *newcomm, MPI_Request *request)
+/* The end of a non-blocking dup, when its agreement completed: the group, its handle in the
+ * caller's variable (MPI-3.1 6.4.2: newcomm is valid once the request completes), and what
+ * MPI_Comm_dup copies. An error becomes the request's. */
+static int idup_finish(struct shim_req *r)
+{
+    struct pg_idup *d = r->tmp;
+    struct pg_group *g = NULL;
+    struct shim_comm *c;
+    int rc;
+
+    r->tmp = NULL; /* pg_group_idup_end frees it */
+    rc = pg_group_idup_end(d, &g);
+    if (rc != PGC_OK) {
+        r->pr.status = rc; /* the completion call raises it */
+        return MPI_SUCCESS;
+    }
+    rc = shim_comm_enter("MPI_Comm_idup", r->comm, &c);
+    if (rc == MPI_SUCCESS) {
+        rc = shim_comm_wrap("MPI_Comm_idup", c, r->comm, g, r->ubuf);
+    } else {
+        pg_group_release(g);
+    }
+    if (rc == MPI_SUCCESS) {
+        rc = shim_topo_copy(r->comm, *(MPI_Comm *)r->ubuf);
+    }
+    if (rc == MPI_SUCCESS) {
+        rc = shim_attr_copy_all(r->comm, *(MPI_Comm *)r->ubuf);
+    }
+    if (rc != MPI_SUCCESS) {
+        r->pr.status = PGC_ERR_INTERNAL;
+    }
+    return rc;
+}
+
+/* A blocking dup behind a request that is complete already: for intercommunicators and
+ * under MPI_THREAD_MULTIPLE, where two threads' creations may need a second round. */
+static int idup_at_once(MPI_Comm comm, MPI_Comm *newcomm, MPI_Request *request)
 {
     struct shim_req *r;
     int rc = PMPI_Comm_dup(comm, newcomm);
@@ -219,15 +253,47 @@ int PMPI_Comm_idup(MPI_Comm comm, MPI_Comm *newcomm, MPI_Request *request)
     if (rc != MPI_SUCCESS) {
         return rc;
     }
-    if (shim_topo_copy(comm, *newcomm) != MPI_SUCCESS) {
-        return shim_error(comm, SHIM_FN, MPI_ERR_NO_MEM, "no memory to copy the topology");
-    }
     r = shim_req_new(SHIM_REQ_COLL, comm);
     if (!r) {
         return shim_error(comm, SHIM_FN, MPI_ERR_NO_MEM, "no memory for a request");
     }
     pg_req_init(&r->pr, PG_REQ_COLL);
     pg_req_complete(&r->pr, PGC_OK);
+    *request = r->handle;
+    return MPI_SUCCESS;
+}
+
+/* The context id is agreed by a non-blocking allreduce (pg_group_idup_start), so a rank may
+ * go on to wait for messages of peers that have not called MPI_Comm_idup yet; the new
+ * communicator is made when the request completes (idup_finish). */
+#pragma weak MPI_Comm_idup = PMPI_Comm_idup
+int PMPI_Comm_idup(MPI_Comm comm, MPI_Comm *newcomm, MPI_Request *request)
+{
+    struct shim_comm *c;
+    struct shim_req *r;
+    struct pg_idup *d = NULL;
+    int rc = shim_comm_enter(SHIM_FN, comm, &c);
+
+    if (rc != MPI_SUCCESS) {
+        return rc;
+    }
+    if (c->inter || shim_thread_multiple) {
+        return idup_at_once(comm, newcomm, request);
+    }
+    r = shim_req_new(SHIM_REQ_COLL, comm);
+    if (!r) {
+        return shim_error(comm, SHIM_FN, MPI_ERR_NO_MEM, "no memory for a request");
+    }
+    pg_req_init(&r->pr, PG_REQ_COLL);
+    rc = pg_group_idup_start(c->g, &r->pr, &d);
+    if (rc != PGC_OK) {
+        shim_req_free(r);
+        return shim_error_pg(comm, SHIM_FN, rc);
+    }
+    r->tmp = d; /* freed by idup_finish, or as a temporary if the agreement failed */
+    r->ubuf = newcomm;
+    r->finish = idup_finish;
+    *newcomm = MPI_COMM_NULL;
     *request = r->handle;
     return MPI_SUCCESS;
 }

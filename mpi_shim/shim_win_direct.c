@@ -98,7 +98,7 @@ void shim_win_direct_unlock(struct shim_win *w, int target, int type)
 
 /* ---- the spinlock of accumulates that atomics cannot do ---- */
 
-/* Held for a few copies and one reduction, never across an MPI call: spins, then yields
+/* Held for one accumulate's copies and reductions, never across an MPI call: spins, then yields
  * (ranks may outnumber cores, and a holder may be descheduled). A holder that died leaves
  * it held: PGC_ERR_TIMEOUT after pg_timeout(). */
 static int spin_lock(uint32_t *l)
@@ -272,6 +272,7 @@ struct acc_arg {
     uint32_t *lock;        /* the target's spinlock */
     size_t n;              /* atomic_size of the target's element type */
     bool sends, fetches;
+    bool held; /* the spinlock is held for the whole operation (direct_acc) */
     int rc; /* PGC_OK, or the spinlock's timeout: the rest is skipped */
     /* Staging of the origin's packed data and of the values before, aligned for any type. */
     union {
@@ -320,6 +321,8 @@ static void acc_step(struct acc_arg *a, unsigned char *t, size_t len, size_t ski
         for (size_t e = 0; e < len; e += a->n) {
             atomic_elem(op, a->n, t + e, in ? in + e : NULL, old ? old + e : NULL);
         }
+    } else if (a->held) {
+        locked_piece(a, t, len);
     } else {
         a->rc = spin_lock(a->lock);
         if (a->rc != PGC_OK) {
@@ -382,8 +385,18 @@ static int direct_acc(struct shim_win *w, const char *fn, const struct shim_rma 
     a->n = n;
     a->sends = op->kind == SHIM_AM_CAS || op->op != SHIM_AM_NO_OP;
     a->fetches = op->kind != SHIM_AM_ACC;
-    a->rc = PGC_OK;
-    shim_win_walk(op, acc_piece, a);
+    /* A type without CPU atomics is done under the lock from its first byte to its last: an
+     * element of MPI_SHORT_INT is two pieces (the short, then the int after its padding),
+     * and a lock per piece let a concurrent MPI_NO_OP read one half old and one half new
+     * (MPICH's rma/atomic_get_short_int). */
+    a->held = n == 0;
+    a->rc = a->held ? spin_lock(a->lock) : PGC_OK;
+    if (a->rc == PGC_OK) {
+        shim_win_walk(op, acc_piece, a);
+    }
+    if (a->held && a->rc != PGC_ERR_TIMEOUT) {
+        spin_unlock(a->lock);
+    }
     rc = a->rc;
     free(a);
     if (rc == PGC_ERR_TIMEOUT) {

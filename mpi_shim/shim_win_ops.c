@@ -195,11 +195,15 @@ static int acc_op(struct shim_win *w, const char *fn, MPI_Op mop, const struct r
     return MPI_SUCCESS;
 }
 
-/* The origin's type must be of the target's element type (or the op ignores it). */
+/* The origin's type must be of the target's element type (or the op ignores it). No data
+ * (a zero count or an empty type on either side: check_signature made the byte counts equal)
+ * has the empty type signature on both sides, which always match (MPI-3.1 11.3.4; MPICH's
+ * rma/badrma accumulates 0 MPI_INTs into 0 MPI_DOUBLEs). */
 static int acc_types_agree(struct shim_win *w, const char *fn, const struct shim_dtype *ot,
-                           const struct shim_dtype *tt, const struct shim_rma *op)
+                           const struct shim_dtype *tt, const struct shim_rma *op, size_t bytes)
 {
-    if (op->op != SHIM_AM_NO_OP && op->op != SHIM_AM_REPLACE && ot->base != tt->base) {
+    if (bytes > 0 && op->op != SHIM_AM_NO_OP && op->op != SHIM_AM_REPLACE &&
+        ot->base != tt->base) {
         return shim_error(w->comm, fn, MPI_ERR_TYPE,
                           "the origin and target datatypes have different element types");
     }
@@ -224,7 +228,8 @@ static int put_or_acc(const char *fn, const void *oaddr, int ocount, MPI_Datatyp
     }
     if (rc == MPI_SUCCESS && acc) {
         rc = acc_op(w, fn, mop, a, tt, &op);
-        rc = rc == MPI_SUCCESS ? acc_types_agree(w, fn, ot, tt, &op) : rc;
+        rc = rc == MPI_SUCCESS ? acc_types_agree(w, fn, ot, tt, &op, (size_t)a->tcount * tt->size)
+                               : rc;
     }
     if (rc != MPI_SUCCESS) {
         return rc;
@@ -265,7 +270,8 @@ static int fetching(const char *fn, const void *oaddr, int ocount, MPI_Datatype 
         if (rc == MPI_SUCCESS) {
             rc = check_signature(w, fn, (size_t)a->tcount * tt->size, ocount, ot, "origin");
         }
-        rc = rc == MPI_SUCCESS ? acc_types_agree(w, fn, ot, tt, &op) : rc;
+        rc = rc == MPI_SUCCESS ? acc_types_agree(w, fn, ot, tt, &op, (size_t)a->tcount * tt->size)
+                               : rc;
     }
     if (rc != MPI_SUCCESS) {
         return rc;

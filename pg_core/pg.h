@@ -214,6 +214,14 @@ int pg_group_create(struct pg_group *parent, const int *parent_ranks, int n,
                     struct pg_group **out);
 int pg_group_split(struct pg_group *parent, int color, int key, struct pg_group **out);
 int pg_group_dup(struct pg_group *parent, struct pg_group **out);
+/* A non-blocking dup (without MPI_THREAD_MULTIPLE only): pg_group_idup_start starts the
+ * agreement, completing req (whose on_complete/cb_arg it takes); once req is done,
+ * pg_group_idup_end makes the group (or returns the agreement's error) and frees d; an
+ * agreement that failed claimed nothing, so free(d) is enough then. Any other group
+ * creation in this process first waits for a dup in flight (pg_group.c). */
+struct pg_idup;
+int pg_group_idup_start(struct pg_group *parent, struct pg_req *req, struct pg_idup **d);
+int pg_group_idup_end(struct pg_idup *d, struct pg_group **out);
 void pg_group_retain(struct pg_group *g);
 void pg_group_release(struct pg_group *g);
 /* Group rank of a world rank, or -1. */

@@ -178,12 +178,109 @@ static int agree_round(struct pg_group *over, const struct pg_op_spec *op, uint6
     return rc;
 }
 
+/*
+ * A non-blocking dup (MPI_Comm_idup): the agreement's allreduce runs as a schedule the
+ * progress engine drives, and its completion claims the agreed ids (idup_agreed). Without
+ * MPI_THREAD_MULTIPLE a claim holds only if no other creation claimed ids between this
+ * proposal and its claim, so at most one dup is in flight in a process: every other
+ * creation, blocking or not, first waits for it (idup_drain). That wait is inside a call
+ * that creates a communicator, a collective the dup's members reach too, so it cannot
+ * leave a legal program waiting for a message its peer sends only after the idup call
+ * returned (MPICH's comm_idup test: the case that deadlocked when idup was a blocking dup).
+ */
+struct pg_idup {
+    struct ids mine, all;
+    struct pg_op_spec op;
+    struct pg_group *parent;
+    uint64_t ctx;
+    int chan;
+    int rc;
+};
+
+static struct pg_req *idup_pending; /* the dup in flight in this process, or NULL */
+
+static void idup_agreed(struct pg_req *req)
+{
+    struct pg_idup *d = req->cb_arg;
+
+    idup_pending = NULL;
+    d->rc = req->status;
+    if (d->rc == PGC_OK && d->all.ctx >= PG_CTX_LIMIT) {
+        d->rc = mps_error(PGC_ERR_NOMEM, "no context id left for a new group (%llu made)",
+                          (unsigned long long)d->all.ctx);
+    }
+    if (d->rc == PGC_OK) {
+        d->ctx = d->all.ctx;
+        d->chan = pg_shm_pick((uint32_t)d->all.busy);
+        if (!ids_claim(d->ctx, d->chan)) { /* cannot happen while only one is in flight */
+            d->chan = -1;
+            d->rc = mps_error(PGC_ERR_INTERNAL, "context %llu of a non-blocking dup was taken",
+                              (unsigned long long)d->ctx);
+        }
+    }
+}
+
+static int idup_drain(void)
+{
+    return idup_pending ? pg_wait(idup_pending, -1) : PGC_OK;
+}
+
+int pg_group_idup_start(struct pg_group *parent, struct pg_req *req, struct pg_idup **out)
+{
+    struct pg_idup *d = calloc(1, sizeof(*d));
+    int rc = d ? idup_drain() : mps_error(PGC_ERR_NOMEM, "no memory for a non-blocking dup");
+
+    if (rc == PGC_OK) {
+        rc = pg_hier_prepare(parent); /* as in pg_agree_ids, before the proposal is read */
+    }
+    if (rc != PGC_OK) {
+        free(d);
+        return rc;
+    }
+    d->op = (struct pg_op_spec){.dt = PG_BYTE, .elem_size = sizeof(struct ids),
+                                .user_fn = ids_combine, .commutative = true};
+    d->parent = parent;
+    d->chan = -1;
+    PG_LOCK();
+    d->mine = (struct ids){pg_w.next_ctx, pg_shm_busy()};
+    PG_UNLOCK();
+    req->on_complete = idup_agreed;
+    req->cb_arg = d;
+    idup_pending = req;
+    rc = pg_iallreduce_impl(parent, &d->mine, &d->all, 1, &d->op, req);
+    if (rc != PGC_OK) {
+        idup_pending = NULL;
+        free(d);
+        return rc;
+    }
+    *out = d;
+    return PGC_OK;
+}
+
+int pg_group_idup_end(struct pg_idup *d, struct pg_group **out)
+{
+    int rc = d->rc;
+
+    *out = NULL;
+    if (rc == PGC_OK) {
+        rc = pg_group_new(d->ctx, d->chan, d->parent->rank, d->parent->size,
+                          d->parent->ranks, out);
+    }
+    pg_ids_release(d->chan);
+    free(d);
+    return rc;
+}
+
 int pg_agree_ids(struct pg_group *over, uint64_t *ctx, int *chan)
 {
     struct pg_op_spec op = {.dt = PG_BYTE, .elem_size = sizeof(struct ids),
                             .user_fn = ids_combine, .commutative = true};
     bool held = false;
-    int rc = pg_hier_prepare(over);
+    int rc = idup_drain();
+
+    if (rc == PGC_OK) {
+        rc = pg_hier_prepare(over);
+    }
 
     /* A hierarchical allreduce creates over's sub-groups at its first call: done here,
      * before the proposal is read, they cannot take the ids being agreed. */

@@ -885,6 +885,29 @@ static void compact_types_across_ranks(void)
     free(all);
 }
 
+/* The handle conversions have PMPI_ names too (MPICH's pt2pt/mprobe calls
+ * PMPI_Message_c2f): each gives the MPI_ form's value and converts back. */
+static void handle_conversions_have_pmpi_names(void)
+{
+    MPI_Comm dup;
+
+    CHECK_MPI(MPI_Comm_dup(MPI_COMM_WORLD, &dup));
+    CHECK(PMPI_Comm_c2f(dup) == MPI_Comm_c2f(dup), "comm");
+    CHECK(PMPI_Comm_f2c(PMPI_Comm_c2f(dup)) == dup, "comm round trip");
+    CHECK(PMPI_Type_f2c(PMPI_Type_c2f(MPI_DOUBLE)) == MPI_DOUBLE, "type round trip");
+    CHECK(PMPI_Message_c2f(MPI_MESSAGE_NULL) == MPI_Message_c2f(MPI_MESSAGE_NULL), "message");
+    CHECK(PMPI_Message_f2c(PMPI_Message_c2f(MPI_MESSAGE_NO_PROC)) == MPI_MESSAGE_NO_PROC,
+          "message round trip");
+    CHECK(PMPI_Request_f2c(PMPI_Request_c2f(MPI_REQUEST_NULL)) == MPI_REQUEST_NULL, "request");
+    CHECK(PMPI_Op_f2c(PMPI_Op_c2f(MPI_SUM)) == MPI_SUM, "op");
+    CHECK(PMPI_Group_f2c(PMPI_Group_c2f(MPI_GROUP_EMPTY)) == MPI_GROUP_EMPTY, "group");
+    CHECK(PMPI_Info_f2c(PMPI_Info_c2f(MPI_INFO_NULL)) == MPI_INFO_NULL, "info");
+    CHECK(PMPI_Errhandler_f2c(PMPI_Errhandler_c2f(MPI_ERRORS_RETURN)) == MPI_ERRORS_RETURN,
+          "errhandler");
+    CHECK(PMPI_Win_f2c(PMPI_Win_c2f(MPI_WIN_NULL)) == MPI_WIN_NULL, "win");
+    CHECK_MPI(MPI_Comm_free(&dup));
+}
+
 int main(int argc, char **argv)
 {
     mrt_init(&argc, &argv);
@@ -907,5 +930,6 @@ int main(int argc, char **argv)
     pack_external32();
     pack_external32_converts();
     compact_types_across_ranks();
+    handle_conversions_have_pmpi_names();
     return mrt_finish("mr_conform");
 }
