@@ -29,6 +29,10 @@
 
 struct pg_group;
 struct pg_req;
+
+/* How many of a group's last collectives a rank remembers the signature of (a power of
+ * two): a roll call (pg_coll_roll.c) can compare ranks this many collectives apart. */
+#define PG_COLL_KEEP 8
 struct pg_sched;
 
 typedef void (*pg_req_cb)(struct pg_req *req);
@@ -112,6 +116,13 @@ struct pg_group {
     struct pg_hier *hier; /* node layout and sub-groups (pg_coll_hier.c), computed lazily */
     int poison_next; /* nonzero (the caller's error): the next collective stands in for a
                       * bad buffer (pg_coll_stand_in) */
+    /* The roll call (pg_coll_roll.c): the signatures of this rank's last PG_COLL_KEEP
+     * collectives on the group, by sequence number, stored as each one starts
+     * (pg_coll_tag); the group a node-aware sub-group serves (NULL for others); and the
+     * next group in this process's list of live groups. */
+    uint16_t coll_sigs[PG_COLL_KEEP];
+    struct pg_group *parent;
+    struct pg_group *roll_next;
 };
 
 /*

@@ -87,6 +87,8 @@ static bool message_awaited(const struct pg_req *req, struct pg_awaited *a)
         return false;
     }
     snprintf(a->what, sizeof(a->what), "%s", pg_coll_kind_name(kind));
+    a->g = req->g;
+    a->seq = (uint32_t)req->match_tag >> PG_COLL_SIG_BITS;
     /* A group's collective context is its context id shifted left, plus one. */
     pg_awaited_ranks(a, req->ctx >> 1, &req->match_src, 1);
     snprintf(a->how, sizeof(a->how), "%s: a %s of %s%zu B %s rank %d", pg_direct_algo(kind),
@@ -97,6 +99,7 @@ static bool message_awaited(const struct pg_req *req, struct pg_awaited *a)
 
 bool pg_req_awaited(const struct pg_req *req, struct pg_awaited *a)
 {
+    a->g = NULL; /* known only to the accounts of the collectives of a group */
     if (pg_dev_awaited(req, a)) {
         return true;
     }

@@ -8,8 +8,8 @@
  * pg_coll_steps.h; what stays here is only how a step runs (post, wait, combine).
  * They take the group's next collective tag like a schedule does, so they mix freely with
  * non-blocking collectives in flight on the same group. Allreduce, broadcast and barrier of
- * a group within one node go through shared memory instead (pg_coll_shm.c), which does not
- * touch the tags.
+ * a group within one node go through shared memory instead (pg_coll_shm.c), which sends no
+ * message but takes the group's sequence number all the same (pg_coll_roll.c).
  */
 #include "config.h"
 

@@ -181,6 +181,13 @@ int pg_hier_prepare(struct pg_group *g)
     if (rc == PGC_OK && h->leader[h->my_node] == g->rank) {
         rc = pg_group_create_sub(g, h->leader, h->nnodes, TAG_LEADERS, &h->leaders);
     }
+    /* Their steps run inside g's collectives: the roll call asks about g's too. */
+    if (h->node) {
+        h->node->parent = g;
+    }
+    if (h->leaders) {
+        h->leaders->parent = g;
+    }
     free(members);
     h->made = rc == PGC_OK;
     if (rc == PGC_OK) {
@@ -217,10 +224,16 @@ void pg_hier_free(struct pg_group *g)
 
 /* ---- the steps of the blocking forms (pg_coll_hier.h) ---- */
 
-int pg_hier_begin(struct pg_group *g)
+int pg_hier_begin(struct pg_group *g, enum pg_coll_kind kind, const struct pg_op_spec *op,
+                  int root)
 {
     int rc = pg_hier_prepare(g);
 
+    if (rc == PGC_OK) {
+        PG_LOCK();
+        pg_coll_tag(g, pg_coll_sig(kind, op, root));
+        PG_UNLOCK();
+    }
     return rc == PGC_OK && g->poison_next ? PGC_ERR_BUFFER : rc;
 }
 

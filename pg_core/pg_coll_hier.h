@@ -92,9 +92,12 @@ static inline bool pg_hier_goes_on(int rc)
     return rc == PGC_OK || rc == PGC_ERR_BUFFER || rc == PGC_ERR_MISMATCH;
 }
 
-/* The state a blocking node-aware collective on g starts in: its sub-groups ready, and
- * PGC_ERR_BUFFER where this rank stands in for a bad buffer. */
-int pg_hier_begin(struct pg_group *g);
+/* The state a blocking node-aware collective on g (of kind, op and root, its signature)
+ * starts in: its sub-groups ready, and PGC_ERR_BUFFER where this rank stands in for a bad
+ * buffer. It takes g's next sequence number, as the non-blocking form's schedule does: the
+ * roll call (pg_coll_roll.c) asks about it from the steps. */
+int pg_hier_begin(struct pg_group *g, enum pg_coll_kind kind, const struct pg_op_spec *op,
+                  int root);
 
 /* Before a step on sub, with the call's state rc: whether to run it (poisoned if rc is an
  * error that goes on). */

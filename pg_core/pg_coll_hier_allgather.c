@@ -83,7 +83,7 @@ int pg_allgather_hier(struct pg_group *g, const void *in, void *out, size_t byte
     size_t total = (size_t)g->size * bytes, *cd = NULL;
     struct pg_req req = {0};
     char *tmp = NULL, *mine;
-    int rc = pg_hier_begin(g);
+    int rc = pg_hier_begin(g, PG_COLL_ALLGATHER, NULL, -1);
 
     if (pg_hier_goes_on(rc) && h->leaders) {
         /* Consecutive nodes need no reordering: the leaders gather straight into out. */

@@ -32,7 +32,7 @@ int pg_allreduce_hier(struct pg_group *g, const void *in, void *out, size_t coun
 {
     struct pg_hier *h = g->hier;
     size_t bytes = count * op->elem_size;
-    int rc = pg_hier_begin(g);
+    int rc = pg_hier_begin(g, PG_COLL_ALLREDUCE, op, -1);
 
     if (!pg_hier_goes_on(rc)) {
         return rc;

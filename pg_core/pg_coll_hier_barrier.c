@@ -20,7 +20,7 @@
 int pg_barrier_hier(struct pg_group *g)
 {
     struct pg_hier *h = g->hier;
-    int rc = pg_hier_begin(g);
+    int rc = pg_hier_begin(g, PG_COLL_BARRIER, NULL, -1);
 
     if (!pg_hier_goes_on(rc)) {
         return rc;

@@ -21,7 +21,7 @@
 int pg_bcast_hier(struct pg_group *g, void *buf, size_t bytes, int root)
 {
     struct pg_hier *h = g->hier;
-    int rc = pg_hier_begin(g);
+    int rc = pg_hier_begin(g, PG_COLL_BCAST, NULL, root);
     int rnode = h->node_of[root];
 
     if (!pg_hier_goes_on(rc)) {

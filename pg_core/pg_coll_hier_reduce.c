@@ -66,7 +66,7 @@ int pg_reduce_hier(struct pg_group *g, const void *in, void *out, size_t count,
     size_t bytes = count * op->elem_size;
     bool me_root = g->rank == root, root_leads = h->leader[h->node_of[root]] == root;
     void *acc = NULL; /* a leader's node partial, then the leaders' result */
-    int rc = pg_hier_begin(g);
+    int rc = pg_hier_begin(g, PG_COLL_REDUCE, op, root);
 
     if (pg_hier_goes_on(rc) && h->leaders) {
         acc = me_root ? out : malloc(bytes ? bytes : 1);

@@ -125,7 +125,7 @@ int pg_reduce_scatter_block_hier(struct pg_group *g, const void *in, void *out, 
     size_t bytes = count * op->elem_size, total = bytes * (size_t)g->size;
     struct rsb_bufs b = {0};
     struct pg_req req = {0};
-    int rc = pg_hier_begin(g);
+    int rc = pg_hier_begin(g, PG_COLL_REDUCE_SCATTER_BLOCK, op, -1);
 
     if (pg_hier_goes_on(rc) && h->leaders && !rsb_alloc(g, total, &b, heap_alloc, NULL)) {
         rc = mps_error(PGC_ERR_NOMEM, "reduce_scatter_block (rank %d): no memory for %zu B",

@@ -273,6 +273,7 @@ struct shm_wait {
     uint64_t want;
     int next, end, skip;
     bool done_lines;
+    struct pg_group *g; /* a blocking collective's group (the roll call's), or NULL */
 };
 
 /* Whether member w->next is there (or is the one skipped). */
@@ -353,9 +354,26 @@ static void shm_awaited(const struct shm_wait *w, struct pg_awaited *a)
                            : "its slot is not written");
 }
 
+/* The roll call's account of a blocking collective's wait (pg_coll_roll.c): it took the
+ * group's last sequence number as it started. It may end on an abort: nothing of it is in the
+ * fabric. */
+static bool shm_who(void *arg, struct pg_awaited *a, bool *may_fail)
+{
+    struct shm_wait *w = arg;
+
+    if (!w->g) {
+        return false;
+    }
+    shm_awaited(w, a);
+    a->g = w->g;
+    a->seq = (w->g->coll_seq - 1) & ((1u << PG_COLL_SEQ_BITS) - 1);
+    *may_fail = true;
+    return true;
+}
+
 static int shm_wait(struct shm_wait *w, const char *what)
 {
-    int rc = pg_wait_until_locked(shm_ready, w, -1);
+    int rc = pg_wait_coll_locked(shm_ready, w, -1, &(struct pg_wait_who){shm_who, w});
     struct pg_awaited a;
 
     if (rc == PGC_ERR_TIMEOUT) {
@@ -375,7 +393,8 @@ static int wait_slots(struct pg_group *g, uint64_t seq, int first, int end, cons
 {
     struct pg_shm *s = g->shm;
     struct shm_wait w = {.s = s, .off = offsetof(struct shm_chan, slot[seq % SHM_SLOTS].stamp),
-                         .want = stamp_of(s, seq), .next = first, .end = end, .skip = g->rank};
+                         .want = stamp_of(s, seq), .next = first, .end = end, .skip = g->rank,
+                         .g = g};
 
     return shm_wait(&w, what);
 }
@@ -402,6 +421,7 @@ static int wait_reuse(struct pg_group *g, uint64_t seq, const char *what)
         return PGC_OK;
     }
     w = reuse_wait(g, seq);
+    w.g = g;
     rc = shm_wait(&w, what);
     if (rc == PGC_OK) {
         g->shm->safe = seq - SHM_SLOTS;
@@ -527,6 +547,14 @@ static int failed(struct pg_group *g, int rc)
 
 /* ---- the collectives (called with the lock held) ---- */
 
+/* A blocking collective's start: it takes g's next sequence number, as one sent as messages
+ * does, so that the roll call (pg_coll_roll.c) finds it at the same place on every rank
+ * whatever path it takes; its messages would carry it, it sends none. */
+static inline void shm_enter(struct pg_group *g, uint64_t sig)
+{
+    pg_coll_tag(g, (uint32_t)(sig >> 48));
+}
+
 /* out = slot 0 op slot 1 op ... op slot n-1, the same on every rank whatever the op. */
 static int reduce_slots(struct pg_group *g, uint64_t seq, void *out, size_t count,
                         const struct pg_op_spec *op, uint64_t sig)
@@ -562,8 +590,10 @@ int pg_allreduce_shm(struct pg_group *g, const void *in, void *out, size_t count
                      const struct pg_op_spec *op)
 {
     uint64_t sig = slot_sig(pg_coll_sig_of(g, PG_COLL_ALLREDUCE, op, -1), count * op->elem_size);
-    int rc = catch_up(g, "allreduce");
+    int rc;
 
+    shm_enter(g, sig);
+    rc = catch_up(g, "allreduce");
     if (rc != PGC_OK) {
         return rc;
     }
@@ -582,8 +612,10 @@ int pg_bcast_shm(struct pg_group *g, void *buf, size_t bytes, int root)
 {
     struct pg_shm *s = g->shm;
     uint64_t sig = slot_sig(pg_coll_sig_of(g, PG_COLL_BCAST, NULL, root), bytes);
-    int rc = catch_up(g, "bcast");
+    int rc;
 
+    shm_enter(g, sig);
+    rc = catch_up(g, "bcast");
     if (rc != PGC_OK) {
         return rc;
     }
@@ -605,8 +637,10 @@ int pg_bcast_shm(struct pg_group *g, void *buf, size_t bytes, int root)
 int pg_barrier_shm(struct pg_group *g)
 {
     uint64_t sig = slot_sig(pg_coll_sig_of(g, PG_COLL_BARRIER, NULL, -1), 0);
-    int rc = catch_up(g, "barrier");
+    int rc;
 
+    shm_enter(g, sig);
+    rc = catch_up(g, "barrier");
     if (rc != PGC_OK) {
         return rc;
     }

@@ -50,7 +50,8 @@ int pg_group_new(uint64_t ctx, int chan, int rank, int size, const int *world_ra
     g->refs = 1;
     g->flight = pg_flight_new(g);
     *out = g;
-    PG_LOCK(); /* the channel tables are the world's */
+    PG_LOCK(); /* the channel tables and the roll call's list are the world's */
+    pg_roll_add(g);
     rc = pg_shm_attach(g, chan);
     PG_UNLOCK();
     if (rc != PGC_OK) {
@@ -75,6 +76,7 @@ void pg_group_release(struct pg_group *g)
     /* Giving back the group's shared-memory channel and device state changes the world's
      * tables: under the lock (recursive, so a caller may already hold it). */
     PG_LOCK();
+    pg_roll_remove(g);
     pg_coll_poison_forget(pg_ctx_coll(g));
     pg_dev_group_free(g);
     pg_shm_detach(g);

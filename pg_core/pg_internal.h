@@ -111,6 +111,12 @@ void pg_async_stop(void);
 /* The signature of a collective abort notice (pg_p2p.c): no collective has it (a neighbour
  * collective has no op). */
 #define PG_COLL_ABORT (PG_COLL_POISON | 0xfffu)
+/* The roll call's control messages (pg_coll_roll.c), outside every collective's signature
+ * too (no neighbour collective has an op): a question "which collective of this group are
+ * you in", and an abort notice sent to the one rank that asked, which passes it on to the
+ * rest of its group. */
+#define PG_COLL_ROLL (PG_COLL_POISON | 0xffeu)
+#define PG_COLL_ABORT_ONE (PG_COLL_POISON | 0xffdu)
 /* The signature of a collective: op may be NULL, root < 0 for none. */
 uint32_t pg_coll_sig(enum pg_coll_kind kind, const struct pg_op_spec *op, int root);
 /* pg_coll_sig, poisoned when this rank stands in for a bad buffer (pg_coll_stand_in). */
@@ -155,11 +161,15 @@ static inline const struct pg_abort_note *pg_coll_abort_of(uint64_t ctx, uint32_
     return pg_coll_abort_find(ctx, seq);
 }
 
-/* Takes the group's next collective sequence number: the tag of its messages. */
+/* Takes the group's next collective sequence number: the tag of its messages. Every
+ * collective takes one as it starts, whatever its path (messages, shared memory, the
+ * node-aware steps), and records its signature for the roll call (pg_coll_roll.c): the
+ * entry record, a store. */
 static inline int pg_coll_tag(struct pg_group *g, uint32_t sig)
 {
     uint32_t seq = g->coll_seq++ & ((1u << PG_COLL_SEQ_BITS) - 1);
 
+    g->coll_sigs[seq & (PG_COLL_KEEP - 1)] = (uint16_t)(sig & (PG_COLL_POISON - 1));
     return (int)(seq << PG_COLL_SIG_BITS | (sig & ((1u << PG_COLL_SIG_BITS) - 1)));
 }
 
@@ -254,6 +264,23 @@ int pg_wait_locked(struct pg_req *req, double timeout);
 /* Progresses as a wait does until ready(arg) holds: PGC_OK, or PGC_ERR_TIMEOUT with no
  * message after timeout seconds (< 0: MPISHIM_TIMEOUT), the caller knowing what it awaited. */
 int pg_wait_until_locked(bool (*ready)(void *arg), void *arg, double timeout);
+struct pg_awaited;
+/* What a collective's wait waits for (pg_coll_roll.c): fn fills a (false: nothing known)
+ * and says in *may_fail whether the wait may end early on an abort (not while a rendezvous
+ * transfer of its request is in the fabric, which must find the request alive: such a wait
+ * only asks, and lasts until the transfer ends). */
+struct pg_wait_who {
+    bool (*fn)(void *arg, struct pg_awaited *a, bool *may_fail);
+    void *arg;
+};
+/* pg_wait_until_locked for a collective: a wait that lasts holds a roll call among the ranks
+ * it waits for (pg_coll_roll.c), and ends with the error of the collective's abort or
+ * mismatch once one is known here. */
+int pg_wait_coll_locked(bool (*ready)(void *arg), void *arg, double timeout,
+                        const struct pg_wait_who *who);
+/* A pg_wait_who function for a request (arg): what pg_req_awaited says of it, where it may
+ * end early. */
+bool pg_req_who(void *arg, struct pg_awaited *a, bool *may_fail);
 
 /* pg_await.c: what a wait that timed out waited for, worked out only then (the waits
  * themselves record nothing for it). */
@@ -268,7 +295,12 @@ struct pg_awaited {
     uint64_t ctx;
     int nranks;
     int ranks[PG_AWAITED_SHOWN + 1];
+    /* The collective waited for, for the roll call (pg_coll_roll.c): its group (whose ranks
+     * `ranks` are) and sequence number; g NULL where unknown. */
+    struct pg_group *g;
+    uint32_t seq; /* PG_ROLL_NO_SEQ: a message outside g's collectives (pg_req_who) */
 };
+#define PG_ROLL_NO_SEQ UINT32_MAX
 /* Writes ranks[0..n), group ranks in increasing order without repeats, as "rank 3",
  * "ranks 1, 2 and 5" or, past PG_AWAITED_SHOWN + 1, "ranks 0, 1, 2, 3 and 12 more" (so only
  * the first PG_AWAITED_SHOWN + 1 are read). */
@@ -287,6 +319,34 @@ bool pg_awaited_kept(const struct pg_group *sub, struct pg_awaited *a);
 bool pg_req_awaited(const struct pg_req *req, struct pg_awaited *a);
 /* pg_coll_direct.c: the algorithm its collective of kind (enum pg_coll_kind) runs. */
 const char *pg_direct_algo(unsigned kind);
+
+/* pg_coll_roll.c: the roll call. A wait of a collective that lasts asks the ranks it waits
+ * for which collective of the group they are in (pg_roll_ask, a control message per rank);
+ * a rank that entered that sequence number with another signature, or aborted it, answers
+ * with an abort notice (pg_p2p.c), and every member fails at once. */
+/* Adds g to this process's live groups (pg_group_new), and takes it out (pg_group_release),
+ * keeping its last signatures a while: a rank that freed a group still answers for it. */
+void pg_roll_add(struct pg_group *g);
+void pg_roll_remove(struct pg_group *g);
+/* The live group of collective context ctx, or NULL. */
+struct pg_group *pg_roll_group(uint64_t ctx);
+/* Whether this rank freed the group of collective context ctx lately. */
+bool pg_roll_freed(uint64_t ctx);
+/* Whether this rank entered collective seq of the group of collective context ctx (live or
+ * lately freed), and then its signature there and its rank in that group. */
+bool pg_roll_entered(uint64_t ctx, uint32_t seq, uint32_t *sig, int *rank);
+/* The wait's look (pg_wait_coll_locked): the error of an abort of the collective a waits for
+ * (or of the node-aware collective it is a step of), else PGC_OK; with ask, sends the
+ * questions. */
+int pg_roll_look(const struct pg_awaited *a, bool ask);
+/* pg_p2p.c: sends the question about collective seq (signature sig) of g to the world
+ * ranks world[0..n) (members of g). */
+void pg_roll_ask(struct pg_group *g, uint32_t seq, uint32_t sig, const int *world, int n);
+/* Records here the abort of collective seq on ctx (n says why), as a notice would: its
+ * posted receives fail and its messages are taken and dropped. */
+void pg_coll_abort_local(uint64_t ctx, uint32_t seq, const struct pg_abort_note *n);
+/* Whether the receive req is still posted (not matched). */
+bool pg_recv_posted(const struct pg_req *req);
 
 /* pg_sched.c */
 int pg_sched_progress(void);

@@ -149,9 +149,12 @@ static struct pg_req *find_posted(uint64_t ctx, int src, int tag)
  * every rank fails its receives of that collective, posted or to come, naming both sides.
  * Without it, only the ranks that read the other collective's messages would fail; the
  * rest would wait for them until the timeout. A notice is sent from progress once the
- * handlers are done (as acknowledgements are), or at once outside them. Not covered: a
- * rendezvous send whose receiver aborted still waits for it, and ranks in the one-round
- * shared-memory path do not read notices (they read every slot they need). */
+ * handlers are done (as acknowledgements are), or at once outside them. A rank that records
+ * an abort also takes the messages of that collective that wait here, or arrive later, into
+ * scratch and drops them (discard): a rendezvous sender's transfer then ends instead of
+ * waiting for a receive that will never be posted. Waits that post no receive (shared
+ * memory, a schedule between steps) read the abort records themselves, and the roll call
+ * (pg_coll_roll.c) finds the mismatches that no message shows. */
 
 static inline uint32_t tag_seq(int tag)
 {
@@ -176,27 +179,108 @@ static void fail_posted_at(uint64_t ctx, uint32_t seq, const struct pg_abort_not
 int pg_p2p_flush_deferred(void);
 static struct pg_ack *ack_alloc(void);
 static void p2p_stuck(const char *what, int peer_world);
+static void deliver(struct pg_req *r, const struct pg_msg *m, const void *eager_data);
+static void msg_free_locked(struct pg_msg *m);
+static void unexp_remove(struct pg_msg *m);
+
+/* A receive that takes a message of an aborted collective into scratch of its own and frees
+ * itself when done: the data goes nowhere, but its sender's transfer ends. */
+struct discard {
+    struct pg_req r; /* ends with the fabric request, so the buffer follows it */
+    unsigned char data[];
+};
+
+static void discard_done(struct pg_req *r)
+{
+    free(container_of(r, struct discard, r));
+}
+
+static void discard(const struct pg_msg *m, const void *eager_data)
+{
+    struct discard *d = malloc(sizeof(*d) + m->len);
+
+    if (!d) {
+        MPS_ERR("no memory to take the %zu-byte message of an aborted collective from rank "
+                "%d: its sender waits for it", m->len, m->src);
+        return;
+    }
+    pg_req_init(&d->r, PG_REQ_RECV);
+    d->r.on_complete = discard_done;
+    d->r.buf = d->data;
+    d->r.cap = m->len;
+    deliver(&d->r, m, eager_data);
+}
+
+/* Drops the queued messages of collective seq on ctx (after its abort). */
+static void discard_queued(uint64_t ctx, uint32_t seq)
+{
+    struct mps_list *pos, *tmp;
+
+    for (int w = 0; w < pg_w.size && pg_w.unexp_count; w++) {
+        mps_list_for_each_safe(pos, tmp, &pg_w.unexpected[w])
+        {
+            struct pg_msg *m = container_of(pos, struct pg_msg, link);
+            if (m->ctx == ctx && tag_seq(m->tag) == seq && !m->self_send) {
+                unexp_remove(m);
+                discard(m, m->data);
+                msg_free_locked(m);
+            }
+        }
+    }
+}
+
+/* Records the abort of collective seq on ctx here (false if it already was): its posted
+ * receives fail and its queued messages go. */
+static bool abort_here(uint64_t ctx, uint32_t seq, const struct pg_abort_note *n)
+{
+    if (!pg_coll_abort_note(ctx, seq, n)) {
+        return false;
+    }
+    fail_posted_at(ctx, seq, n);
+    discard_queued(ctx, seq);
+    return true;
+}
+
+void pg_coll_abort_local(uint64_t ctx, uint32_t seq, const struct pg_abort_note *n)
+{
+    abort_here(ctx, seq, n);
+}
+
+/* Queues a control message (an abort notice, a roll call's question) on ctx to world rank
+ * peer: sig says which, n is its payload. */
+static void queue_control(int peer, uint64_t ctx, int src, uint32_t seq, uint32_t sig,
+                          const struct pg_abort_note *n)
+{
+    struct pg_ack *a = ack_alloc();
+
+    if (!a) {
+        p2p_stuck("a collective's abort notice or roll call, for rank", peer);
+        return;
+    }
+    *a = (struct pg_ack){.peer_world = peer, .abort = true, .ctx = ctx, .src = src,
+                         .tag = (int)(seq << PG_COLL_SIG_BITS | sig), .note = *n};
+    mps_list_push_back(&pg_w.acks, &a->link);
+}
+
+/* Queues the notice of the abort of collective seq on ctx to every other member of g. */
+static void notify_all(struct pg_group *g, uint64_t ctx, uint32_t seq,
+                       const struct pg_abort_note *n)
+{
+    for (int p = 0; g && p < g->size; p++) {
+        if (p != g->rank) {
+            queue_control(g->ranks[p], ctx, g->rank, seq, PG_COLL_ABORT, n);
+        }
+    }
+}
 
 /* Records the abort here and queues a notice to every other member of g. */
 static void coll_abort(struct pg_group *g, uint64_t ctx, int tag, const struct pg_abort_note *n,
                        bool in_handler)
 {
-    if (!pg_coll_abort_note(ctx, tag_seq(tag), n)) {
+    if (!abort_here(ctx, tag_seq(tag), n)) {
         return;
     }
-    fail_posted_at(ctx, tag_seq(tag), n);
-    for (int p = 0; g && p < g->size; p++) {
-        struct pg_ack *a = p == g->rank ? NULL : ack_alloc();
-        if (a) {
-            *a = (struct pg_ack){.peer_world = g->ranks[p], .abort = true, .ctx = ctx,
-                                 .src = g->rank,
-                                 .tag = (int)(tag_seq(tag) << PG_COLL_SIG_BITS | PG_COLL_ABORT),
-                                 .note = *n};
-            mps_list_push_back(&pg_w.acks, &a->link);
-        } else if (p != g->rank) {
-            p2p_stuck("the notice that a collective is aborted, for rank", g->ranks[p]);
-        }
-    }
+    notify_all(g, ctx, tag_seq(tag), n);
     if (!in_handler) {
         pg_p2p_flush_deferred();
     }
@@ -216,24 +300,105 @@ static void fail_clash(struct pg_req *r, int src, int tag, bool in_handler)
     coll_abort(g, ctx, tag, &n, in_handler);
 }
 
-static inline bool is_abort_notice(const struct pg_wire *w)
+static inline uint32_t tag_sig(int tag)
 {
-    return (w->ctx & 1) && ((uint32_t)w->tag & ((1u << PG_COLL_SIG_BITS) - 1)) == PG_COLL_ABORT;
+    return (uint32_t)tag & ((1u << PG_COLL_SIG_BITS) - 1);
 }
 
-/* An abort notice arrived from group rank src. */
-static void take_abort(uint64_t ctx, int tag, const void *payload, size_t len)
+/* An abort notice or a roll call's question (the signatures above every collective's). */
+static inline bool is_control(const struct pg_wire *w)
+{
+    return (w->ctx & 1) && tag_sig(w->tag) >= PG_COLL_ABORT_ONE;
+}
+
+/* An abort notice arrived: a rank that gets one meant for it alone (the answer to its roll
+ * call) tells the rest of its group. */
+static void take_abort(uint64_t ctx, int tag, const struct pg_abort_note *n)
+{
+    if (abort_here(ctx, tag_seq(tag), n) && tag_sig(tag) == PG_COLL_ABORT_ONE) {
+        notify_all(pg_roll_group(ctx), ctx, tag_seq(tag), n);
+    }
+}
+
+/* A roll call's question from group rank src (world rank src_world): in collective seq with
+ * signature q->mine, which one is this rank in (pg_coll_roll.c)? An answer only where the
+ * two differ, or the collective was aborted. */
+static void take_roll(uint64_t ctx, int tag, int src, int src_world,
+                      const struct pg_abort_note *q)
+{
+    uint32_t seq = tag_seq(tag), mine;
+    const struct pg_abort_note *known = pg_coll_abort_of(ctx, seq);
+    struct pg_abort_note n;
+    int rank = 0;
+
+    if (known) {
+        n = *known;
+        discard_queued(ctx, seq); /* a rendezvous from src may have come since */
+        queue_control(src_world, ctx, 0, seq, PG_COLL_ABORT_ONE, &n);
+        return;
+    }
+    if (pg_roll_freed(ctx)) {
+        /* This rank left the collective and freed the group: what waits here for it will never
+         * be received (a rendezvous from a rank that ran its later steps). */
+        discard_queued(ctx, seq);
+    }
+    if (!pg_roll_entered(ctx, seq, &mine, &rank) || mine == (q->mine & (PG_COLL_POISON - 1))) {
+        return;
+    }
+    n = (struct pg_abort_note){q->mine & (PG_COLL_POISON - 1), mine, rank, src};
+    if (pg_roll_group(ctx)) {
+        coll_abort(pg_roll_group(ctx), ctx, tag, &n, true);
+    } else if (abort_here(ctx, seq, &n)) {
+        /* This rank freed the group: the asker tells the others. */
+        queue_control(src_world, ctx, rank, seq, PG_COLL_ABORT_ONE, &n);
+    }
+}
+
+static void take_control(const struct pg_wire *w, const void *payload)
 {
     struct pg_abort_note n;
 
-    if (len < sizeof(n)) {
-        MPS_ERR("short collective abort notice (%zu bytes) dropped", len);
+    if (w->len < sizeof(n)) {
+        MPS_ERR("short collective control message (%" PRIu64 " bytes) dropped", w->len);
         return;
     }
     memcpy(&n, payload, sizeof(n));
-    if (pg_coll_abort_note(ctx, tag_seq(tag), &n)) {
-        fail_posted_at(ctx, tag_seq(tag), &n);
+    if (tag_sig(w->tag) == PG_COLL_ROLL) {
+        take_roll(w->ctx, w->tag, w->src, (int)w->src_world, &n);
+    } else {
+        take_abort(w->ctx, w->tag, &n);
     }
+}
+
+void pg_roll_ask(struct pg_group *g, uint32_t seq, uint32_t sig, const int *world, int n)
+{
+    struct pg_abort_note q = {0, sig, g->rank, g->rank};
+
+    if (!pg_w.fab) {
+        return;
+    }
+    for (int i = 0; i < n; i++) {
+        if (world[i] != pg_w.rank) {
+            queue_control(world[i], pg_ctx_coll(g), g->rank, seq, PG_COLL_ROLL, &q);
+        }
+    }
+    pg_p2p_flush_deferred();
+}
+
+/* A collective message that no receive took, of a collective aborted here: dropped at once
+ * (see discard). */
+static bool arrived_aborted(const struct pg_wire *w, const void *payload)
+{
+    struct pg_msg m;
+
+    if (!(w->ctx & 1) || !pg_coll_abort_of(w->ctx, tag_seq(w->tag))) {
+        return false;
+    }
+    m = (struct pg_msg){.ctx = w->ctx, .src = w->src, .tag = w->tag,
+                        .src_world = (int)w->src_world, .len = w->len, .kind = w->kind,
+                        .rndv_tag = w->rndv_tag, .sync_id = w->sync_id};
+    discard(&m, payload);
+    return true;
 }
 
 /* A message (ctx, src, tag) found no posted receive: fails the one it clashes with, or
@@ -263,9 +428,6 @@ static struct pg_req *posted_clash(uint64_t ctx, int src, int tag)
     }
     return NULL;
 }
-
-static void deliver(struct pg_req *r, const struct pg_msg *m, const void *eager_data);
-static void msg_free_locked(struct pg_msg *m);
 
 /* A queued message m clashes with the collective receive req: fails it, or delivers m
  * where only the poison bit differs (see posted_clash). */
@@ -621,12 +783,15 @@ enum fab_am_result pg_am_handler(void *arg, int peer, const void *buf, size_t le
         return FAB_AM_TAKEN;
     }
     r = find_posted(w.ctx, w.src, w.tag);
-    if (!r && is_abort_notice(&w)) {
-        take_abort(w.ctx, w.tag, payload, w.len);
+    if (!r && is_control(&w)) {
+        take_control(&w, payload);
         return FAB_AM_TAKEN;
     }
     if (!r) {
         r = posted_clash(w.ctx, w.src, w.tag);
+    }
+    if (!r && mps_unlikely(arrived_aborted(&w, payload))) {
+        return FAB_AM_TAKEN;
     }
     if (r) {
         struct pg_msg m = {.ctx = w.ctx, .src = w.src, .tag = w.tag,
@@ -792,6 +957,7 @@ int pg_isend_ctx(struct pg_group *g, uint64_t ctx, const void *buf, size_t len, 
     req->ctx = ctx;
     req->match_src = dst;
     req->match_tag = tag;
+    req->g = g;
     if (dst == PG_PROC_NULL) {
         pg_req_complete(req, PGC_OK);
         return PGC_OK;
@@ -973,6 +1139,19 @@ int pg_mrecv(struct pg_msg *m, void *buf, size_t cap, struct pg_req *req)
     msg_free_locked(m);
     PG_UNLOCK();
     return PGC_OK;
+}
+
+bool pg_recv_posted(const struct pg_req *req)
+{
+    struct mps_list *pos;
+
+    mps_list_for_each(pos, &pg_w.posted)
+    {
+        if (pos == &req->link) {
+            return true;
+        }
+    }
+    return false;
 }
 
 bool pg_unpost_recv(struct pg_req *req)

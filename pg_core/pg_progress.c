@@ -47,6 +47,14 @@
  * announces (a device operation, a timeout, a dead peer). */
 #define WAIT_NET_SLEEP_MS 1
 #define WAIT_LOAD_LOOK 0.1 /* s between two looks at the machine's runnable tasks */
+/* The roll call of a collective's wait (pg_coll_roll.c): its first questions after ROLL_AFTER
+ * s of waiting, again every ROLL_EVERY while it waits; and while this process knows of an
+ * aborted collective, a look every ROLL_ABORT_LOOK at whether it is the one waited for. A
+ * legal program's ranks are all in the collective, so the questions get no answer and only
+ * cost a small message per rank waited for and ROLL_EVERY. */
+#define ROLL_AFTER 0.2
+#define ROLL_EVERY 0.5
+#define ROLL_ABORT_LOOK 0.01
 
 /* Where a wait stands between its polls. */
 struct wait_state {
@@ -287,11 +295,47 @@ static int peer_alive(void)
                      "was waiting for it or for a peer that needs it", dead, pid);
 }
 
+/* When a collective's wait next asks (ROLL_AFTER, ROLL_EVERY) or looks at the aborts. */
+struct roll_state {
+    double next_ask, next_look;
+};
+
+/* The roll call's part of a collective's wait, at now (the wait started at start): the
+ * error of its collective's abort where it may end on one, else PGC_OK. */
+static int roll_look(const struct pg_wait_who *who, struct roll_state *r, double start,
+                     double now)
+{
+    bool ask = now - start >= ROLL_AFTER && now >= r->next_ask;
+    bool may_fail = false;
+    struct pg_awaited a;
+    int rc;
+
+    if (!ask && (now < r->next_look || __atomic_load_n(&pg_aborts.n, __ATOMIC_RELAXED) == 0)) {
+        return PGC_OK;
+    }
+    r->next_look = now + ROLL_ABORT_LOOK;
+    if (ask) {
+        r->next_ask = now + ROLL_EVERY;
+    }
+    if (!who->fn(who->arg, &a, &may_fail)) {
+        return PGC_OK;
+    }
+    rc = pg_roll_look(&a, ask);
+    return may_fail ? rc : PGC_OK;
+}
+
 int pg_wait_until_locked(bool (*ready)(void *arg), void *arg, double timeout)
+{
+    return pg_wait_coll_locked(ready, arg, timeout, NULL);
+}
+
+int pg_wait_coll_locked(bool (*ready)(void *arg), void *arg, double timeout,
+                        const struct pg_wait_who *who)
 {
     struct wait_state w = {0};
     struct pg_wait_clock clock = {0, 0};
-    double next_look = 0;
+    struct roll_state roll = {0, 0};
+    double next_look = 0, started = 0;
     int rc = PGC_OK;
 
     if (timeout < 0) {
@@ -309,6 +353,7 @@ int pg_wait_until_locked(bool (*ready)(void *arg), void *arg, double timeout)
             if (clock.start == 0) {
                 pg_wait_clock_start(&clock, now);
                 next_look = now;
+                started = now;
             } else if (pg_wait_clock_expired(&clock, now, timeout) && !ready(arg)) {
                 rc = PGC_ERR_TIMEOUT;
                 pg_flight_dump_all("a timeout");
@@ -318,6 +363,9 @@ int pg_wait_until_locked(bool (*ready)(void *arg), void *arg, double timeout)
                  * that finalized and exited once its last message was sent). */
                 rc = ready(arg) ? PGC_OK : peer_alive();
             }
+            if (rc == PGC_OK && who && !ready(arg)) {
+                rc = roll_look(who, &roll, started, now);
+            }
         }
     }
     return rc;
@@ -326,6 +374,32 @@ int pg_wait_until_locked(bool (*ready)(void *arg), void *arg, double timeout)
 static bool req_done(void *req)
 {
     return pg_req_is_done((struct pg_req *)req);
+}
+
+/* A receive whose rendezvous transfer runs and a send (a rendezvous, waiting for its
+ * receiver) are in the fabric, which must find the request alive: their waits last until
+ * the transfer ends (the receiver of an aborted collective takes it into scratch,
+ * pg_p2p.c). */
+bool pg_req_who(void *arg, struct pg_awaited *a, bool *may_fail)
+{
+    const struct pg_req *req = arg;
+
+    if (req->kind == PG_REQ_RECV && !pg_recv_posted(req)) {
+        return false;
+    }
+    *may_fail = req->kind != PG_REQ_SEND;
+    if (pg_req_awaited(req, a)) {
+        return true;
+    }
+    /* A point-to-point receive inside a node-aware collective's step (the reduce's handover
+     * to its root, on the node's group): it asks about the parent's collective alone. */
+    if (req->kind != PG_REQ_RECV || !req->g || !req->g->parent || req->match_src < 0) {
+        return false;
+    }
+    pg_awaited_ranks(a, req->g->ctx, &req->match_src, 1);
+    a->g = req->g;
+    a->seq = PG_ROLL_NO_SEQ;
+    return true;
 }
 
 /* A request that the fabric ended with an error carries only the code (the fabric's
@@ -361,12 +435,14 @@ int pg_wait_locked(struct pg_req *req, double timeout)
     if (timeout < 0) {
         timeout = pg_w.timeout;
     }
-    rc = pg_wait_until_locked(req_done, req, timeout);
+    rc = pg_wait_coll_locked(req_done, req, timeout,
+                             &(struct pg_wait_who){pg_req_who, req});
     if (rc == PGC_ERR_TIMEOUT) {
         return wait_timed_out(req, timeout);
     }
     if (rc != PGC_OK) {
-        /* A dead peer (peer_alive recorded which): given up like a timed-out request. */
+        /* A dead peer (peer_alive recorded which), or the collective's abort: given up like
+         * a timed-out request. */
         give_up(req);
         return rc;
     }

@@ -421,17 +421,6 @@ void pg_sched_detach(struct pg_req *req)
     }
 }
 
-/* A schedule of poll steps only sends no message, so it takes no tag (pg_sched_poll). */
-static bool polls_only(const struct pg_sched *s)
-{
-    for (int i = 0; i < s->n; i++) {
-        if (s->steps[i].kind != PG_STEP_POLL) {
-            return false;
-        }
-    }
-    return s->n > 0;
-}
-
 int pg_sched_start(struct pg_sched *s)
 {
     pg_req_cb cb = s->req->on_complete;
@@ -445,7 +434,10 @@ int pg_sched_start(struct pg_sched *s)
     pg_req_init(s->req, PG_REQ_COLL);
     s->req->on_complete = cb;
     s->req->cb_arg = arg;
-    s->tag = polls_only(s) ? 0 : pg_coll_tag(s->g, s->sig);
+    /* Every schedule takes its sequence number, one of poll steps only too (a shared-memory
+     * or node-aware collective, which sends no message on g): the roll call
+     * (pg_coll_roll.c) counts the group's collectives whatever their path. */
+    s->tag = pg_coll_tag(s->g, s->sig);
     mps_list_push_back(&pg_w.scheds, &s->link);
     if (advance(s)) {
         finish(s);
@@ -555,6 +547,8 @@ bool pg_sched_awaited(const struct pg_req *req, struct pg_awaited *a)
     }
     snprintf(a->what, sizeof(a->what), "%s", pg_coll_kind_name(s->sig >> 8 & 15u));
     a->nranks = 0; /* a poll step's account may be prose */
+    a->g = s->g;
+    a->seq = (uint32_t)s->tag >> PG_COLL_SIG_BITS;
     for (int i = 0; i < s->next; i++) {
         if (pending(s, &s->steps[i])) {
             first = first ? first : &s->steps[i];

@@ -105,8 +105,9 @@ void pg_sched_reduce(struct pg_sched *s, const void *in, void *inout, size_t cou
 void pg_sched_copy(struct pg_sched *s, void *dst, const void *src, size_t bytes);
 void pg_sched_fence(struct pg_sched *s);
 /* A step that runs fn(arg) at each progress until it reports done, after the communication
- * before it. A schedule of poll steps only takes no collective tag: its protocol is not
- * messages (pg_coll_shm.c's non-blocking forms), and its blocking twin takes none either. */
+ * before it. A schedule of poll steps only sends no message on its group (pg_coll_shm.c's
+ * and the node-aware non-blocking forms) but takes the group's sequence number all the same,
+ * as its blocking twin does: the roll call (pg_coll_roll.c) counts every collective. */
 void pg_sched_poll(struct pg_sched *s, pg_step_poll_fn fn, void *arg);
 /* Gives the poll step just added its account of what it waits for (called with its arg,
  * only when a wait for the schedule times out). */

@@ -79,7 +79,9 @@ static void describe_failure(struct pgc_work *w, int status, bool fresh)
     const char *cause = pgc_strerror(status);
 
     pgc_call_desc(w->call, w->g, cd, sizeof(cd));
-    if (status == PGC_ERR_MISMATCH) {
+    if (status == PGC_ERR_MISMATCH && fresh && *mps_last_error()) {
+        cause = mps_last_error(); /* the collective's abort: the two calls named */
+    } else if (status == PGC_ERR_MISMATCH) {
         cause = "a peer sent more data than this rank's tensor holds: the ranks passed "
                 "tensors of different sizes";
     } else if (status == PGC_ERR_TIMEOUT) {
@@ -156,6 +158,19 @@ static bool reqs_done(const struct pgc_work *w)
     return reqs_ready((void *)w);
 }
 
+/* What the work waits for, for the roll call (pg_coll_roll.c): its first request not done. */
+static bool work_who(void *arg, struct pg_awaited *a, bool *may_fail)
+{
+    struct pgc_work *w = arg;
+
+    for (int i = 0; i < w->nreqs; i++) {
+        if (!pg_req_is_done(&w->reqs[i])) {
+            return pg_req_who(&w->reqs[i], a, may_fail);
+        }
+    }
+    return false;
+}
+
 bool pgc_work_poll(struct pgc_work *w)
 {
     if (w->status != PGC_ERR_PENDING) {
@@ -184,7 +199,9 @@ static int work_wait_final(struct pgc_work *w, double timeout)
 {
     for (int i = 0; i < w->nreqs; i++) {
         int rc = pg_wait(&w->reqs[i], timeout);
-        if (gave_up(rc) && !pg_req_is_done(&w->reqs[i])) {
+        /* A wait that ends with its request not done gave it up: a timeout, a dead peer, or
+         * the collective's abort (a mismatch found by the roll call, pg_coll_roll.c). */
+        if (rc != PGC_OK && !pg_req_is_done(&w->reqs[i])) {
             describe_failure(w, rc, true);
             w->status = rc;
             return rc;
@@ -209,7 +226,7 @@ int pgc_work_launch(struct pgc_work *w, int async_op, pgc_work **out)
     if (rc != PGC_OK) {
         mps_error(rc, "%s", w->err);
     }
-    if (gave_up(rc)) {
+    if (gave_up(rc) || !reqs_done(w)) {
         /* Release everything except what a send still in the transport may touch. */
         if (w->req.kind == PG_REQ_SEND && !pg_req_is_done(&w->req)) {
             return rc;
@@ -262,14 +279,15 @@ int pgc_work_wait(pgc_work *work, double timeout)
      * its look for a dead peer of the node. */
     if (w->status == PGC_ERR_PENDING) {
         PG_LOCK();
-        rc = pg_wait_until_locked(reqs_ready, w, timeout > 0 ? timeout : -1);
+        rc = pg_wait_coll_locked(reqs_ready, w, timeout > 0 ? timeout : -1,
+                                 &(struct pg_wait_who){work_who, w});
         PG_UNLOCK();
     }
     if (rc == PGC_ERR_TIMEOUT) {
         return still_running(w, timeout > 0 ? timeout : pg_timeout());
     }
     if (rc != PGC_OK) {
-        /* A dead peer: the work fails, its requests given up. */
+        /* A dead peer or the collective's abort: the work fails, its requests given up. */
         work_wait_final(w, -1);
     }
     pgc_work_poll(w);
@@ -311,10 +329,13 @@ void pgc_work_free(pgc_work *work)
     if (!w) {
         return;
     }
-    if (w->status == PGC_ERR_PENDING && gave_up(work_wait_final(w, -1))) {
+    if (w->status == PGC_ERR_PENDING) {
+        work_wait_final(w, -1);
+    }
+    if (!reqs_done(w)) { /* given up: a timeout, a dead peer, an abort */
         for (int i = 0; i < w->nreqs; i++) {
             if (w->reqs[i].kind == PG_REQ_SEND && !pg_req_is_done(&w->reqs[i])) {
-                MPS_WARN("pgc_work_free: %s still sending after the timeout; its handle is "
+                MPS_WARN("pgc_work_free: %s still sending after it failed; its handle is "
                          "leaked so that the transport cannot write into freed memory",
                          w->call);
                 return;

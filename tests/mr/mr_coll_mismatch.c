@@ -1,33 +1,47 @@
 /*
  * mr_coll_mismatch.c - ranks that call different collectives, or the same one with
- * different ops, at the same point: every rank that reads another's contribution must fail
- * with an error instead of returning success with the other collective's bytes (before
- * collective signatures, a rank in MPI_Allreduce facing a rank in MPI_Bcast returned
- * MPI_SUCCESS holding a wrong sum). The root of a broadcast reads nothing from the others
- * and cannot tell; it returns MPI_SUCCESS. Each case runs on a fresh communicator, since the
+ * different ops or roots, at the same point: every rank whose result depends on another's
+ * must fail with an error instead of returning success with the other collective's bytes
+ * (before collective signatures, a rank in MPI_Allreduce facing a rank in MPI_Bcast returned
+ * MPI_SUCCESS holding a wrong sum), and no rank may wait for the timeout. Ranks that read
+ * nothing from the others may still succeed, and the test lets them: a broadcast's root, a
+ * reduce's leaves (they send and return). Each case runs on a fresh communicator, since the
  * mismatched one is out of step afterwards. tests/mr.list runs it with shared memory on and
- * off, at 2 to 8 ranks. Through messages, the rank that finds the clash tells every member
- * (pg_p2p.c's abort notices), so the ranks that never read the other collective fail too,
- * at once: each case must end well within MPISHIM_TIMEOUT (60 s in the suite; a case takes
- * milliseconds, and we allow 20 s), or it waited for the timeout. Ranks whose different
- * collectives take different transports (a broadcast stays a message where ranks outnumber
- * cores, an allreduce uses shared memory) cannot see each other and time out instead: with
- * shared memory on, the broadcast case runs on 2 ranks only.
- * With MRT_NODE_AWARE=1 (tests/mr.list with MPISHIM_NODE_SPLIT, test_cluster.sh across the
- * nodes) the communicators run node-aware (pg_coll_hier.h): a rank that finds the clash in
- * one step runs the later steps poisoned, so the ranks that learn of it only there (another
- * node's) fail with MPI_ERR_BUFFER and a message saying the data stands in for a rank's
- * failed part; still at once. There only the different ops run: ranks in node-aware
- * collectives of different kinds run different steps on the sub-groups, which then fall out
- * of step, and some rank can still wait for the timeout (doc/internals.md, "Signatures").
+ * off, at 2 to 8 ranks, and node-aware (MRT_NODE_AWARE=1 with MPISHIM_NODE_SPLIT).
+ *
+ * The cases where no rank ever reads the other collective's bytes are those the roll call
+ * (pg_coll_roll.c) catches; before it, each waited for MPISHIM_TIMEOUT:
+ *  - different transports: a broadcast sent as messages (where ranks outnumber cores)
+ *    against a shared-memory allreduce;
+ *  - different trees: a reduce to root 0 against a reduce to root 1;
+ *  - a rendezvous broadcast (256 KiB, above every eager size) to ranks that abort;
+ *  - node-aware collectives of different kinds, whose steps on the sub-groups fall out of
+ *    step.
+ * Each case must end well within MPISHIM_TIMEOUT (60 s in the suite; a case takes a second
+ * at most, and we allow 20 s), or some rank waited for the timeout. A failing rank's
+ * message must name both calls (the two kinds, ops or roots), which a timeout's does not.
+ * Node-aware, a rank may learn of the clash through a later step's poison and fail with
+ * MPI_ERR_BUFFER saying the data stands in for a rank's failed part, or name the steps'
+ * collectives on the sub-groups: there only the class is checked.
+ *
+ * Last, a legal program that is merely slow: one rank enters two collectives 2 s late, while
+ * the others' waits hold their roll calls; everyone must succeed with the right result.
  */
 #include "mrtest.h"
 
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static int rank, nranks;
+
+static void sleep_s(double s)
+{
+    struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
+
+    nanosleep(&ts, NULL);
+}
 static double case_start;
 static bool node_aware; /* MRT_NODE_AWARE=1 */
 
@@ -49,23 +63,33 @@ static MPI_Comm fresh(void)
     return c;
 }
 
-static void expect_failed(int rc, const char *what)
+/* rc is the error of a mismatch: MPI_ERR_OTHER with a message naming both calls (a and b,
+ * e.g. "bcast" and "allreduce"), or node-aware a poisoned step's MPI_ERR_BUFFER. */
+static void expect_failed(int rc, const char *what, const char *a, const char *b)
 {
-    int cls;
+    char msg[MPI_MAX_ERROR_STRING] = "";
+    int cls, len = 0;
 
     MPI_Error_class(rc, &cls);
+    MPI_Error_string(rc, msg, &len);
     if (node_aware && cls == MPI_ERR_BUFFER) {
-        char msg[MPI_MAX_ERROR_STRING];
-        int len = 0;
-
-        MPI_Error_string(rc, msg, &len);
         CHECK(strstr(msg, "stands in for a rank's failed part") ||
               strstr(msg, "or ranks called different collectives"),
               "%s: MPI_ERR_BUFFER without the poisoned step's message: %s", what, msg);
         return;
     }
-    CHECK(cls == MPI_ERR_OTHER, "%s: class %d, expected MPI_ERR_OTHER (%d)", what, cls,
-          MPI_ERR_OTHER);
+    CHECK(cls == MPI_ERR_OTHER, "%s: class %d, expected MPI_ERR_OTHER (%d): %s", what, cls,
+          MPI_ERR_OTHER, msg);
+    CHECK(node_aware || (strstr(msg, a) && strstr(msg, b)),
+          "%s: the message does not name both %s and %s: %s", what, a, b, msg);
+}
+
+/* A rank that reads nothing from the others may succeed; if it fails, it names the clash. */
+static void may_fail(int rc, const char *what, const char *a, const char *b)
+{
+    if (rc != MPI_SUCCESS) {
+        expect_failed(rc, what, a, b);
+    }
 }
 
 /* Rank 0 broadcasts, the others allreduce, count ints. */
@@ -78,13 +102,99 @@ static void bcast_against_allreduce(int count)
         buf[i] = rank + i;
     }
     if (rank == 0) {
+        /* The root reads nothing; node-aware, it may run a step with the others. */
         rc = MPI_Bcast(buf, count, MPI_INT, 0, c);
-        CHECK(rc == MPI_SUCCESS, "the broadcast root reads nothing: rc %d", rc);
+        may_fail(rc, "the bcast root", "bcast", "allreduce");
     } else {
         rc = MPI_Allreduce(buf, out, count, MPI_INT, MPI_SUM, c);
-        expect_failed(rc, "allreduce facing a bcast");
+        expect_failed(rc, "allreduce facing a bcast", "bcast", "allreduce");
     }
     in_time("bcast against allreduce");
+    MPI_Comm_free(&c);
+}
+
+/* The same above every eager size: the root's sends are rendezvous transfers to ranks that
+ * abort their allreduce; their wait must not outlast the abort. */
+static void big_bcast_against_allreduce(void)
+{
+    enum { BIG = 64 * 1024 }; /* ints: 256 KiB */
+    int *buf = malloc(sizeof(int) * BIG), *out = malloc(sizeof(int) * BIG);
+    MPI_Comm c = fresh();
+    int rc;
+
+    CHECK(buf && out, "no memory for %d ints", 2 * BIG);
+    for (int i = 0; i < BIG; i++) {
+        buf[i] = rank + i;
+    }
+    if (rank == 0) {
+        rc = MPI_Bcast(buf, BIG, MPI_INT, 0, c);
+        may_fail(rc, "the root of a 256 KiB bcast", "bcast", "allreduce");
+    } else {
+        rc = MPI_Allreduce(buf, out, BIG, MPI_INT, MPI_SUM, c);
+        expect_failed(rc, "a 256 KiB allreduce facing a bcast", "bcast", "allreduce");
+    }
+    in_time("a 256 KiB bcast against an allreduce");
+    MPI_Comm_free(&c);
+    free(buf);
+    free(out);
+}
+
+/* Rank 0 reduces to root 0, the others to root 1: both roots need data that never comes
+ * (rank 0 sends its part to nobody, and its tree's children send theirs elsewhere). The
+ * other ranks are leaves or inner nodes of one tree or the other and may succeed.
+ * Node-aware, the steps within the nodes and among the leaders are the same for both roots
+ * (rank 0 leads the roots' node): rank 0 gets everyone's data and may succeed, with the
+ * right sum; rank 1 waits for the hand-over from its node's leader, which never comes. */
+static void different_roots(int count)
+{
+    MPI_Comm c = fresh();
+    int buf[600], out[600], rc;
+
+    for (int i = 0; i < count; i++) {
+        buf[i] = rank + i;
+    }
+    rc = MPI_Reduce(buf, out, count, MPI_INT, MPI_SUM, rank == 0 ? 0 : 1, c);
+    if (rank == 1 || (rank == 0 && !node_aware)) {
+        expect_failed(rc, "a reduce's root facing another root", "root=0", "root=1");
+    } else {
+        may_fail(rc, "a reduce's leaf facing another root", "root=0", "root=1");
+    }
+    for (int i = 0; rank == 0 && rc == MPI_SUCCESS && i < count; i++) {
+        int want = nranks * (nranks - 1) / 2 + nranks * i;
+        CHECK(out[i] == want, "reduce to root 0 succeeded with %d at %d, expected %d", out[i],
+              i, want);
+    }
+    in_time("reduce to different roots");
+    MPI_Comm_free(&c);
+}
+
+/* A legal program that is merely slow: the last rank enters an allreduce (shared memory
+ * where it is on) and a reduce of 4 KiB (messages) 2 s late. The others' waits ask it which
+ * collective it is in, and must go on waiting and give the right results. */
+static void one_rank_late(void)
+{
+    enum { N = 1024 };
+    static int in[N], out[N];
+    MPI_Comm c = fresh();
+    int one = 1, sum = 0;
+
+    for (int i = 0; i < N; i++) {
+        in[i] = rank + i;
+    }
+    if (rank == nranks - 1) {
+        sleep_s(2.0);
+    }
+    CHECK_MPI(MPI_Allreduce(&one, &sum, 1, MPI_INT, MPI_SUM, c));
+    CHECK(sum == nranks, "late allreduce: sum %d, expected %d", sum, nranks);
+    if (rank == nranks - 1) {
+        sleep_s(2.0);
+    }
+    CHECK_MPI(MPI_Reduce(in, out, N, MPI_INT, MPI_SUM, 0, c));
+    for (int i = 0; rank == 0 && i < N; i++) {
+        /* sum over r of (r + i) */
+        int want = nranks * (nranks - 1) / 2 + nranks * i;
+        CHECK(out[i] == want, "late reduce: element %d is %d, expected %d", i, out[i], want);
+    }
     MPI_Comm_free(&c);
 }
 
@@ -98,7 +208,7 @@ static void different_ops(int count)
         buf[i] = rank + i;
     }
     expect_failed(MPI_Allreduce(buf, out, count, MPI_INT, rank == 0 ? MPI_MAX : MPI_SUM, c),
-                  "allreduce with another op");
+                  "allreduce with another op", "op=max", "op=sum");
     in_time("allreduce with different ops");
     MPI_Comm_free(&c);
 }
@@ -110,10 +220,10 @@ static void barrier_against_allreduce(void)
     int one = 1, out;
 
     if (rank == 0) {
-        expect_failed(MPI_Barrier(c), "barrier facing an allreduce");
+        expect_failed(MPI_Barrier(c), "barrier facing an allreduce", "barrier", "allreduce");
     } else {
         expect_failed(MPI_Allreduce(&one, &out, 1, MPI_INT, MPI_SUM, c),
-                      "allreduce facing a barrier");
+                      "allreduce facing a barrier", "barrier", "allreduce");
     }
     in_time("barrier against allreduce");
     MPI_Comm_free(&c);
@@ -125,26 +235,19 @@ int main(int argc, char **argv)
     rank = mrt_rank;
     MPI_Comm_size(MPI_COMM_WORLD, &nranks);
     CHECK(nranks >= 2, "needs 2 ranks or more, got %d", nranks);
-    const char *shm = getenv("MPISHIM_COLL_SHM");
     const char *na = getenv("MRT_NODE_AWARE");
-    bool messages = shm && strcmp(shm, "0") == 0;
 
     node_aware = na && strcmp(na, "1") == 0;
-
-    /* Up to 256 bytes: a broadcast goes through shared memory like the allreduce. */
-    if (node_aware && mrt_rank == 0) {
-        printf("mr_coll_mismatch: node-aware: collectives of different kinds not run (they "
-               "can wait for the timeout there)\n");
-    }
+    /* Up to 64 ints a broadcast goes through shared memory like the allreduce where ranks
+     * have a core each, and as messages where they outnumber the cores. */
     for (int count = 1; count <= 64; count *= 8) {
-        if ((nranks == 2 || messages) && !node_aware) {
-            bcast_against_allreduce(count);
-        }
+        bcast_against_allreduce(count);
         different_ops(count);
+        different_roots(count);
     }
-    if (!node_aware) {
-        barrier_against_allreduce();
-    }
+    big_bcast_against_allreduce();
+    barrier_against_allreduce();
+    one_rank_late();
     /* The world is untouched: a last collective on it still gives the right sum. */
     {
         int one = 1, sum = 0;
