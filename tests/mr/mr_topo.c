@@ -20,8 +20,14 @@ static int errclass(int code)
 static void test_dims_create(void)
 {
     struct {
-        int n, nd, in[3], want[3];
+        int n, nd, in[4], want[4];
     } cases[] = {
+        /* Ties of the largest-smallest spread go to the larger smallest factor, then the next
+         * (MPICH's answers, from its test topo/dims5's table; 54x44x29 and 13x12x6x6 before). */
+        {68904, 3, {0, 0, 0}, {58, 36, 33}},
+        {71400, 3, {0, 0, 0}, {51, 40, 35}},
+        {100320, 3, {0, 0, 0}, {57, 44, 40}},
+        {5616, 4, {0, 0, 0, 0}, {13, 9, 8, 6}},
         {6, 2, {0, 0}, {3, 2}},
         {7, 2, {0, 0}, {7, 1}},
         {12, 3, {0, 0, 0}, {3, 2, 2}},
@@ -38,7 +44,7 @@ static void test_dims_create(void)
         {6, 3, {1, 0, 1}, {1, 6, 1}},
     };
     for (size_t c = 0; c < sizeof(cases) / sizeof(*cases); c++) {
-        int d[3];
+        int d[4];
         memcpy(d, cases[c].in, sizeof(d));
         CHECK_MPI(MPI_Dims_create(cases[c].n, cases[c].nd, d));
         for (int i = 0; i < cases[c].nd; i++) {
