@@ -247,20 +247,9 @@ static int idup_finish(struct shim_req *r)
  * under MPI_THREAD_MULTIPLE, where two threads' creations may need a second round. */
 static int idup_at_once(MPI_Comm comm, MPI_Comm *newcomm, MPI_Request *request)
 {
-    struct shim_req *r;
     int rc = PMPI_Comm_dup(comm, newcomm);
 
-    if (rc != MPI_SUCCESS) {
-        return rc;
-    }
-    r = shim_req_new(SHIM_REQ_COLL, comm);
-    if (!r) {
-        return shim_error(comm, SHIM_FN, MPI_ERR_NO_MEM, "no memory for a request");
-    }
-    pg_req_init(&r->pr, PG_REQ_COLL);
-    pg_req_complete(&r->pr, PGC_OK);
-    *request = r->handle;
-    return MPI_SUCCESS;
+    return rc != MPI_SUCCESS ? rc : shim_req_done(comm, "MPI_Comm_idup", request);
 }
 
 /* The context id is agreed by a non-blocking allreduce (pg_group_idup_start), so a rank may

@@ -83,7 +83,6 @@ static int no_in_place(const char *fn, MPI_Comm comm, const void *buf)
  * non-blocking forms. */
 static int finish(const char *fn, MPI_Comm comm, int rc, const char *step, MPI_Request *request)
 {
-    struct shim_req *r;
     char what[MPI_MAX_ERROR_STRING];
     int len = 0;
 
@@ -93,17 +92,7 @@ static int finish(const char *fn, MPI_Comm comm, int rc, const char *step, MPI_R
         }
         return shim_error(comm, fn, rc, "%s failed: %s", step, what);
     }
-    if (!request) {
-        return MPI_SUCCESS;
-    }
-    r = shim_req_new(SHIM_REQ_COLL, comm);
-    if (!r) {
-        return shim_error(comm, fn, MPI_ERR_NO_MEM, "no memory for a request");
-    }
-    pg_req_init(&r->pr, PG_REQ_COLL);
-    pg_req_complete(&r->pr, PGC_OK);
-    *request = r->handle;
-    return MPI_SUCCESS;
+    return request ? shim_req_done(comm, fn, request) : MPI_SUCCESS;
 }
 
 /* A buffer for count elements of dt: *base is what to free, *buf what to pass to MPI. */

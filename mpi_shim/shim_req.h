@@ -64,6 +64,9 @@ struct shim_req *shim_req_new(enum shim_req_kind kind, MPI_Comm comm);
 /* The same for pg_isend/pg_irecv, which set up the pg part themselves: only its callback
  * is cleared, the rest of the 200 bytes not (a small message's path). */
 struct shim_req *shim_req_new_p2p(enum shim_req_kind kind, MPI_Comm comm);
+/* A collective's request that is complete already, in *request (a blocking operation behind
+ * a non-blocking name): MPI_SUCCESS, or MPI_ERR_NO_MEM raised on comm by fn. */
+int shim_req_done(MPI_Comm comm, const char *fn, MPI_Request *request);
 /* The request of a handle, or NULL (MPI_REQUEST_NULL or invalid). */
 struct shim_req *shim_req_get(MPI_Request h);
 /* Back to the pool (frees temporaries, releases the type). */
