@@ -53,9 +53,12 @@ static void work_release(struct pgc_work *w)
     free(w->tmp);
     w->tmp = NULL;
     if (w->reqs != &w->req) {
+        /* A batch's requests are done (work_complete) or given up for good: none is left
+         * to wait for or look at (pgc_work_free would take the unused w->req for a send
+         * still in flight and leak the work). */
         free(w->reqs);
         w->reqs = &w->req;
-        w->nreqs = 1;
+        w->nreqs = 0;
     }
     if (w->g) {
         pg_group_release(w->g);
