@@ -387,7 +387,10 @@ bool pg_req_who(void *arg, struct pg_awaited *a, bool *may_fail)
     if (req->kind == PG_REQ_RECV && !pg_recv_posted(req)) {
         return false;
     }
-    *may_fail = req->kind != PG_REQ_SEND;
+    /* A send, or a schedule with a send under way, must not end early: the fabric reads its
+     * buffer until the receiver (which drains an aborted collective's messages into
+     * scratch, pg_p2p.c) has taken the data; a caller would free it under the copy. */
+    *may_fail = req->kind != PG_REQ_SEND && !(req->kind == PG_REQ_COLL && pg_sched_sending(req));
     if (pg_req_awaited(req, a)) {
         return true;
     }

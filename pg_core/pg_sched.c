@@ -408,6 +408,22 @@ static void finish(struct pg_sched *s)
     }
 }
 
+bool pg_sched_sending(const struct pg_req *req)
+{
+    struct mps_list *pos;
+
+    mps_list_for_each(pos, &pg_w.scheds)
+    {
+        const struct pg_sched *s = container_of(pos, struct pg_sched, link);
+        for (int i = 0; s->req == req && i < s->next; i++) {
+            if (s->steps[i].kind == PG_STEP_SEND && !pg_req_is_done(&s->steps[i].req)) {
+                return true;
+            }
+        }
+    }
+    return false;
+}
+
 void pg_sched_detach(struct pg_req *req)
 {
     struct mps_list *pos;
