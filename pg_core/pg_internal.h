@@ -352,9 +352,9 @@ bool pg_recv_posted(const struct pg_req *req);
 int pg_sched_progress(void);
 /* A collective whose waiter gave up: it runs on but completes no request. */
 void pg_sched_detach(struct pg_req *req);
-/* Whether the schedule completing req has a send started and not done: the fabric still
- * reads its buffer (often the caller's), so a roll call's abort must not end the
- * collective before it (pg_req_who). */
+/* Whether the schedule completing req has a send started and not done, or a receive
+ * matched and not done: the fabric still reads or writes its buffer (often the caller's),
+ * so a roll call's abort must not end the collective before it (pg_req_who). */
 bool pg_sched_sending(const struct pg_req *req);
 
 /* pg_coll.c: whether MPISHIM_COLL_ALLREDUCE forces g's allreduce off recursive doubling;

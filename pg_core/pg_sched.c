@@ -416,7 +416,11 @@ bool pg_sched_sending(const struct pg_req *req)
     {
         const struct pg_sched *s = container_of(pos, struct pg_sched, link);
         for (int i = 0; s->req == req && i < s->next; i++) {
-            if (s->steps[i].kind == PG_STEP_SEND && !pg_req_is_done(&s->steps[i].req)) {
+            const struct pg_step *st = &s->steps[i];
+            /* A receive still posted can be failed; a matched one is being written into. */
+            bool moving = st->kind == PG_STEP_SEND ||
+                          (st->kind == PG_STEP_RECV && !pg_recv_posted(&st->req));
+            if (moving && !pg_req_is_done(&st->req)) {
                 return true;
             }
         }
