@@ -24,6 +24,7 @@
 
 #include "boot_impl.h"
 #include "boot_pmi1.h"
+#include "boot_store_impl.h"
 #include "mps_log.h"
 #include "mps_util.h"
 #include "pgc_status.h"
@@ -187,23 +188,14 @@ static int fail(const struct pmi1 *p, int st, const char *what, const char *fmt,
 /* Waits until fd is ready for events, or fails at the deadline. */
 static int wait_fd(const struct pmi1 *p, short events, double deadline, const char *what)
 {
-    for (;;) {
-        struct pollfd pfd = {.fd = p->fd, .events = events};
-        double left = deadline - mps_now();
-        int n;
-
-        if (left <= 0) {
-            return fail(p, PGC_ERR_TIMEOUT, what, "no %s within the timeout (MPISHIM_TIMEOUT)",
-                        events == POLLIN ? "answer" : "room to write");
-        }
-        n = poll(&pfd, 1, (int)MPS_MIN(left * 1e3 + 1, (double)INT_MAX));
-        if (n > 0) {
-            return PGC_OK;
-        }
-        if (n < 0 && errno != EINTR) {
-            return fail(p, PGC_ERR_IO, what, "poll: %s", strerror(errno));
-        }
+    if (boot_wait_fd(p->fd, events, deadline) == 0) {
+        return PGC_OK;
     }
+    if (errno == ETIMEDOUT) {
+        return fail(p, PGC_ERR_TIMEOUT, what, "no %s within the timeout (MPISHIM_TIMEOUT)",
+                    events == POLLIN ? "answer" : "room to write");
+    }
+    return fail(p, PGC_ERR_IO, what, "poll: %s", strerror(errno));
 }
 
 static int send_line(struct pmi1 *p, const char *line, double deadline, const char *what)
@@ -548,8 +540,7 @@ static int connect_port(struct pmi1 *p, const char *hostport, double deadline)
     struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *ai = NULL;
     const char *colon = strrchr(hostport, ':');
     char host[256];
-    int rc = PGC_OK, err = 0, gai;
-    socklen_t elen = sizeof(err);
+    int rc = PGC_OK, gai;
 
     if (!colon || colon == hostport || (size_t)(colon - hostport) >= sizeof(host)) {
         return mps_error(PGC_ERR_INVALID_ARG, "boot_init: PMI_PORT=%.64s is not host:port",
@@ -560,14 +551,11 @@ static int connect_port(struct pmi1 *p, const char *hostport, double deadline)
         return mps_error(PGC_ERR_UNREACHABLE, "boot_init: PMI_PORT=%.64s: %s", hostport,
                          gai_strerror(gai));
     }
-    p->fd = socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    p->fd = boot_connect_fd(ai, deadline);
     p->own_fd = p->fd >= 0;
-    if (p->fd < 0 || (connect(p->fd, ai->ai_addr, ai->ai_addrlen) != 0 &&
-                      errno != EINPROGRESS)) {
-        rc = fail(p, PGC_ERR_UNREACHABLE, "connect", "%s", strerror(errno));
-    } else if ((rc = wait_fd(p, POLLOUT, deadline, "connect")) == PGC_OK &&
-               (getsockopt(p->fd, SOL_SOCKET, SO_ERROR, &err, &elen) != 0 || err != 0)) {
-        rc = fail(p, PGC_ERR_UNREACHABLE, "connect", "%s", strerror(err ? err : errno));
+    if (p->fd < 0) {
+        rc = fail(p, errno == ETIMEDOUT ? PGC_ERR_TIMEOUT : PGC_ERR_UNREACHABLE, "connect", "%s",
+                  strerror(errno));
     }
     freeaddrinfo(ai);
     return rc;

@@ -15,6 +15,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct addrinfo;
+
+/* Deadline-bounded sockets, shared by the TCP store's client and the PMI-1 method
+ * (boot_pmi1.c); deadline is an mps_now() time. boot_wait_fd: 0 once fd is ready for
+ * events, else -1 with errno (ETIMEDOUT at the deadline). boot_connect_fd: a non-blocking,
+ * close-on-exec socket connected to ai, or -1 with errno. */
+int boot_wait_fd(int fd, short events, double deadline);
+int boot_connect_fd(const struct addrinfo *ai, double deadline);
+
 struct boot_store_ops {
     const char *name; /* "tcp" or "file", for messages */
     int (*set)(struct boot_store *s, const char *key, const void *val, size_t len);

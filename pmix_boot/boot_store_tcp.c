@@ -16,6 +16,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -51,8 +52,7 @@ static void broken(struct tcp_store *ts)
     }
 }
 
-/* Waits for fd to be ready for events until deadline; 0 when ready, else -1 (timeout). */
-static int wait_fd(int fd, short events, double deadline)
+int boot_wait_fd(int fd, short events, double deadline)
 {
     for (;;) {
         double left = deadline - mps_now();
@@ -60,9 +60,10 @@ static int wait_fd(int fd, short events, double deadline)
         int n;
 
         if (left <= 0) {
+            errno = ETIMEDOUT;
             return -1;
         }
-        n = poll(&p, 1, (int)(left * 1000.0) + 1);
+        n = poll(&p, 1, (int)MPS_MIN(left * 1e3 + 1, (double)INT_MAX));
         if (n > 0) {
             return 0;
         }
@@ -97,7 +98,7 @@ static int recv_exact(struct tcp_store *ts, const char *op, char *p, size_t len,
     size_t off = 0;
 
     while (off < len) {
-        if (wait_fd(ts->fd, POLLIN, deadline) != 0) {
+        if (boot_wait_fd(ts->fd, POLLIN, deadline) != 0) {
             broken(ts); /* a late answer would desynchronize the stream */
             return mps_error(PGC_ERR_TIMEOUT, "boot_store_%s: no answer from the server at %s", op,
                              ts->where);
@@ -351,22 +352,17 @@ static const struct boot_store_ops tcp_ops = {
 
 /* Connecting. */
 
-/* One non-blocking connect to ai, bounded by deadline; the connected fd or -1 (errno). */
-static int connect_one(const struct addrinfo *ai, double deadline)
+int boot_connect_fd(const struct addrinfo *ai, double deadline)
 {
     int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-    int err = 0, one = 1;
+    int err = 0;
     socklen_t el = sizeof(err);
 
     if (fd < 0) {
         return -1;
     }
     if (connect(fd, ai->ai_addr, ai->ai_addrlen) != 0) {
-        if (errno != EINPROGRESS) {
-            goto fail;
-        }
-        if (wait_fd(fd, POLLOUT, deadline) != 0) {
-            errno = ETIMEDOUT;
+        if (errno != EINPROGRESS || boot_wait_fd(fd, POLLOUT, deadline) != 0) {
             goto fail;
         }
         if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &el) != 0 || err != 0) {
@@ -374,15 +370,25 @@ static int connect_one(const struct addrinfo *ai, double deadline)
             goto fail;
         }
     }
-    /* Back to blocking: the client waits with poll() and sends whole requests. */
-    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
     return fd;
 fail:
     err = errno;
     close(fd);
     errno = err;
     return -1;
+}
+
+/* One connect to ai, bounded by deadline; the connected fd or -1 (errno). */
+static int connect_one(const struct addrinfo *ai, double deadline)
+{
+    int fd = boot_connect_fd(ai, deadline), one = 1;
+
+    if (fd >= 0) {
+        /* Back to blocking: the client waits with poll() and sends whole requests. */
+        fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    }
+    return fd;
 }
 
 /* Tries every address of host:port until one connects or the deadline passes, sleeping a
