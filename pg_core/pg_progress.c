@@ -376,10 +376,11 @@ static bool req_done(void *req)
     return pg_req_is_done((struct pg_req *)req);
 }
 
-/* A receive whose rendezvous transfer runs and a send (a rendezvous, waiting for its
- * receiver) are in the fabric, which must find the request alive: their waits last until
- * the transfer ends (the receiver of an aborted collective takes it into scratch,
- * pg_p2p.c). */
+/* A receive whose rendezvous transfer runs, a send (a rendezvous, waiting for its
+ * receiver) and a schedule with either under way (pg_sched_sending) are in the fabric, which
+ * must find the request alive and still reads or writes the caller's buffer: their waits
+ * last until the transfer ends (the receiver of an aborted collective takes it into
+ * scratch, pg_p2p.c). */
 bool pg_req_who(void *arg, struct pg_awaited *a, bool *may_fail)
 {
     const struct pg_req *req = arg;
@@ -387,9 +388,6 @@ bool pg_req_who(void *arg, struct pg_awaited *a, bool *may_fail)
     if (req->kind == PG_REQ_RECV && !pg_recv_posted(req)) {
         return false;
     }
-    /* A send, or a schedule with a send under way, must not end early: the fabric reads its
-     * buffer until the receiver (which drains an aborted collective's messages into
-     * scratch, pg_p2p.c) has taken the data; a caller would free it under the copy. */
     *may_fail = req->kind != PG_REQ_SEND && !(req->kind == PG_REQ_COLL && pg_sched_sending(req));
     if (pg_req_awaited(req, a)) {
         return true;
