@@ -118,7 +118,7 @@ bool pg_roll_entered(uint64_t ctx, uint32_t seq, uint32_t *sig, int *rank)
     if (!sigs || next == 0 || ((next - 1 - seq) & SEQ_MASK) >= PG_COLL_KEEP) {
         return false;
     }
-    *sig = sigs[seq & (PG_COLL_KEEP - 1)];
+    *sig = sigs[seq & (PG_COLL_KEEP - 1)] & (PG_COLL_POISON - 1); /* stored as taken */
     return true;
 }
 

@@ -67,7 +67,8 @@ struct shm_slot {
 
 struct shm_chan {
     _Alignas(64) uint64_t done; /* stamp of the last collective this rank finished */
-    int32_t cpu;                /* where this rank ran when it last wrote its slot */
+    int32_t cpu;                /* where this rank ran when it last wrote its slot (only
+                                 * where pg_w.oversubscribed: shm_ready's only use) */
     struct shm_slot slot[SHM_SLOTS];
 };
 
@@ -373,7 +374,7 @@ static bool shm_who(void *arg, struct pg_awaited *a, bool *may_fail)
 
 static int shm_wait(struct shm_wait *w, const char *what)
 {
-    int rc = pg_wait_coll_locked(shm_ready, w, -1, &(struct pg_wait_who){shm_who, w});
+    int rc = pg_wait_coll_locked(shm_ready, w, -1, shm_who);
     struct pg_awaited a;
 
     if (rc == PGC_ERR_TIMEOUT) {
@@ -443,7 +444,11 @@ static inline __attribute__((always_inline)) void write_slot(struct pg_group *g,
     struct pg_shm *s = g->shm;
     struct shm_slot *mine = &s->at[g->rank]->slot[seq % SHM_SLOTS];
 
-    s->at[g->rank]->cpu = sched_getcpu();
+    /* Only its waiters with more ranks than cores read it (shm_ready), and that is the same
+     * on every rank of the node: sched_getcpu was 30 instructions of a 2-rank bcast's 540. */
+    if (pg_w.oversubscribed) {
+        s->at[g->rank]->cpu = sched_getcpu();
+    }
     if (bytes) {
         memcpy(mine->data, buf, bytes);
     }

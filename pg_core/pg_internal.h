@@ -169,7 +169,7 @@ static inline int pg_coll_tag(struct pg_group *g, uint32_t sig)
 {
     uint32_t seq = g->coll_seq++ & ((1u << PG_COLL_SEQ_BITS) - 1);
 
-    g->coll_sigs[seq & (PG_COLL_KEEP - 1)] = (uint16_t)(sig & (PG_COLL_POISON - 1));
+    g->coll_sigs[seq & (PG_COLL_KEEP - 1)] = (uint16_t)sig; /* its poison bit off when read */
     return (int)(seq << PG_COLL_SIG_BITS | (sig & ((1u << PG_COLL_SIG_BITS) - 1)));
 }
 
@@ -265,21 +265,18 @@ int pg_wait_locked(struct pg_req *req, double timeout);
  * message after timeout seconds (< 0: MPISHIM_TIMEOUT), the caller knowing what it awaited. */
 int pg_wait_until_locked(bool (*ready)(void *arg), void *arg, double timeout);
 struct pg_awaited;
-/* What a collective's wait waits for (pg_coll_roll.c): fn fills a (false: nothing known)
- * and says in *may_fail whether the wait may end early on an abort (not while a rendezvous
+/* What a collective's wait waits for (pg_coll_roll.c), asked of the wait's own arg (that of
+ * its ready function: nothing to build on the fast path): fills a (false: nothing known) and
+ * says in *may_fail whether the wait may end early on an abort (not while a rendezvous
  * transfer of its request is in the fabric, which must find the request alive: such a wait
  * only asks, and lasts until the transfer ends). */
-struct pg_wait_who {
-    bool (*fn)(void *arg, struct pg_awaited *a, bool *may_fail);
-    void *arg;
-};
+typedef bool (*pg_wait_who_fn)(void *arg, struct pg_awaited *a, bool *may_fail);
 /* pg_wait_until_locked for a collective: a wait that lasts holds a roll call among the ranks
  * it waits for (pg_coll_roll.c), and ends with the error of the collective's abort or
  * mismatch once one is known here. */
-int pg_wait_coll_locked(bool (*ready)(void *arg), void *arg, double timeout,
-                        const struct pg_wait_who *who);
-/* A pg_wait_who function for a request (arg): what pg_req_awaited says of it, where it may
- * end early. */
+int pg_wait_coll_locked(bool (*ready)(void *arg), void *arg, double timeout, pg_wait_who_fn who);
+/* A pg_wait_who_fn for a request (arg): what pg_req_awaited says of it, where it may end
+ * early. */
 bool pg_req_who(void *arg, struct pg_awaited *a, bool *may_fail);
 
 /* pg_await.c: what a wait that timed out waited for, worked out only then (the waits

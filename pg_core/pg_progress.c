@@ -302,7 +302,7 @@ struct roll_state {
 
 /* The roll call's part of a collective's wait, at now (the wait started at start): the
  * error of its collective's abort where it may end on one, else PGC_OK. */
-static int roll_look(const struct pg_wait_who *who, struct roll_state *r, double start,
+static int roll_look(pg_wait_who_fn who, void *arg, struct roll_state *r, double start,
                      double now)
 {
     bool ask = now - start >= ROLL_AFTER && now >= r->next_ask;
@@ -317,7 +317,7 @@ static int roll_look(const struct pg_wait_who *who, struct roll_state *r, double
     if (ask) {
         r->next_ask = now + ROLL_EVERY;
     }
-    if (!who->fn(who->arg, &a, &may_fail)) {
+    if (!who(arg, &a, &may_fail)) {
         return PGC_OK;
     }
     rc = pg_roll_look(&a, ask);
@@ -330,7 +330,7 @@ int pg_wait_until_locked(bool (*ready)(void *arg), void *arg, double timeout)
 }
 
 int pg_wait_coll_locked(bool (*ready)(void *arg), void *arg, double timeout,
-                        const struct pg_wait_who *who)
+                        pg_wait_who_fn who)
 {
     struct wait_state w = {0};
     struct pg_wait_clock clock = {0, 0};
@@ -364,7 +364,7 @@ int pg_wait_coll_locked(bool (*ready)(void *arg), void *arg, double timeout,
                 rc = ready(arg) ? PGC_OK : peer_alive();
             }
             if (rc == PGC_OK && who && !ready(arg)) {
-                rc = roll_look(who, &roll, started, now);
+                rc = roll_look(who, arg, &roll, started, now);
             }
         }
     }
@@ -436,8 +436,7 @@ int pg_wait_locked(struct pg_req *req, double timeout)
     if (timeout < 0) {
         timeout = pg_w.timeout;
     }
-    rc = pg_wait_coll_locked(req_done, req, timeout,
-                             &(struct pg_wait_who){pg_req_who, req});
+    rc = pg_wait_coll_locked(req_done, req, timeout, pg_req_who);
     if (rc == PGC_ERR_TIMEOUT) {
         return wait_timed_out(req, timeout);
     }

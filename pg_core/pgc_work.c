@@ -282,8 +282,7 @@ int pgc_work_wait(pgc_work *work, double timeout)
      * its look for a dead peer of the node. */
     if (w->status == PGC_ERR_PENDING) {
         PG_LOCK();
-        rc = pg_wait_coll_locked(reqs_ready, w, timeout > 0 ? timeout : -1,
-                                 &(struct pg_wait_who){work_who, w});
+        rc = pg_wait_coll_locked(reqs_ready, w, timeout > 0 ? timeout : -1, work_who);
         PG_UNLOCK();
     }
     if (rc == PGC_ERR_TIMEOUT) {
