@@ -315,8 +315,9 @@ int shim_raise_pg_req(MPI_Comm comm, const char *fn, const struct pg_req *pr)
                           "message (tag %d), which arrived before its receive: it is lost",
                           pr->match_src, pr->match_tag);
     }
-    /* A dead peer's name was recorded by the wait that found it (pg_progress.c). */
-    if (pr->status == PGC_ERR_PEER_DEAD && *mps_last_error()) {
+    /* A dead peer's name was recorded by the wait that found it (pg_progress.c), a
+     * collective's clash by the abort that failed it (pg_coll_aborted). */
+    if ((pr->status == PGC_ERR_PEER_DEAD || pr->status == PGC_ERR_MISMATCH) && *mps_last_error()) {
         return shim_error(comm, fn, shim_errclass(pr->status), "%s", mps_last_error());
     }
     return shim_error(comm, fn, shim_errclass(pr->status), "%s", pgc_strerror(pr->status));

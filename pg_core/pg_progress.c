@@ -467,6 +467,7 @@ int pg_wait(struct pg_req *req, double timeout)
 struct any_done {
     struct pg_req **reqs;
     int n, index;
+    int asked; /* the request the roll call asked about last (any_who), or -1 */
 };
 
 static bool first_done(void *arg)
@@ -480,6 +481,34 @@ static bool first_done(void *arg)
     }
     a->index = -1;
     return false;
+}
+
+/* The roll call of a wait for any of reqs (a pg_wait_who_fn): each look asks about the next
+ * request in turn that pg_req_who knows, so a mismatched collective among them is found
+ * whichever place it has in the array. */
+static bool any_who(void *arg, struct pg_awaited *aw, bool *may_fail)
+{
+    struct any_done *a = arg;
+
+    for (int k = 1; k <= a->n; k++) {
+        int i = (a->asked + k) % a->n;
+        if (a->reqs[i] && pg_req_who(a->reqs[i], aw, may_fail)) {
+            a->asked = i;
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Whether the wait ended on the abort of the collective the roll call asked about last (not
+ * on a dead peer, which leaves every request as it is). */
+static bool asked_aborted(struct any_done *a)
+{
+    struct pg_awaited aw;
+    bool may_fail = false;
+
+    return a->asked >= 0 && pg_req_who(a->reqs[a->asked], &aw, &may_fail) && may_fail &&
+           pg_roll_look(&aw, false) != PGC_OK;
 }
 
 /* pg_wait_any's timeout: names what the first collective among reqs waits for. */
@@ -500,16 +529,18 @@ static int none_done(struct pg_req **reqs, int n, double timeout)
 
 int pg_wait_any(struct pg_req **reqs, int n, int *index, double timeout)
 {
-    struct any_done a = {reqs, n, -1};
+    struct any_done a = {reqs, n, -1, -1};
     int rc;
 
     if (timeout < 0) {
         timeout = pg_w.timeout;
     }
     PG_LOCK();
-    rc = pg_wait_until_locked(first_done, &a, timeout);
+    rc = pg_wait_coll_locked(first_done, &a, timeout, any_who);
     if (rc == PGC_ERR_TIMEOUT) {
         rc = none_done(reqs, n, timeout);
+    } else if (rc != PGC_OK && asked_aborted(&a)) {
+        give_up(reqs[a.asked]); /* as pg_wait_locked gives up its request */
     }
     PG_UNLOCK();
     *index = a.index;

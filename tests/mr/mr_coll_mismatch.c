@@ -150,6 +150,35 @@ static void different_roots(int count)
     MPI_Comm_free(&c);
 }
 
+/* different_roots with non-blocking reduces completed by MPI_Waitany (whose wait held no roll
+ * call before: the roots waited for the timeout), the request second in an array with a
+ * null one, so that the wait cannot be a plain MPI_Wait. The roots must fail naming both;
+ * the other ranks may succeed (leaves). Node-aware runs skip it: the non-blocking forms are
+ * flat, and rank 0's tree there may still complete. */
+static void different_roots_waitany(int count)
+{
+    MPI_Comm c = fresh();
+    MPI_Request reqs[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+    int buf[600], out[600], index = -1, rc;
+
+    for (int i = 0; i < count; i++) {
+        buf[i] = rank + i;
+    }
+    CHECK_MPI(MPI_Ireduce(buf, out, count, MPI_INT, MPI_SUM, rank == 0 ? 0 : 1, c, &reqs[1]));
+    rc = MPI_Waitany(2, reqs, &index, MPI_STATUS_IGNORE);
+    if (rank <= 1) {
+        expect_failed(rc, "MPI_Waitany on a reduce's root facing another root", "root=0",
+                      "root=1");
+    } else {
+        may_fail(rc, "MPI_Waitany on a reduce's leaf facing another root", "root=0", "root=1");
+    }
+    in_time("non-blocking reduce to different roots, MPI_Waitany");
+    if (reqs[1] != MPI_REQUEST_NULL && rc != MPI_SUCCESS) {
+        MPI_Request_free(&reqs[1]);
+    }
+    MPI_Comm_free(&c);
+}
+
 /* A legal program that is merely slow: the last rank enters an allreduce (shared memory
  * where it is on) and a reduce of 4 KiB (messages) 2 s late. The others' waits ask it which
  * collective it is in, and must go on waiting and give the right results. */
@@ -229,6 +258,10 @@ int main(int argc, char **argv)
     }
     bcast_against_allreduce(BIG);
     barrier_against_allreduce();
+    if (!node_aware) {
+        different_roots_waitany(1);
+        different_roots_waitany(600);
+    }
     one_rank_late();
     /* The world is untouched: a last collective on it still gives the right sum. */
     {
