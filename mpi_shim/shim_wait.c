@@ -188,6 +188,19 @@ static int collect(int count, MPI_Request reqs[], struct pg_req **prs, int *acti
     return MPI_SUCCESS;
 }
 
+/* The communicator of the first active request (they were all looked up), for an error of
+ * the wait that is not any one request's. */
+static MPI_Comm first_comm(MPI_Request reqs[], int count)
+{
+    for (int i = 0; i < count; i++) {
+        struct shim_req *r = shim_req_get(reqs[i]);
+        if (r && r->comm != MPI_COMM_NULL) {
+            return r->comm;
+        }
+    }
+    return MPI_COMM_WORLD;
+}
+
 static int any_common(int count, MPI_Request reqs[], int *index, int *flag, MPI_Status *st,
                       bool block, const char *fn)
 {
@@ -209,8 +222,12 @@ static int any_common(int count, MPI_Request reqs[], int *index, int *flag, MPI_
         for (int i = 0; i < count && *index < 0; i++) {
             *index = prs[i] && pg_req_is_done(prs[i]) ? i : MPI_UNDEFINED;
         }
-        if (*index < 0 && block && pg_wait_any(prs, count, index, -1) != PGC_OK) {
-            rc = shim_error(MPI_COMM_WORLD, fn, MPI_ERR_OTHER, "%s", mps_last_error());
+        int prc = *index < 0 && block ? pg_wait_any(prs, count, index, -1) : PGC_OK;
+        if (prc != PGC_OK) {
+            /* Raised on a communicator of the requests, whose handler the caller chose (a
+             * Waitany on requests of an MPI_ERRORS_RETURN communicator returns). */
+            rc = shim_error(first_comm(reqs, count), fn, shim_errclass(prc), "%s",
+                            mps_last_error());
             *index = MPI_UNDEFINED;
         }
         if (*index >= 0) {

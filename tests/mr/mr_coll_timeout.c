@@ -7,6 +7,9 @@
  *     direct recursive doubling);
  *   - MPI_Iallreduce of 8 B waited with MPI_Wait (a schedule: its shared-memory poll
  *     step, or the recursive doubling's steps);
+ *   - MPI_Iallreduce of 8 B waited with MPI_Waitany beside a null request: the error
+ *     reaches the handler of the request's communicator (it went to MPI_COMM_WORLD's,
+ *     fatal by default) and names the request and the rank it waits for;
  *   - MPI_Bcast of 8 B from rank 1 (shared memory, or the binomial tree where ranks
  *     outnumber cores or with MPISHIM_COLL_SHM=0);
  *   - pgc_all_reduce of a float with PGC_AVG (the blocking form that runs a pgc work),
@@ -29,7 +32,7 @@
 #include <unistd.h>
 
 #define LATE 1
-#define NCOMMS 3
+#define NCOMMS 4
 
 static int rank, nranks;
 static bool shm_on;
@@ -151,6 +154,22 @@ static void mpi_cases(MPI_Comm *comms)
     rc = MPI_Wait(&req, MPI_STATUS_IGNORE);
     CHECK(rc != MPI_SUCCESS, "MPI_Wait on an MPI_Iallreduce without rank %d succeeded", LATE);
     check_allreduce("MPI_Wait", "of recursive doubling: a receive of 8 B");
+
+    msg[0] = '\0';
+    {
+        MPI_Request two[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+        int index = 0;
+        CHECK_MPI(MPI_Iallreduce(&x, &y, 1, MPI_DOUBLE, MPI_SUM, comms[3], &two[1]));
+        rc = MPI_Waitany(2, two, &index, MPI_STATUS_IGNORE);
+        CHECK(rc != MPI_SUCCESS, "MPI_Waitany on an MPI_Iallreduce without rank %d succeeded",
+              LATE);
+        CHECK(index == MPI_UNDEFINED, "MPI_Waitany failed with index %d", index);
+        check_said(msg, "MPI_Waitany",
+                   "none of 2 requests completed within 2 s; request 1, allreduce, is waiting for",
+                   shm_on ? LATE : rd_awaited(rank),
+                   shm_on ? "shared memory: its slot is not written"
+                          : "of recursive doubling: a receive of 8 B");
+    }
 
     /* Where ranks outnumber cores a broadcast stays a message (pg_shm_usable): the
      * message says which path ran, and the awaited rank follows from it. */
