@@ -371,14 +371,19 @@ int PMPI_Request_free(MPI_Request *request)
 int PMPI_Cancel(MPI_Request *request)
 {
     struct shim_req *r = shim_req_get(*request);
+    int rc;
 
     if (!r) {
         return shim_error(MPI_COMM_WORLD, SHIM_FN, MPI_ERR_REQUEST, "invalid request handle 0x%x",
                           (unsigned)*request);
     }
-    /* Receives that have not matched are cancelled; sends always complete (MPI allows it). */
+    /* Receives that have not matched are cancelled. A send asks its receiver to withdraw
+     * the message; the wait then ends on the answer, cancelled or completed as usual. */
     if (r->kind == SHIM_REQ_RECV && r->active) {
         pg_cancel_recv(&r->pr);
+    }
+    if (r->kind == SHIM_REQ_SEND && r->active && (rc = pg_cancel_send(&r->pr)) != PGC_OK) {
+        return shim_error_pg(r->comm, SHIM_FN, rc);
     }
     if (r->greq) {
         shim_greq_cancel(r);

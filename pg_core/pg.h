@@ -50,6 +50,9 @@ struct pg_req {
     int tag;        /* receives: the matched tag */
     size_t len;     /* receives: bytes that arrived (sends: bytes sent) */
     bool cancelled;
+    /* A send that pg_cancel_send may withdraw: how it went (enum pg_withdraw_via, 0 for
+     * none), and which PG_WD_* events a withdrawal under way still waits for. */
+    uint8_t withdraw_via, withdraw_wait;
     pg_req_cb on_complete; /* optional: called once when done is set */
     void *cb_arg;
     /* matching state of a posted receive, and the rendezvous transfer of both sides */
@@ -262,6 +265,16 @@ int pg_mrecv(struct pg_msg *msg, void *buf, size_t cap, struct pg_req *req);
 void pg_msg_free(struct pg_msg *msg);
 /* Cancels a posted receive that has not matched; sets req->cancelled and completes it. */
 int pg_cancel_recv(struct pg_req *req);
+/* Asks to withdraw a send of pg_isend that has not completed (MPI_Cancel). A message that
+ * no receive has matched yet is taken back: the request completes with req->cancelled set
+ * and the receiver never sees it. One already matched is kept and its send completes as
+ * usual, cancelled not set. Either way the request completes without a receive being
+ * posted: once the receiver answered (and, for a rendezvous, once its data transfer ended,
+ * which the receiver ends by taking the data into scratch), or at once for a message to
+ * this same process. A standard-mode eager send (done when handed to the fabric) and a
+ * device send are never withdrawn. PGC_OK, or the error of sending the request (the send
+ * then goes on as if never cancelled). */
+int pg_cancel_send(struct pg_req *req);
 
 /* Zeroes a request for kind; and completes one (runs on_complete). */
 void pg_req_init(struct pg_req *req, enum pg_req_kind kind);

@@ -195,20 +195,24 @@ static void discard_done(struct pg_req *r)
     free(container_of(r, struct discard, r));
 }
 
-static void discard(const struct pg_msg *m, const void *eager_data)
+/* Whether it found the memory. The whole message is taken rather than truncated to no
+ * bytes: a receive of 0 bytes would leave a rendezvous of tcp;ofi_rxm waiting for good (it
+ * issues no read, so it never sends the read's completion that ends the send). */
+static bool discard(const struct pg_msg *m, const void *eager_data)
 {
     struct discard *d = malloc(sizeof(*d) + m->len);
 
     if (!d) {
-        MPS_ERR("no memory to take the %zu-byte message of an aborted collective from rank "
-                "%d: its sender waits for it", m->len, m->src);
-        return;
+        MPS_ERR("no memory to take a %zu-byte message from rank %d into scratch (an aborted "
+                "collective's, or a withdrawn send's): its sender waits for it", m->len, m->src);
+        return false;
     }
     pg_req_init(&d->r, PG_REQ_RECV);
     d->r.on_complete = discard_done;
     d->r.buf = d->data;
     d->r.cap = m->len;
     deliver(&d->r, m, eager_data);
+    return true;
 }
 
 /* Drops the queued messages of collective seq on ctx (after its abort). */
@@ -598,6 +602,50 @@ static void deliver(struct pg_req *r, const struct pg_msg *m, const void *eager_
     }
 }
 
+/* ---- withdrawing a send (MPI_Cancel) ----
+ * MPI-3.1 3.8.4: a wait on a send marked for cancellation returns whatever the receiver
+ * does; then either the message was withdrawn (no receive ever gets it) or the send
+ * completed as usual. The sender asks the receiver (a PG_WIRE_CANCEL naming the message)
+ * and the receiver decides alone, under its lock, against its unexpected queue: a message
+ * still there goes, one that is not there has matched (the cancel travels behind the
+ * message on the same ordered channel, so it never overtakes it) and stays matched.
+ *  - A rendezvous (RTS): the receiver takes the data into scratch (discard), which ends the
+ *    sender's transfer, and always answers (an ACK carrying PG_ACK_WITHDRAWN or
+ *    PG_ACK_KEPT): the end of the transfer alone does not tell the sender which. The send
+ *    completes once both the answer and its transfer's end are here (withdraw_wait), or at
+ *    a failed transfer, whose receiver may be dead and never answer.
+ *  - A synchronous eager message, which waits for its acknowledgement anyway: the receiver
+ *    answers only where it withdrew the message (an ACK with PG_ACK_WITHDRAWN); otherwise
+ *    the acknowledgement of its receive, sent at the match, completes the send.
+ *  - A message to this same process waits in its own queue: taken out at once.
+ * A standard eager message is done once the fabric has it and has no name the receiver
+ * could find it by: its send completes as usual (MPI allows it). */
+enum pg_withdraw_via { PG_WD_VIA_NONE, PG_WD_VIA_SYNC, PG_WD_VIA_RNDV, PG_WD_VIA_SELF };
+#define PG_WD_ANSWER 1u /* the receiver's answer (the send waits in pg_w.sync_sends) */
+#define PG_WD_DATA 2u   /* the end of the rendezvous transfer */
+
+/* One event a withdrawal of s waited for (bit) happened, with status for the transfer's
+ * end: s completes with the last one, or at once when the transfer failed. */
+static void withdraw_end(struct pg_req *s, unsigned bit, int status)
+{
+    unsigned left = s->withdraw_wait & ~bit;
+
+    if (status != PGC_OK) {
+        s->status = status;
+        left = 0; /* a receiver that failed the transfer may never answer */
+    }
+    if ((s->withdraw_wait & PG_WD_ANSWER) && !(left & PG_WD_ANSWER)) {
+        mps_list_remove(&s->link); /* no answer is looked for any more */
+    }
+    s->withdraw_wait = (uint8_t)left;
+    if (!left) {
+        pg_req_complete(s, s->status);
+    }
+}
+
+/* An acknowledgement of a synchronous send, or the answer to a withdrawal (pg_cancel_send);
+ * both name the send by its cookie, looked up among those waiting for one (never read
+ * through: the send may be gone). */
 static void handle_ack(const struct pg_wire *w)
 {
     struct mps_list *pos;
@@ -605,18 +653,66 @@ static void handle_ack(const struct pg_wire *w)
     mps_list_for_each(pos, &pg_w.sync_sends)
     {
         struct pg_req *s = container_of(pos, struct pg_req, link);
-        if ((uint64_t)(uintptr_t)s == w->sync_id) {
-            mps_list_remove(&s->link);
-            /* An ack's tag is its status: negative when the receiver lost the message. */
-            pg_req_complete(s, w->tag >= 0 ? PGC_OK
-                                           : mps_error(w->tag, "rank %u had no memory to keep "
-                                                       "this synchronous message, which "
-                                                       "arrived before its receive: it is "
-                                                       "lost", w->src_world));
+        if ((uint64_t)(uintptr_t)s != w->sync_id) {
+            continue;
+        }
+        s->cancelled = w->tag == PG_ACK_WITHDRAWN;
+        if (s->withdraw_wait) {
+            withdraw_end(s, PG_WD_ANSWER, PGC_OK); /* a rendezvous: its transfer too */
             return;
         }
+        mps_list_remove(&s->link);
+        /* An ack's tag is its status: negative when the receiver lost the message. */
+        pg_req_complete(s, w->tag >= 0 ? PGC_OK
+                                       : mps_error(w->tag, "rank %u had no memory to keep "
+                                                   "this synchronous message, which "
+                                                   "arrived before its receive: it is "
+                                                   "lost", w->src_world));
+        return;
     }
     MPS_WARN("acknowledgement for an unknown synchronous send from rank %u", w->src_world);
+}
+
+/* The queued message that a cancel from world rank src_world names, or NULL. */
+static struct pg_msg *withdrawn_msg(const struct pg_wire *w)
+{
+    struct mps_list *pos;
+
+    mps_list_for_each(pos, &pg_w.unexpected[w->src_world])
+    {
+        struct pg_msg *m = container_of(pos, struct pg_msg, link);
+        if (w->rndv_tag ? m->kind == PG_WIRE_RTS && m->rndv_tag == w->rndv_tag
+                        : m->kind == PG_WIRE_EAGER && m->sync_id == w->sync_id) {
+            return m;
+        }
+    }
+    return NULL;
+}
+
+/* A sender withdraws a message (see above). A rendezvous whose data finds no scratch stays
+ * queued and is kept. */
+static void take_cancel(const struct pg_wire *w)
+{
+    struct pg_msg *m = withdrawn_msg(w);
+    bool gone = m && (m->kind != PG_WIRE_RTS || discard(m, NULL));
+
+    if (gone) {
+        unexp_remove(m);
+        msg_free_locked(m);
+    }
+    if (gone || w->rndv_tag) {
+        queue_ack((int)w->src_world, w->sync_id, gone ? PG_ACK_WITHDRAWN : PG_ACK_KEPT);
+    }
+}
+
+/* An acknowledgement or a cancel: the messages that carry no data. */
+static __attribute__((noinline)) void take_notice(const struct pg_wire *w)
+{
+    if (w->kind == PG_WIRE_ACK) {
+        handle_ack(w);
+    } else {
+        take_cancel(w);
+    }
 }
 
 /* Unexpected eager messages come and go at the message rate (a sender running ahead of its
@@ -778,8 +874,8 @@ enum fab_am_result pg_am_handler(void *arg, int peer, const void *buf, size_t le
         MPS_ERR("a message of %zu bytes from rank %d %s: dropped", len, peer, why);
         return FAB_AM_TAKEN;
     }
-    if (w.kind == PG_WIRE_ACK) {
-        handle_ack(&w);
+    if (mps_unlikely(w.kind > PG_WIRE_RTS)) {
+        take_notice(&w);
         return FAB_AM_TAKEN;
     }
     r = find_posted(w.ctx, w.src, w.tag);
@@ -841,6 +937,7 @@ static int self_send(uint64_t ctx, struct pg_group *g, const void *buf, size_t l
         pg_req_complete(req, PGC_OK);
     } else {
         q->self_send = req;
+        req->withdraw_via = PG_WD_VIA_SELF;
     }
     return PGC_OK;
 }
@@ -850,6 +947,11 @@ static int self_send(uint64_t ctx, struct pg_group *g, const void *buf, size_t l
 static void fabric_send_done(struct fab_req *freq, int status, size_t len)
 {
     struct pg_req *s = container_of(freq, struct pg_req, freq);
+
+    if (mps_unlikely(s->withdraw_wait)) {
+        withdraw_end(s, PG_WD_DATA, status);
+        return;
+    }
     pg_req_complete(s, status);
 }
 
@@ -873,9 +975,11 @@ static int remote_send(uint64_t ctx, struct pg_group *g, const void *buf, size_t
     bool sync = flags & PG_SEND_SYNC;
     int rc;
 
+    req->peer_world = dst_world;
     if (eager_fits(buf, len, dst_world, ctx, flags)) {
         w.kind = PG_WIRE_EAGER;
         w.sync_id = sync ? (uint64_t)(uintptr_t)req : 0;
+        req->withdraw_via = sync ? PG_WD_VIA_SYNC : PG_WD_VIA_NONE;
         rc = wire_send(dst_world, &w, buf, len);
         if (rc == PGC_OK && sync) {
             mps_list_push_back(&pg_w.sync_sends, &req->link);
@@ -886,6 +990,8 @@ static int remote_send(uint64_t ctx, struct pg_group *g, const void *buf, size_t
     }
     w.kind = PG_WIRE_RTS;
     w.rndv_tag = FAB_TAG_RNDV | ((uint64_t)(uint32_t)pg_w.rank << 32) | ++pg_w.rndv_seq;
+    req->rndv_tag = w.rndv_tag;
+    req->withdraw_via = PG_WD_VIA_RNDV;
     req->freq.complete = fabric_send_done;
     /* The envelope goes first: libfabric's shm without CMA refuses further sends to a peer
      * while a large one waits for its receive, so data first could starve the RTS. */
@@ -1177,6 +1283,64 @@ int pg_cancel_recv(struct pg_req *req)
     }
     PG_UNLOCK();
     return PGC_OK;
+}
+
+/* A send to this same process, still queued unmatched here (its message names it), is
+ * taken out and completes withdrawn. */
+static void withdraw_self(struct pg_req *req)
+{
+    struct mps_list *pos;
+
+    mps_list_for_each(pos, &pg_w.unexpected[pg_w.rank])
+    {
+        struct pg_msg *m = container_of(pos, struct pg_msg, link);
+        if (m->self_send == req) {
+            unexp_remove(m);
+            msg_free_locked(m);
+            req->cancelled = true;
+            pg_req_complete(req, PGC_OK);
+            return;
+        }
+    }
+}
+
+/* Asks the receiver of req to withdraw its message (see "withdrawing a send"). A
+ * rendezvous waits for the answer from before the request goes out: the fabric's progress
+ * inside wire_send may end its transfer already. */
+static int withdraw_remote(struct pg_req *req)
+{
+    bool rndv = req->withdraw_via == PG_WD_VIA_RNDV;
+    struct pg_wire w = {.kind = PG_WIRE_CANCEL, .ctx = req->ctx, .src = req->g->rank,
+                        .tag = req->match_tag, .src_world = (uint32_t)pg_w.rank,
+                        .rndv_tag = rndv ? req->rndv_tag : 0,
+                        .sync_id = (uint64_t)(uintptr_t)req};
+    int rc;
+
+    if (rndv) {
+        req->withdraw_wait = PG_WD_ANSWER | PG_WD_DATA;
+        mps_list_push_back(&pg_w.sync_sends, &req->link);
+    }
+    rc = wire_send(req->peer_world, &w, NULL, 0);
+    if (rc != PGC_OK && rndv) {
+        withdraw_end(req, PG_WD_ANSWER, PGC_OK); /* as if kept */
+    }
+    return rc;
+}
+
+int pg_cancel_send(struct pg_req *req)
+{
+    int rc = PGC_OK;
+
+    PG_LOCK();
+    if (!pg_req_is_done(req) && req->kind == PG_REQ_SEND && !req->withdraw_wait) {
+        if (req->withdraw_via == PG_WD_VIA_SELF) {
+            withdraw_self(req);
+        } else if (req->withdraw_via != PG_WD_VIA_NONE) {
+            rc = withdraw_remote(req);
+        }
+    }
+    PG_UNLOCK();
+    return rc;
 }
 
 /* Posts matched rendezvous receives and sends queued acks (see pg_am_handler). */

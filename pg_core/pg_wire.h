@@ -15,9 +15,19 @@
 enum pg_wire_kind {
     PG_WIRE_EAGER = 1,
     PG_WIRE_RTS = 2,
-    PG_WIRE_ACK = 3, /* its tag carries a status: < 0 when the receiver lost the message */
+    PG_WIRE_ACK = 3, /* its tag carries a status: < 0 when the receiver lost the message, else
+                      * PG_ACK_* */
+    /* A sender withdraws a message it sent (MPI_Cancel, pg_cancel_send): rndv_tag names a
+     * rendezvous message, or is 0 for a synchronous eager one; sync_id is the cookie of the
+     * send, which the answer (an ACK) carries back. */
+    PG_WIRE_CANCEL = 4,
     PG_WIRE_LOST = 0x80 /* never on the wire: a queued envelope whose payload no memory kept */
 };
+
+/* The status an ACK carries when it is not an error: the receive of a synchronous message
+ * started, or the answer to a PG_WIRE_CANCEL (the message was withdrawn, or it had already
+ * matched a receive and is kept). */
+enum pg_ack_status { PG_ACK_RECEIVED = 0, PG_ACK_WITHDRAWN = 1, PG_ACK_KEPT = 2 };
 
 struct pg_wire {
     uint64_t ctx;
@@ -27,7 +37,8 @@ struct pg_wire {
     uint32_t src_world;
     uint64_t len;
     uint64_t rndv_tag; /* RTS: the fabric tag of the data transfer */
-    uint64_t sync_id;  /* synchronous eager send: the cookie to ack; ACK: that cookie */
+    uint64_t sync_id;  /* synchronous eager send: the cookie to ack; ACK: that cookie;
+                        * CANCEL: the cookie of the send withdrawn */
 };
 
 /* On the wire: 16 bytes for a standard eager message of less than 64 KiB, so that the ring
@@ -54,8 +65,9 @@ struct pg_wire_ext {
 /* Decodes the wire form in buf (len bytes, an active message from world rank peer) into
  * *w and returns its payload, or returns NULL with *why saying what is wrong: too short
  * for its header, an unknown kind, an eager payload whose size is not the one announced,
- * a rendezvous or an ack without its extension or with a payload, a rendezvous tag that
- * is not the sender's, an ack of nothing, a negative source rank. */
+ * a rendezvous, an ack or a cancel without its extension or with a payload, a rendezvous
+ * tag (of an RTS or a cancel) that is not the sender's, an ack or a cancel of nothing, a
+ * negative source rank. */
 static inline const void *pg_wire_parse(const void *buf, size_t len, int peer, struct pg_wire *w,
                                         const char **why)
 {
@@ -76,24 +88,25 @@ static inline const void *pg_wire_parse(const void *buf, size_t len, int peer, s
         w->sync_id = x->sync_id;
     }
     *why = "of an unknown kind";
-    if (w->kind < PG_WIRE_EAGER || w->kind > PG_WIRE_ACK) {
+    if (w->kind < PG_WIRE_EAGER || w->kind > PG_WIRE_CANCEL) {
         return NULL;
     }
     *why = "whose payload is not the size its header says";
     if (w->kind == PG_WIRE_EAGER ? w->len != len - hlen : len != hlen) {
         return NULL;
     }
-    *why = "that is a rendezvous or an acknowledgement without its extension";
+    *why = "that is a rendezvous, an acknowledgement or a cancel without its extension";
     if (w->kind != PG_WIRE_EAGER && !h->has_ext) {
         return NULL;
     }
     *why = "that is a rendezvous whose tag is not its sender's";
-    if (w->kind == PG_WIRE_RTS && (!(w->rndv_tag & PG_WIRE_RNDV_BIT) ||
-                                   ((w->rndv_tag >> 32) & 0x7fffffffu) != (uint32_t)peer)) {
+    if ((w->kind == PG_WIRE_RTS || (w->kind == PG_WIRE_CANCEL && w->rndv_tag)) &&
+        (!(w->rndv_tag & PG_WIRE_RNDV_BIT) ||
+         ((w->rndv_tag >> 32) & 0x7fffffffu) != (uint32_t)peer)) {
         return NULL;
     }
-    *why = "that acknowledges no send or names a negative source rank";
-    if ((w->kind == PG_WIRE_ACK && !w->sync_id) || (w->kind != PG_WIRE_ACK && w->src < 0)) {
+    *why = "that acknowledges or cancels no send or names a negative source rank";
+    if ((w->kind >= PG_WIRE_ACK && !w->sync_id) || (w->kind != PG_WIRE_ACK && w->src < 0)) {
         return NULL;
     }
     return (const char *)buf + hlen;

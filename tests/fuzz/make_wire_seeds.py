@@ -8,7 +8,7 @@ import struct
 import sys
 
 AM, DATA, FIN, WRAP, HELP, CTS, CHUNK = 1, 2, 3, 4, 5, 6, 7
-EAGER, RTS, ACK = 1, 2, 3
+EAGER, RTS, ACK, CANCEL = 1, 2, 3, 4
 RING = 256 * 1024
 RNDV = 1 << 63
 
@@ -49,6 +49,7 @@ SEEDS = {
     'msg_sync': msg(1, env(EAGER, 1, 5, b'sync', ext=(4, 0, 0x7f0000005000))),
     'msg_rts': msg(1, env(RTS, 1, 6, ext=(1 << 30, RTS_TAG, 0))),
     'msg_ack': msg(2, env(ACK, 0, 0, ext=(0, 0, 0x7f0000005000))),
+    'msg_cancel': msg(1, env(CANCEL, 1, 6, ext=(0, RTS_TAG, 0x7f0000006000))),
     'msg_bad': msg(1, env(EAGER, 1, 5, b'') + b'trailing'),
 }
 

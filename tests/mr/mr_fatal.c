@@ -8,6 +8,7 @@
  *   truncate     a truncated receive under the default handler
  *   killed       rank 1 dies by SIGKILL while rank 0 waits for it in MPI_Recv
  *   killedcoll   rank 1 dies by SIGKILL while the others wait for it in a large MPI_Allreduce
+ *   killedcancel rank 1 dies by SIGKILL; rank 0 cancels a rendezvous send to it and waits
  *   hang         rank 1 never sends; rank 0's MPI_Recv gives up after MPISHIM_TIMEOUT
  *   collhang     rank 1 never enters MPI_Barrier; rank 0's gives up after MPISHIM_TIMEOUT
  *   finalhang    rank 0 never enters MPI_Finalize; rank 1's gives up after MPISHIM_TIMEOUT
@@ -50,6 +51,16 @@ int main(int argc, char **argv)
             raise(SIGKILL);
         }
         MPI_Allreduce(big, sum, 1 << 16, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    } else if (strcmp(mode, "killedcancel") == 0 && size > 1) {
+        static int big[1 << 18]; /* 1 MiB: a rendezvous, whose wait needs the receiver's answer */
+        MPI_Request r;
+        MPI_Barrier(MPI_COMM_WORLD);
+        if (rank == 1) {
+            raise(SIGKILL);
+        }
+        MPI_Isend(big, 1 << 18, MPI_INT, 1, 0, MPI_COMM_WORLD, &r);
+        MPI_Cancel(&r);
+        MPI_Wait(&r, MPI_STATUS_IGNORE);
     } else if (strcmp(mode, "hang") == 0 && size > 1) {
         if (rank == 0) {
             MPI_Recv(buf, 1, MPI_INT, 1, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);

@@ -56,7 +56,8 @@ expect collmismatch 20 'MPI_Allreduce \(rank [01]\): .*rank [01] gave [48] bytes
     "$mpiexec" -n 2 "$prog" collmismatch
 # Without a launcher to end the job (a torch-style env:// start: two processes a shell
 # started), a survivor waiting for a dead rank of its node gives up within about a second
-# and names it, although MPISHIM_TIMEOUT is 60 s: in a receive, and in an allreduce.
+# and names it, although MPISHIM_TIMEOUT is 60 s: in a receive, in an allreduce, and in the
+# wait of a cancelled send, which would otherwise wait for the dead rank's answer.
 two_env() {
     local port
     port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
@@ -67,7 +68,7 @@ two_env() {
 }
 export -f two_env
 export prog
-for mode in killed killedcoll; do
+for mode in killed killedcoll killedcancel; do
     expect "$mode (env://, no launcher)" 10 'rank 1 \(pid [0-9]+, on this node\) has died' \
         bash -c "two_env $mode"
 done

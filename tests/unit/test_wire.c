@@ -159,6 +159,14 @@ static void test_sound_envelopes_are_decoded(void **state)
     assert_int_equal(w.rndv_tag, tag);
     n = envelope(PG_WIRE_ACK, 0, 0, true, 0, 0, 0x2000, 0);
     assert_non_null(parse(n, 3, &w));
+    /* A sender's withdrawal of its rendezvous message, and of a synchronous eager one. */
+    n = envelope(PG_WIRE_CANCEL, 2, 0, true, 0, tag, 0x3000, 0);
+    assert_non_null(parse(n, 3, &w));
+    assert_int_equal(w.rndv_tag, tag);
+    assert_int_equal(w.sync_id, 0x3000);
+    n = envelope(PG_WIRE_CANCEL, 2, 0, true, 0, 0, 0x3000, 0);
+    assert_non_null(parse(n, 3, &w));
+    assert_int_equal(w.rndv_tag, 0);
 }
 
 static void test_malformed_envelopes_are_refused(void **state)
@@ -172,7 +180,7 @@ static void test_malformed_envelopes_are_refused(void **state)
     assert_null(parse(8, 3, &w));
     assert_null(parse(envelope(PG_WIRE_EAGER, 2, 0, true, 0, 0, 0, 0) - 1, 3, &w));
     assert_null(parse(envelope(0, 2, 0, false, 0, 0, 0, 0), 3, &w));
-    assert_null(parse(envelope(4, 2, 0, false, 0, 0, 0, 0), 3, &w));
+    assert_null(parse(envelope(PG_WIRE_CANCEL + 1, 2, 0, true, 0, 0, 1, 0), 3, &w));
     n = envelope(PG_WIRE_EAGER, 2, 40, false, 0, 0, 0, 40);
     msg.b[offsetof(struct pg_wire_hdr, has_ext)] = 2;
     assert_null(parse(n, 3, &w));
@@ -188,6 +196,14 @@ static void test_malformed_envelopes_are_refused(void **state)
                       &w));
     assert_null(parse(envelope(PG_WIRE_ACK, 0, 0, false, 0, 0, 0, 0), 3, &w));
     assert_null(parse(envelope(PG_WIRE_ACK, 0, 0, true, 0, 0, 0, 0), 3, &w));
+    /* A cancel without extension, with a payload, of no send, or naming another rank's
+     * rendezvous. */
+    assert_null(parse(envelope(PG_WIRE_CANCEL, 2, 0, false, 0, 0, 0, 0), 3, &w));
+    assert_null(parse(envelope(PG_WIRE_CANCEL, 2, 0, true, 0, tag, 0x3000, 4), 3, &w));
+    assert_null(parse(envelope(PG_WIRE_CANCEL, 2, 0, true, 0, tag, 0, 0), 3, &w));
+    assert_null(parse(envelope(PG_WIRE_CANCEL, 2, 0, true, 0, tag, 0x3000, 0), 4, &w));
+    assert_null(parse(envelope(PG_WIRE_CANCEL, 2, 0, true, 0, tag & ~PG_WIRE_RNDV_BIT, 0x3000, 0),
+                      3, &w));
     /* A negative source rank. */
     assert_null(parse(envelope(PG_WIRE_EAGER, -1, 0, false, 0, 0, 0, 0), 3, &w));
 }
