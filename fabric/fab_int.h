@@ -106,7 +106,7 @@ struct fab_wait {
 
 struct fab {
     int rank, size;
-    struct fab_shm *ring; /* the intra-node fast path (fab_shm.c), or NULL */
+    struct fab_shm *ring;  /* the intra-node fast path (fab_shm.c), or NULL */
     struct fab_sock *sock; /* our TCP transport (fab_sock.c), or NULL */
     int neps;
     struct fab_ep eps[FAB_EP_MAX];
@@ -161,8 +161,7 @@ int fab_wait_step(struct fab *f, struct fab_wait *w, int peer, const char *call)
 void fab_probe_note(struct fab *f, int peer, const struct fab_ep *e, const void *name,
                     size_t len);
 /* fab_probe_note for a peer reached through the transport named prov (fab_sock.c: "sock"). */
-void fab_probe_note_prov(struct fab *f, int peer, const char *prov, const void *name,
-                         size_t len);
+void fab_probe_note_prov(struct fab *f, int peer, const char *prov, const void *name, size_t len);
 /* PGC_ERR_PEER_DEAD (cause recorded) when a probe found peer's process gone, else PGC_OK
  * (alive, not probed, or no answer yet); starts a probe of peer when one is due. */
 int fab_probe_peer(struct fab *f, int peer);

@@ -95,8 +95,7 @@ void fab_probe_note(struct fab *f, int peer, const struct fab_ep *e, const void 
     fab_probe_note_prov(f, peer, e->prov, name, len);
 }
 
-void fab_probe_note_prov(struct fab *f, int peer, const char *prov, const void *name,
-                         size_t len)
+void fab_probe_note_prov(struct fab *f, int peer, const char *prov, const void *name, size_t len)
 {
     socklen_t slen = sockaddr_len(name, len);
 

@@ -164,8 +164,7 @@ static int pick_addr(const char *iface, struct in_addr *out)
         return mps_error(PGC_ERR_FABRIC, "fab_open(sock): getifaddrs: %s", strerror(errno));
     }
     for (i = list; i; i = i->ifa_next) {
-        bool usable = i->ifa_addr && i->ifa_addr->sa_family == AF_INET &&
-                      (i->ifa_flags & IFF_UP) &&
+        bool usable = i->ifa_addr && i->ifa_addr->sa_family == AF_INET && (i->ifa_flags & IFF_UP) &&
                       (*iface ? strcmp(i->ifa_name, iface) == 0 : !(i->ifa_flags & IFF_LOOPBACK));
         if (usable) {
             *out = ((struct sockaddr_in *)i->ifa_addr)->sin_addr;
@@ -325,12 +324,13 @@ static int dead_error(const struct fab *f, int peer)
     const char *node = node_name(f, peer, &nlen);
 
     inet_ntop(AF_INET, &p->addr.sin_addr, host, sizeof(host));
-    return mps_error(PGC_ERR_PEER_DEAD,
-                     "rank %d (on node %.*s) is gone: its sock connection (%s port %u) failed "
-                     "or ended without a goodbye (%s); this rank was waiting for it or for a peer that "
-                     "needs it",
-                     peer, nlen, node, host, (unsigned)ntohs(p->addr.sin_port),
-                     p->err ? strerror(p->err) : "end of stream");
+    return mps_error(
+        PGC_ERR_PEER_DEAD,
+        "rank %d (on node %.*s) is gone: its sock connection (%s port %u) failed "
+        "or ended without a goodbye (%s); this rank was waiting for it or for a peer that "
+        "needs it",
+        peer, nlen, node, host, (unsigned)ntohs(p->addr.sin_port),
+        p->err ? strerror(p->err) : "end of stream");
 }
 
 static void fail_list(struct mps_list *list, int status)

@@ -294,9 +294,9 @@ fail:
 
 static int check_peer(const struct fab *f, int peer, const char *call)
 {
-    if (mps_unlikely(!f || peer < 0 || peer >= f->size ||
-                     (!f->peers[peer].ep && !fab_shm_am_peer(f, peer) &&
-                      !fab_sock_peer(f, peer)))) {
+    if (mps_unlikely(
+            !f || peer < 0 || peer >= f->size ||
+            (!f->peers[peer].ep && !fab_shm_am_peer(f, peer) && !fab_sock_peer(f, peer)))) {
         return mps_error(PGC_ERR_INVALID_RANK, "%s: rank %d is not a connected peer (size %d)",
                          call, peer, f ? f->size : -1);
     }
