@@ -29,9 +29,11 @@
     X(LOG_LEVEL, "MPISHIM_LOG_LEVEL", ENUM, "warn", MPS_ONE_OF("error", "warn", "info", "debug"),  \
       "log verbosity: error, warn, info, debug")                                                   \
     X(FABRIC_PROVIDER, "MPISHIM_FABRIC_PROVIDER", STRING, "", MPS_ANY,                             \
-      "force one libfabric provider for every peer (e.g. shm, tcp;ofi_rxm); empty picks per peer") \
+      "force one libfabric provider for every peer (e.g. shm, tcp;ofi_rxm), or sock (our own TCP "  \
+      "sockets, experimental); empty picks per peer")                                             \
     X(FABRIC_NET_PROVIDER, "MPISHIM_FABRIC_NET_PROVIDER", STRING, "", MPS_ANY,                     \
-      "provider for peers on other nodes; empty takes the first of verbs, efa, tcp;ofi_rxm "       \
+      "provider for peers on other nodes, or sock (our own TCP sockets, experimental: no "         \
+      "libfabric); empty takes the first of verbs, efa, tcp;ofi_rxm "                              \
       "(verbs and efa only where /sys/class/infiniband lists a device)")                           \
     X(FABRIC_IFACE, "MPISHIM_FABRIC_IFACE", STRING, "", MPS_ANY,                                   \
       "network interface of the tcp and net providers (sets FI_TCP_IFACE and FI_NET_IFACE "        \

@@ -5,7 +5,9 @@
  * one on a network provider (verbs, efa or tcp;ofi_rxm, whatever fi_getinfo offers) for
  * peers on other nodes. Which one a peer uses follows from the node names the bootstrap
  * reports, never from whether shm happens to connect. MPISHIM_FABRIC_PROVIDER forces one
- * provider for every peer.
+ * provider for every peer. The name "sock" (MPISHIM_FABRIC_NET_PROVIDER or
+ * MPISHIM_FABRIC_PROVIDER) replaces the libfabric network endpoint with our own TCP sockets
+ * (fab_sock.h), which load no libfabric.
  *
  * Two services:
  *  - active messages (AM): small, ordered (send-after-send per peer) messages of at most
@@ -131,7 +133,8 @@ int fab_trecv(struct fab *f, int peer, void *buf, size_t len, uint64_t tag, stru
 int fab_progress(struct fab *f);
 /* Whether fab_sleep can wait in the kernel for everything this process may receive: every
  * peer is reached through one libfabric endpoint whose CQ has a file descriptor (a socket
- * provider, when no peer shares the node or one such provider is forced). */
+ * provider, when no peer shares the node or one such provider is forced), or through our
+ * sockets (their epoll descriptor). */
 bool fab_can_sleep(const struct fab *f);
 /* Sleeps until the endpoint's sockets have something for fab_progress or timeout_ms passed,
  * where fab_can_sleep says it may. 1: it slept (whatever woke it); 0: the provider had work
@@ -172,8 +175,9 @@ int fab_dead_peer(const struct fab *f, int *pid);
  * put and get (through pg_cma_pid). Fixed once fab_connect returned. */
 int fab_cma_pid(const struct fab *f, int peer);
 /* PGC_ERR_PEER_DEAD, with a message naming the rank, its node and its address, when a rank
- * reached over tcp;ofi_rxm (another node, or every peer when that provider is forced) is
- * found gone: its endpoint's listening socket refuses a connection. Otherwise PGC_OK, also
+ * reached over tcp;ofi_rxm or our sockets (another node, or every peer when forced) is
+ * found gone: its endpoint's listening socket refuses a connection, or (sock) a connection
+ * of it ended without a goodbye. Otherwise PGC_OK, also
  * while the probes have no answer yet (a node cut off never answers). Each call collects
  * the probes' answers and starts the next few (at most 4 in flight, a peer at most every
  * 0.25 s; fab_probe.c): for waits that have lasted long enough to suspect a death. */

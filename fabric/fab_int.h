@@ -94,6 +94,7 @@ struct fab_peer {
 };
 
 struct fab_shm;
+struct fab_sock;  /* fab_sock.c */
 struct fab_probe; /* fab_probe.c */
 
 /* -FI_EAGAIN (or full ring) retry state: progress, then yield after MPISHIM_SPIN_COUNT
@@ -105,7 +106,8 @@ struct fab_wait {
 
 struct fab {
     int rank, size;
-    struct fab_shm *ring; /* the intra-node fast path (fab_shm.c), or NULL */
+    struct fab_shm *ring;  /* the intra-node fast path (fab_shm.c), or NULL */
+    struct fab_sock *sock; /* our TCP transport (fab_sock.c), or NULL */
     int neps;
     struct fab_ep eps[FAB_EP_MAX];
     struct fab_ep *shm, *net; /* the same endpoint when a provider is forced */
@@ -158,6 +160,8 @@ int fab_wait_step(struct fab *f, struct fab_wait *w, int peer, const char *call)
  * when e is tcp;ofi_rxm and name a TCP socket address; else the peer is not probed. */
 void fab_probe_note(struct fab *f, int peer, const struct fab_ep *e, const void *name,
                     size_t len);
+/* fab_probe_note for a peer reached through the transport named prov (fab_sock.c: "sock"). */
+void fab_probe_note_prov(struct fab *f, int peer, const char *prov, const void *name, size_t len);
 /* PGC_ERR_PEER_DEAD (cause recorded) when a probe found peer's process gone, else PGC_OK
  * (alive, not probed, or no answer yet); starts a probe of peer when one is due. */
 int fab_probe_peer(struct fab *f, int peer);

@@ -11,6 +11,7 @@
 
 #include "fab_int.h"
 #include "fab_shm.h"
+#include "fab_sock.h"
 #include "mps_config.h"
 #include "mps_log.h"
 #include "pgc_status.h"
@@ -378,9 +379,36 @@ static void use_sink(struct fab *f, struct fab_ep *e)
     allow_cma();
 }
 
+/* Whether name selects our own TCP transport instead of a libfabric provider. */
+static bool is_sock(const char *name)
+{
+    return strcmp(name, FAB_SOCK_NAME) == 0;
+}
+
+/* The network endpoint for peers on other nodes: our sockets or a libfabric provider. */
+static int open_net(struct fab *f)
+{
+    struct fi_info *info = NULL;
+    bool rma = false;
+    int rc;
+
+    if (is_sock(mps_config_str(MPS_CFG_FABRIC_NET_PROVIDER))) {
+        return fab_sock_open(f);
+    }
+    rc = choose_net_info(&info);
+    if (rc == PGC_OK) {
+        info = fab_rma_offer(info, &rma);
+        rc = open_ep(f, info, rma, &f->net);
+    }
+    return rc;
+}
+
 static int open_endpoints(struct fab *f)
 {
     const char *forced = mps_config_str(MPS_CFG_FABRIC_PROVIDER);
+    if (is_sock(forced)) {
+        return fab_sock_open(f); /* every peer, no libfabric, no rings */
+    }
     if (*forced) {
         int rc = socket_provider(forced) ? apply_iface() : PGC_OK;
         rc = rc == PGC_OK ? fab_dl_load() : rc;
@@ -400,8 +428,10 @@ static int open_endpoints(struct fab *f)
         rc = fab_shm_open(f);
     }
     /* With the rings and CMA, no local traffic is left for libfabric's shm provider, and a
-     * job on one node never loads libfabric at all. */
-    if (rc == PGC_OK && (need_net || (need_shm && !fab_shm_cma(f)))) {
+     * job on one node, or one whose other nodes are reached through our sockets, never
+     * loads libfabric at all. */
+    bool net_fi = need_net && !is_sock(mps_config_str(MPS_CFG_FABRIC_NET_PROVIDER));
+    if (rc == PGC_OK && (net_fi || (need_shm && !fab_shm_cma(f)))) {
         rc = fab_dl_load();
     }
     if (rc == PGC_OK && need_shm && !fab_shm_cma(f)) {
@@ -411,13 +441,7 @@ static int open_endpoints(struct fab *f)
         use_sink(f, f->shm);
     }
     if (rc == PGC_OK && need_net) {
-        struct fi_info *info = NULL;
-        bool rma = false;
-        rc = choose_net_info(&info);
-        if (rc == PGC_OK) {
-            info = fab_rma_offer(info, &rma);
-            rc = open_ep(f, info, rma, &f->net);
-        }
+        rc = open_net(f);
     }
     return rc;
 }
@@ -525,10 +549,30 @@ int fab_get_addr(struct fab *f, void *blob_out)
         log_addr(slots[s], b.name[s], len);
         b.present |= (uint8_t)(1u << s);
     }
+    if (f->sock) {
+        b.len[FAB_SLOT_NET] = (uint16_t)fab_sock_addr(f, b.name[FAB_SLOT_NET], FAB_NAME_MAX);
+        b.present |= (uint8_t)(1u << FAB_SLOT_NET);
+    }
     fab_shm_addr(f, &b.shm_pid, &b.shm_nonce);
     memset(blob_out, 0, FAB_ADDR_MAX);
     memcpy(blob_out, &b, sizeof(b));
     return PGC_OK;
+}
+
+/* A peer reached through our sockets: its listening address, watched by the probes too. */
+static int connect_sock(struct fab *f, int r, const struct fab_blob *b)
+{
+    if (b->version != FAB_BLOB_VERSION || !(b->present & (1u << FAB_SLOT_NET))) {
+        return mps_error(PGC_ERR_MISMATCH,
+                         "fab_connect: rank %d published no network address (blob version %u, "
+                         "slots 0x%x); do all ranks agree on MPISHIM_FABRIC_PROVIDER?",
+                         r, b->version, b->present);
+    }
+    int rc = fab_sock_connect(f, r, b->name[FAB_SLOT_NET], b->len[FAB_SLOT_NET]);
+    if (rc == PGC_OK) {
+        fab_probe_note_prov(f, r, FAB_SOCK_NAME, b->name[FAB_SLOT_NET], b->len[FAB_SLOT_NET]);
+    }
+    return rc;
 }
 
 static int connect_peer(struct fab *f, int r, const struct fab_blob *b)
@@ -541,6 +585,10 @@ static int connect_peer(struct fab *f, int r, const struct fab_blob *b)
         if (rc != PGC_OK || !f->shm) {
             return rc; /* the rings (and CMA) carry everything to this peer */
         }
+    }
+    /* Sockets: every peer when forced (no shm endpoint then), else those of other nodes. */
+    if (f->sock && (!f->shm || !same_node(f, r, f->rank))) {
+        return connect_sock(f, r, b);
     }
     int use_shm = f->shm && (f->shm == f->net || same_node(f, r, f->rank));
     struct fab_ep *e = use_shm ? f->shm : f->net;
@@ -584,6 +632,7 @@ int fab_close(struct fab *f)
     /* A bounce buffer may still be read by the peer (shm CMA): let it finish, briefly. */
     fab_drain(f, 2.0);
     fab_shm_close(f);
+    fab_sock_close(f);
     fab_probe_close(f);
     for (int i = 0; i < f->neps; i++) {
         close_ep(&f->eps[i]);
@@ -611,6 +660,9 @@ const char *fab_peer_provider(const struct fab *f, int peer)
 {
     if (f && peer >= 0 && peer < f->size && fab_shm_am_peer(f, peer)) {
         return fab_shm_cma(f) ? "shm-ring+cma" : "shm-ring";
+    }
+    if (f && peer >= 0 && peer < f->size && fab_sock_peer(f, peer)) {
+        return FAB_SOCK_NAME;
     }
     if (!f || peer < 0 || peer >= f->size || !f->peers[peer].ep) {
         return "none";

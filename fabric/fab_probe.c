@@ -36,6 +36,7 @@
 #include "config.h"
 
 #include "fab_int.h"
+#include "fab_sock.h"
 #include "mps_log.h"
 #include "pgc_status.h"
 
@@ -85,14 +86,20 @@ static socklen_t sockaddr_len(const void *name, size_t len)
 /* Whether the provider's endpoint name is the address of a socket that listens (above). */
 static bool name_listens(const char *prov)
 {
-    return !strcmp(prov, "tcp;ofi_rxm") || !strcmp(prov, "net") || !strcmp(prov, "tcp");
+    return !strcmp(prov, "tcp;ofi_rxm") || !strcmp(prov, "net") || !strcmp(prov, "tcp") ||
+           !strcmp(prov, FAB_SOCK_NAME);
 }
 
 void fab_probe_note(struct fab *f, int peer, const struct fab_ep *e, const void *name, size_t len)
 {
+    fab_probe_note_prov(f, peer, e->prov, name, len);
+}
+
+void fab_probe_note_prov(struct fab *f, int peer, const char *prov, const void *name, size_t len)
+{
     socklen_t slen = sockaddr_len(name, len);
 
-    if (peer == f->rank || slen == 0 || !name_listens(e->prov)) {
+    if (peer == f->rank || slen == 0 || !name_listens(prov)) {
         return;
     }
     if (!f->probes) {
@@ -216,9 +223,11 @@ static enum verdict probe_step(struct fab *f, int peer, double now)
 int fab_remote_alive(struct fab *f)
 {
     double now = mps_now();
+    /* A sock connection that ended without a goodbye says it at once. */
+    int rc = f && f->sock ? fab_sock_alive(f) : PGC_OK;
 
-    if (!f || !f->probes) {
-        return PGC_OK;
+    if (rc != PGC_OK || !f || !f->probes) {
+        return rc;
     }
     /* Answers first, so that new probes find room in the batch. */
     for (int r = 0; r < f->size; r++) {

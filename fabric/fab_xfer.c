@@ -11,6 +11,7 @@
 
 #include "fab_int.h"
 #include "fab_shm.h"
+#include "fab_sock.h"
 #include "mps_copy.h"
 #include "mps_log.h"
 #include "mps_stats.h"
@@ -293,8 +294,9 @@ fail:
 
 static int check_peer(const struct fab *f, int peer, const char *call)
 {
-    if (mps_unlikely(!f || peer < 0 || peer >= f->size ||
-                     (!f->peers[peer].ep && !fab_shm_am_peer(f, peer)))) {
+    if (mps_unlikely(
+            !f || peer < 0 || peer >= f->size ||
+            (!f->peers[peer].ep && !fab_shm_am_peer(f, peer) && !fab_sock_peer(f, peer)))) {
         return mps_error(PGC_ERR_INVALID_RANK, "%s: rank %d is not a connected peer (size %d)",
                          call, peer, f ? f->size : -1);
     }
@@ -303,6 +305,9 @@ static int check_peer(const struct fab *f, int peer, const char *call)
 
 bool fab_eager_fits(const struct fab *f, int peer, const void *buf, size_t len, bool coll)
 {
+    if (fab_sock_peer(f, peer)) {
+        return true; /* an AM of any size up to MPISHIM_EAGER_MAX beats the CTS (fab_sock.c) */
+    }
     if (!fab_shm_am_peer(f, peer)) {
         return len <= f->net_eager;
     }
@@ -340,6 +345,9 @@ int fab_am_send(struct fab *f, int peer, const void *hdr, size_t hlen, const voi
     }
     mps_stats.fab_msgs++;
     mps_stats.fab_bytes += plen;
+    if (fab_sock_peer(f, peer)) {
+        return fab_sock_am_send(f, peer, hdr, hlen, payload, plen);
+    }
     size_t total = sizeof(struct fab_am_hdr) + hlen + plen;
     if (total <= f->peers[peer].ep->inject_size && total <= FAB_INJECT_STACK) {
         return am_inject(f, peer, hdr, hlen, payload, plen);
@@ -388,8 +396,8 @@ static int check_tagged(const struct fab *f, int peer, size_t len, uint64_t tag,
     if (mps_unlikely(!req || !req->complete)) {
         return mps_error(PGC_ERR_REQUEST, "%s: request without a complete function", call);
     }
-    if (fab_shm_data_peer(f, peer)) {
-        return PGC_OK; /* CMA has no size limit */
+    if (fab_shm_data_peer(f, peer) || fab_sock_peer(f, peer)) {
+        return PGC_OK; /* CMA and our sockets have no size limit */
     }
     if (mps_unlikely(len > f->peers[peer].ep->max_msg_size)) {
         return mps_error(PGC_ERR_INVALID_COUNT, "%s: %zu B exceed the %s limit of %zu B", call, len,
@@ -410,6 +418,9 @@ int fab_tsend(struct fab *f, int peer, const void *buf, size_t len, uint64_t tag
         return fab_shm_tsend(f, peer, buf, len, tag, req);
     }
     mps_stats.fab_bytes += len;
+    if (fab_sock_peer(f, peer)) {
+        return fab_sock_tsend(f, peer, buf, len, tag, req);
+    }
     struct fab_peer *p = &f->peers[peer];
     struct fab_wait w = {0};
     ssize_t frc;
@@ -471,6 +482,9 @@ int fab_trecv(struct fab *f, int peer, void *buf, size_t len, uint64_t tag, stru
     }
     if (fab_shm_data_peer(f, peer)) {
         return fab_shm_trecv(f, peer, buf, len, tag, req);
+    }
+    if (fab_sock_peer(f, peer)) {
+        return fab_sock_trecv(f, peer, buf, len, tag, req);
     }
     struct fab_peer *p = &f->peers[peer];
     struct fab_wait w = {0};
@@ -555,11 +569,21 @@ int fab_progress(struct fab *f)
         }
         total += n;
     }
+    if (f->sock) {
+        int n = fab_sock_progress(f);
+        if (mps_unlikely(n < 0)) {
+            return n;
+        }
+        total += n;
+    }
     return total;
 }
 
 bool fab_can_sleep(const struct fab *f)
 {
+    if (f && f->sock) {
+        return !f->ring && f->neps == 0; /* every peer on our sockets: their epoll fd */
+    }
     return f && !f->ring && f->neps == 1 && f->eps[0].wait_fd >= 0;
 }
 
@@ -571,6 +595,9 @@ bool fab_can_sleep(const struct fab *f)
  */
 int fab_sleep_arm(struct fab *f)
 {
+    if (f->sock) {
+        return 1; /* progress read every socket dry; level-triggered epoll says the rest */
+    }
     struct fab_ep *e = &f->eps[0];
     struct fid *fids[1] = {&e->cq->fid};
     int rc = fi_trywait(e->fabric, fids, 1);
@@ -603,12 +630,19 @@ int fab_sleep(struct fab *f, int timeout_ms)
     if (rc <= 0) {
         return rc;
     }
+    const char *prov;
+    int fd = fab_sleep_fd(f, &prov);
+
     mps_stats.fab_sleeps++;
-    return fab_sleep_poll(f->eps[0].wait_fd, f->eps[0].prov, timeout_ms);
+    return fab_sleep_poll(fd, prov, timeout_ms);
 }
 
 int fab_sleep_fd(const struct fab *f, const char **prov)
 {
+    if (f->sock) {
+        *prov = FAB_SOCK_NAME;
+        return fab_sock_wait_fd(f);
+    }
     *prov = f->eps[0].prov;
     return f->eps[0].wait_fd;
 }

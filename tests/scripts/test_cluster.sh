@@ -338,6 +338,10 @@ else
     job "mr_rma_net (FI_RMA between the nodes)" 2 tests/mr/mr_rma_net --fi-rma
     job "mr_rma_net (FI_RMA off: active messages)" 2 env MPISHIM_WIN_FI_RMA=0 tests/mr/mr_rma_net \
         --am
+    # Our own TCP sockets between the nodes instead of libfabric (fabric/fab_sock.c,
+    # experimental), 1 rank per node and, with the rings within each node, 2.
+    job "mr_p2p over sock" 2 env MPISHIM_FABRIC_NET_PROVIDER=sock tests/mr/mr_p2p
+    job "mr_coll2 over sock" 4 env MPISHIM_FABRIC_NET_PROVIDER=sock tests/mr/mr_coll2
     # 3 ranks per node.
     job "mr_p2p" 6 tests/mr/mr_p2p
     job "mr_coll" 6 tests/mr/mr_coll

@@ -7,7 +7,10 @@
 #     MPISHIM_FABRIC_LIB names: a file that does not exist fails MPI_Init with a message
 #     naming the variable (from the first rank to fail: mpiexec then ends the other), and
 #     the configure-time libfabric named there runs the ring to its end;
-#  3. a forced provider loads it even on one node, from that file too.
+#  3. a forced provider loads it even on one node, from that file too;
+#  4. ranks on different nodes that reach each other through our own sockets
+#     (MPISHIM_FABRIC_NET_PROVIDER=sock, fabric/fab_sock.c) never load it, nor does a job
+#     that forces them for every peer: the ring runs right with the missing file named.
 set -uo pipefail
 
 top_builddir=${top_builddir:-$PWD}
@@ -67,6 +70,15 @@ expect "forced provider, missing library: MPI_Init fails" yes \
     "$([ "$(cat "$tmp/forced.rc")" != 0 ] && echo yes || echo no)"
 expect "forced provider, missing library: the error names the variable and the file" yes \
     "$(named_missing forced)"
+
+run two_nodes_sock SPLIT=1 MPISHIM_FABRIC_NET_PROVIDER=sock MPISHIM_FABRIC_LIB=$missing
+expect "two nodes over sock: the ring ends" 0 "$(cat "$tmp/two_nodes_sock.rc")"
+expect "two nodes over sock: both ranks finish" 2 "$(finished two_nodes_sock)"
+expect "two nodes over sock: no process loads libfabric" 0 "$(loaded_libfabric two_nodes_sock)"
+
+run forced_sock MPISHIM_FABRIC_PROVIDER=sock MPISHIM_FABRIC_LIB=$missing
+expect "forced sock: the ring ends" 0 "$(cat "$tmp/forced_sock.rc")"
+expect "forced sock: no process loads libfabric" 0 "$(loaded_libfabric forced_sock)"
 
 if [ "$failures" -ne 0 ]; then
     for f in "$tmp"/*.out; do

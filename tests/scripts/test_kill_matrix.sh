@@ -14,7 +14,9 @@
 # is left out: the victim dies after its part of MPI_Finalize's barrier went out, so the
 # survivor's barrier completes and it waits in the file store's closing barrier, where no
 # fabric is left to probe (doc/failures.md, Limits). A fifth, "filexnet", is filenet over
-# libfabric 1.17's net provider (MPISHIM_FABRIC_PROVIDER=net), whose endpoint is probed too.
+# libfabric 1.17's net provider (MPISHIM_FABRIC_PROVIDER=net), whose endpoint is probed too,
+# and a sixth, "filesock", is filenet over our own sockets (MPISHIM_FABRIC_PROVIDER=sock,
+# fabric/fab_sock.c), where a connection that ends without a goodbye names the rank as well.
 # Each cell must end non-zero, with a line naming rank 1, leaving no process and no
 # /dev/shm/mpishim-PID-* segment of the job. The time from the victim's death to the end
 # is printed, and asserted only against a generous bound (LIMIT, 10 s), so that a loaded
@@ -40,7 +42,7 @@ unset MPISHIM_TIMEOUT # the default (300 s): detection must not depend on it
 LIMIT=${KILL_MATRIX_LIMIT:-10}
 PHASES=${KILL_MATRIX_PHASES:-before init after recv rndv allreduce_small allreduce_large barrier finalize}
 WAYS=${KILL_MATRIX_WAYS:-kill term exit}
-LAUNCHERS=${KILL_MATRIX_LAUNCHERS:-mpiexec env envnet filenet filexnet}
+LAUNCHERS=${KILL_MATRIX_LAUNCHERS:-mpiexec env envnet filenet filexnet filesock}
 JOBS=${KILL_MATRIX_JOBS:-4}
 
 free_port() {
@@ -88,9 +90,14 @@ launch_file() {
 }
 
 # The provider of a file:// launcher: filexnet is filenet over libfabric 1.17's net
-# provider, whose RDM endpoint is probed as tcp;ofi_rxm's is (fabric/fab_probe.c).
+# provider, whose RDM endpoint is probed as tcp;ofi_rxm's is (fabric/fab_probe.c), filesock
+# over our own sockets.
 net_provider() {
-    if [ "$1" = filexnet ]; then echo net; else echo "tcp;ofi_rxm"; fi
+    case $1 in
+    filexnet) echo net ;;
+    filesock) echo sock ;;
+    *) echo "tcp;ofi_rxm" ;;
+    esac
 }
 
 # cell LAUNCHER PHASE WAY: runs one job and writes "PASS ..." or "FAIL ..." to its .res file.
@@ -104,7 +111,7 @@ cell() {
         MPISHIM_SHM_RING=0 MPISHIM_FABRIC_PROVIDER="tcp;ofi_rxm" launch_env "$2" "$3" "$out" \
             2>/dev/null
         rc=$?
-    elif [ "$1" = filenet ] || [ "$1" = filexnet ]; then
+    elif [[ "$1" = file*net || "$1" = filesock ]]; then
         : >"$out"
         MPISHIM_SHM_RING=0 MPISHIM_FABRIC_PROVIDER="$(net_provider "$1")" \
             launch_file "$2" "$3" "$out" 2>/dev/null
@@ -125,7 +132,7 @@ cell() {
     secs=$(printf '%d.%02d' $((ms / 1000)) $((ms % 1000 / 10)))
     pattern='rank 1[^0-9].*(died|dead|killed|signal|exited|terminated|gone|missing|SIG)'
     [ "$1-$2" = env-before ] && pattern='missing: rank 1'
-    [[ "$1" = file*net ]] && pattern='rank 1 \(on node [^)]*\) is gone'
+    [[ "$1" = file*net || "$1" = filesock ]] && pattern='rank 1 \(on node [^)]*\) is gone'
     if [ $rc -eq 0 ]; then
         why="exited 0"
     elif [ $rc -eq 124 ]; then
@@ -176,10 +183,10 @@ for l in $LAUNCHERS; do
                 wait -n
                 running=$((running - 1))
             fi
-            if [[ "$l" == *net ]] && { [ "$w" != kill ] || [[ " before init after " == *" $ph "* ]]; }; then
+            if [[ "$l" == *net || "$l" = filesock ]] && { [ "$w" != kill ] || [[ " before init after " == *" $ph "* ]]; }; then
                 continue # the store's part only: the phases after MPI_Init, one way
             fi
-            if [[ "$l" = file*net ]] && [ "$ph" = finalize ]; then
+            if [[ "$l" = file*net || "$l" = filesock ]] && [ "$ph" = finalize ]; then
                 continue # the file store's closing barrier has no liveness check (above)
             fi
             if skip_cell "$l" "$ph" "$w"; then

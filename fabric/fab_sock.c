@@ -1,0 +1,949 @@
+/*
+ * fab_sock.c - active messages and tagged data over plain TCP sockets (see fab_sock.h).
+ *
+ * Connections: one per direction. A rank connects to a peer at its first send to it and
+ * only ever writes to that connection; what the peer sends comes on the connection the
+ * peer made. Two connections per pair cost a descriptor more than Open MPI's btl/tcp, but
+ * there is no race to resolve when both sides connect at once (btl/tcp keeps the lower
+ * rank's and has to drop and retry the other), every stream has one writer, and the order of
+ * a sender's AMs is the order of its one stream. The connect itself needs no progress from
+ * the peer: its kernel completes the handshake from the listen backlog.
+ *
+ * Wire: every frame starts with struct sock_hdr {src, kind, flags, len, tag} (24 bytes, so
+ * payloads stay 8-byte aligned in the receive buffer). Kinds:
+ *  - AM: len payload bytes, handed to the AM handler straight from the receive buffer;
+ *  - CTS: "my receive for tag is posted and holds len bytes";
+ *  - DATA: len bytes of the transfer tag (at most CHUNK), DATA_LAST on its last frame, with
+ *    DATA_TRUNC when the sender had more than the receiver's len;
+ *  - BYE: "this connection ends because I close", so that its end is not a death.
+ *
+ * Tagged data is pulled: fab_tsend only queues, fab_trecv posts the receive and sends a CTS,
+ * and the sender streams the data when the CTS comes. fab.h lets the sender post its data
+ * before the receive exists; pushed data would then have to be read somewhere, since an
+ * AM behind it on the same stream may be what the receiver waits for before it posts (a
+ * receive of a later small message with another tag): the whole transfer would have to be
+ * buffered, of any size. With the CTS nothing is buffered and data goes from the socket
+ * straight into the posted buffer; the cost is half a round trip more per rendezvous, which
+ * is why peers reached here take eager messages up to MPISHIM_EAGER_MAX (fab_eager_fits).
+ * Truncation costs nothing: the sender sends at most what the CTS says fits.
+ *
+ * Data goes in frames of at most CHUNK bytes; between two frames an AM may go first, so a
+ * small message does not wait for a whole large transfer to be written.
+ *
+ * Progress is one epoll_wait (level triggered) over the listening socket and every
+ * connection: idle peers cost nothing, and the epoll descriptor is what fab_sleep waits on.
+ * A connection that ends without a BYE (EOF, reset, a write that fails) marks its peer dead:
+ * its requests complete with PGC_ERR_PEER_DEAD and fab_remote_alive names it; the liveness
+ * probes of fab_probe.c watch the listening sockets too, for peers with nothing in flight.
+ */
+#include "config.h"
+
+#include "fab_sock.h"
+#include "mps_config.h"
+#include "mps_log.h"
+#include "pgc_status.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#define CHUNK (256u * 1024u) /* data bytes per frame */
+#define EVENTS 32            /* epoll events read per progress */
+#define OUT_CAP 256          /* receive buffer of an outgoing connection: BYE frames only */
+
+enum { K_AM = 1, K_CTS, K_DATA, K_BYE };
+enum { F_LAST = 1, F_TRUNC = 2 };
+
+struct sock_hdr {
+    uint32_t src;
+    uint16_t kind;
+    uint16_t flags;
+    uint64_t len;
+    uint64_t tag;
+};
+_Static_assert(sizeof(struct sock_hdr) == 24, "frame header layout");
+
+/* A tagged transfer's state, kept in its request's fi_context2 (unused here otherwise), so
+ * posting allocates nothing. */
+struct sock_op {
+    struct mps_list link; /* posted (receive), waiting or ready (send) */
+    char *buf;
+    size_t len;  /* receive: posted length; send: bytes to send (min with the CTS) */
+    size_t done; /* bytes received or sent */
+    uint64_t tag;
+    uint64_t full; /* send: the caller's length (truncation) */
+};
+_Static_assert(sizeof(struct sock_op) <= sizeof(struct fi_context2), "op fits the context");
+
+/* One TCP connection and the frame parser of what comes in on it. */
+struct sock_conn {
+    int fd;
+    int peer; /* -1 until the first frame of an accepted connection names it */
+    bool bye; /* the peer said goodbye on it */
+    char *buf;
+    size_t head, tail, cap;
+    struct fab_req *rreq; /* DATA frame being read into this receive */
+    size_t rleft;         /* bytes of that frame still to come */
+    uint16_t rflags;
+    struct sock_conn *next;
+};
+
+/* A CTS that came before the fab_tsend it answers. */
+struct sock_cts {
+    uint64_t tag;
+    size_t len;
+    struct sock_cts *next;
+};
+
+struct sock_peer {
+    struct sockaddr_in addr;
+    bool on;   /* reached through this transport */
+    bool dead; /* a connection ended without a goodbye */
+    int err;   /* errno of that end (0: end of stream) */
+    struct sock_conn *out;
+    struct mps_list posted;  /* receives whose CTS went out */
+    struct mps_list waiting; /* sends without a CTS */
+    struct mps_list ready;   /* sends with one, streamed in order */
+    struct sock_cts *early;
+    /* The frame being written to out: header, and how much of header + data went. */
+    struct fab_req *active;
+    struct sock_hdr fh;
+    size_t fsent, flen;
+    bool am_busy;  /* a blocking send is mid-frame on out: the pump keeps off */
+    bool want_out; /* EPOLLOUT is asked for out */
+};
+
+struct fab_sock {
+    int lfd, epfd;
+    struct sockaddr_in addr;
+    struct sock_peer *peers;
+    struct sock_conn *conns; /* all, for fab_sock_close */
+    size_t in_cap;           /* receive buffer of an accepted connection */
+    bool busy;               /* inside fab_sock_progress: no nested parsing */
+};
+
+/* AM frames are padded to 8 bytes on the wire, so the next frame's payload stays aligned. */
+static size_t pad8(size_t n)
+{
+    return (n + 7) & ~(size_t)7;
+}
+
+static struct sock_op *op_of(struct fab_req *req)
+{
+    return (struct sock_op *)&req->ctx;
+}
+
+static struct fab_req *req_of(struct mps_list *link)
+{
+    return (struct fab_req *)((char *)link - offsetof(struct sock_op, link) -
+                              offsetof(struct fab_req, ctx));
+}
+
+/* ---- addresses and listening ---- */
+
+/* The IPv4 address of iface, or of the first interface that is up and not loopback when
+ * iface is empty; loopback when there is none. */
+static int pick_addr(const char *iface, struct in_addr *out)
+{
+    struct ifaddrs *list, *i;
+    int rc = PGC_ERR_FABRIC;
+
+    out->s_addr = htonl(INADDR_LOOPBACK);
+    if (getifaddrs(&list) != 0) {
+        return mps_error(PGC_ERR_FABRIC, "fab_open(sock): getifaddrs: %s", strerror(errno));
+    }
+    for (i = list; i; i = i->ifa_next) {
+        bool usable = i->ifa_addr && i->ifa_addr->sa_family == AF_INET && (i->ifa_flags & IFF_UP) &&
+                      (*iface ? strcmp(i->ifa_name, iface) == 0 : !(i->ifa_flags & IFF_LOOPBACK));
+        if (usable) {
+            *out = ((struct sockaddr_in *)i->ifa_addr)->sin_addr;
+            rc = PGC_OK;
+            break;
+        }
+    }
+    freeifaddrs(list);
+    if (rc != PGC_OK && *iface) {
+        return mps_error(PGC_ERR_INVALID_ARG,
+                         "fab_open(sock): MPISHIM_FABRIC_IFACE=%s: no such interface with an "
+                         "IPv4 address that is up on this node",
+                         iface);
+    }
+    return PGC_OK;
+}
+
+static int listen_on(struct fab_sock *s)
+{
+    socklen_t len = sizeof(s->addr);
+    int rc = pick_addr(mps_config_str(MPS_CFG_FABRIC_IFACE), &s->addr.sin_addr);
+
+    if (rc != PGC_OK) {
+        return rc;
+    }
+    s->addr.sin_family = AF_INET;
+    s->lfd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (s->lfd < 0 || bind(s->lfd, (struct sockaddr *)&s->addr, sizeof(s->addr)) != 0 ||
+        listen(s->lfd, SOMAXCONN) != 0 ||
+        getsockname(s->lfd, (struct sockaddr *)&s->addr, &len) != 0) {
+        return mps_error(PGC_ERR_FABRIC, "fab_open(sock): cannot listen on %s: %s",
+                         inet_ntoa(s->addr.sin_addr), strerror(errno));
+    }
+    return PGC_OK;
+}
+
+int fab_sock_open(struct fab *f)
+{
+    struct fab_sock *s = calloc(1, sizeof(*s));
+    struct epoll_event ev = {.events = EPOLLIN, .data.ptr = NULL};
+
+    if (!s || !(s->peers = calloc((size_t)f->size, sizeof(*s->peers)))) {
+        free(s);
+        return mps_error(PGC_ERR_NOMEM, "fab_open(sock): no memory for %d peers", f->size);
+    }
+    f->sock = s;
+    s->lfd = s->epfd = -1;
+    /* Room for the largest AM and its header twice, so a frame always fits after a move. */
+    s->in_cap = MPS_MAX((size_t)65536, 2 * (sizeof(struct sock_hdr) + pad8(f->am_max)));
+    for (int r = 0; r < f->size; r++) {
+        mps_list_init(&s->peers[r].posted);
+        mps_list_init(&s->peers[r].waiting);
+        mps_list_init(&s->peers[r].ready);
+    }
+    int rc = listen_on(s);
+    if (rc == PGC_OK) {
+        s->epfd = epoll_create1(EPOLL_CLOEXEC);
+        if (s->epfd < 0 || epoll_ctl(s->epfd, EPOLL_CTL_ADD, s->lfd, &ev) != 0) {
+            rc = mps_error(PGC_ERR_FABRIC, "fab_open(sock): epoll: %s", strerror(errno));
+        }
+    }
+    if (rc == PGC_OK) {
+        MPS_DEBUG("fab_open: sock listens on %s port %u", inet_ntoa(s->addr.sin_addr),
+                  (unsigned)ntohs(s->addr.sin_port));
+    }
+    return rc;
+}
+
+size_t fab_sock_addr(const struct fab *f, void *name, size_t cap)
+{
+    if (!f->sock || cap < sizeof(f->sock->addr)) {
+        return 0;
+    }
+    memcpy(name, &f->sock->addr, sizeof(f->sock->addr));
+    return sizeof(f->sock->addr);
+}
+
+int fab_sock_connect(struct fab *f, int peer, const void *name, size_t len)
+{
+    struct sock_peer *p = &f->sock->peers[peer];
+
+    memcpy(&p->addr, name, MPS_MIN(len, sizeof(p->addr)));
+    if (len != sizeof(p->addr) || p->addr.sin_family != AF_INET) {
+        return mps_error(PGC_ERR_MISMATCH,
+                         "fab_connect: rank %d published no sock address (%zu B); do all "
+                         "ranks agree on MPISHIM_FABRIC_PROVIDER/MPISHIM_FABRIC_NET_PROVIDER?",
+                         peer, len);
+    }
+    p->on = true;
+    return PGC_OK;
+}
+
+bool fab_sock_peer(const struct fab *f, int peer)
+{
+    return f->sock && f->sock->peers[peer].on;
+}
+
+int fab_sock_wait_fd(const struct fab *f)
+{
+    return f->sock->epfd;
+}
+
+/* ---- connections ---- */
+
+static struct sock_conn *conn_new(struct fab_sock *s, int fd, int peer, size_t cap)
+{
+    struct sock_conn *c = calloc(1, sizeof(*c));
+    struct epoll_event ev = {.events = EPOLLIN};
+    int one = 1;
+
+    if (c && !(c->buf = malloc(cap))) {
+        free(c);
+        c = NULL;
+    }
+    ev.data.ptr = c;
+    if (!c || epoll_ctl(s->epfd, EPOLL_CTL_ADD, fd, &ev) != 0) {
+        if (c) {
+            free(c->buf);
+            free(c);
+        }
+        close(fd);
+        return NULL;
+    }
+    /* Small frames go at once: a ping-pong waits for each of them. */
+    (void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    c->fd = fd;
+    c->peer = peer;
+    c->cap = cap;
+    c->next = s->conns;
+    s->conns = c;
+    return c;
+}
+
+static void conn_end(struct fab_sock *s, struct sock_conn *c)
+{
+    if (c->fd >= 0) {
+        (void)epoll_ctl(s->epfd, EPOLL_CTL_DEL, c->fd, NULL);
+        close(c->fd);
+        c->fd = -1;
+    }
+}
+
+static const char *node_name(const struct fab *f, int peer, int *len)
+{
+    const char *n = f->nodes + (size_t)peer * f->node_stride;
+
+    *len = (int)strnlen(n, f->node_stride);
+    return n;
+}
+
+/* The error of a peer found dead, naming it, its node, its address and what was seen. */
+static int dead_error(const struct fab *f, int peer)
+{
+    const struct sock_peer *p = &f->sock->peers[peer];
+    char host[INET_ADDRSTRLEN] = "?";
+    int nlen;
+    const char *node = node_name(f, peer, &nlen);
+
+    inet_ntop(AF_INET, &p->addr.sin_addr, host, sizeof(host));
+    return mps_error(
+        PGC_ERR_PEER_DEAD,
+        "rank %d (on node %.*s) is gone: its sock connection (%s port %u) failed "
+        "or ended without a goodbye (%s); this rank was waiting for it or for a peer that "
+        "needs it",
+        peer, nlen, node, host, (unsigned)ntohs(p->addr.sin_port),
+        p->err ? strerror(p->err) : "end of stream");
+}
+
+static void fail_list(struct mps_list *list, int status)
+{
+    while (!mps_list_empty(list)) {
+        struct fab_req *req = req_of(list->next);
+
+        mps_list_remove(list->next);
+        req->complete(req, status, 0);
+    }
+}
+
+/* peer's process is gone (err: what the socket said): every transfer with it fails. */
+static void peer_dead(struct fab *f, int peer, int err)
+{
+    struct sock_peer *p = &f->sock->peers[peer];
+
+    if (p->dead) {
+        return;
+    }
+    p->dead = true;
+    p->err = err;
+    MPS_DEBUG("fab_progress: sock connection of rank %d ended: %s", peer,
+              err ? strerror(err) : "end of stream");
+    /* Its connections end too: a receive being filled must not be written after it failed. */
+    for (struct sock_conn *c = f->sock->conns; c; c = c->next) {
+        if (c->peer == peer) {
+            conn_end(f->sock, c);
+            c->rreq = NULL;
+        }
+    }
+    p->active = NULL; /* the head of ready, failed with it */
+    fail_list(&p->posted, PGC_ERR_PEER_DEAD);
+    fail_list(&p->waiting, PGC_ERR_PEER_DEAD);
+    fail_list(&p->ready, PGC_ERR_PEER_DEAD);
+}
+
+/* A connection ended (err 0: end of stream): a death unless the peer said goodbye. */
+static void conn_lost(struct fab *f, struct sock_conn *c, int err)
+{
+    int peer = c->peer;
+    bool bye = c->bye;
+
+    conn_end(f->sock, c);
+    if (peer >= 0 && !bye) {
+        peer_dead(f, peer, err);
+    }
+}
+
+/* Waits for a non-blocking connect, at most the timeout; 0 or the errno. */
+static int connect_wait(int fd, double timeout)
+{
+    struct pollfd pfd = {.fd = fd, .events = POLLOUT};
+    socklen_t elen = sizeof(int);
+    int err = 0;
+    int n;
+
+    do {
+        n = poll(&pfd, 1, (int)(timeout * 1000));
+    } while (n < 0 && errno == EINTR);
+    if (n == 0) {
+        return ETIMEDOUT;
+    }
+    if (n < 0 || getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &elen) != 0) {
+        return errno;
+    }
+    return err;
+}
+
+/* The connection to peer, made at the first send. */
+static int get_out(struct fab *f, int peer, struct sock_conn **out)
+{
+    struct sock_peer *p = &f->sock->peers[peer];
+    int fd, err = 0;
+
+    if (p->dead) {
+        return dead_error(f, peer);
+    }
+    if (p->out && p->out->fd >= 0) {
+        *out = p->out;
+        return PGC_OK;
+    }
+    fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        return mps_error(PGC_ERR_FABRIC, "fab_am_send(sock): socket: %s", strerror(errno));
+    }
+    if (connect(fd, (struct sockaddr *)&p->addr, sizeof(p->addr)) != 0) {
+        err = errno == EINPROGRESS ? connect_wait(fd, f->timeout) : errno;
+    }
+    if (err) {
+        close(fd);
+        peer_dead(f, peer, err);
+        return dead_error(f, peer);
+    }
+    p->want_out = false;
+    p->out = conn_new(f->sock, fd, peer, OUT_CAP);
+    if (!p->out) {
+        return mps_error(PGC_ERR_NOMEM, "fab_am_send(sock): no memory for a connection");
+    }
+    *out = p->out;
+    return PGC_OK;
+}
+
+static void accept_all(struct fab *f)
+{
+    int fd;
+
+    while ((fd = accept4(f->sock->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC)) >= 0) {
+        if (!conn_new(f->sock, fd, -1, f->sock->in_cap)) {
+            MPS_ERR("fab_progress(sock): no memory for an incoming connection");
+        }
+    }
+}
+
+/* ---- writing ---- */
+
+/* Writes iov[0..n) from byte skip on; the bytes written (maybe 0), or -errno. */
+static ssize_t write_from(int fd, const struct iovec *iov, int n, size_t skip)
+{
+    struct iovec v[4]; /* an AM: header, caller's header, payload, padding */
+    int k = 0;
+
+    for (int i = 0; i < n; i++) {
+        if (skip >= iov[i].iov_len) {
+            skip -= iov[i].iov_len;
+            continue;
+        }
+        v[k].iov_base = (char *)iov[i].iov_base + skip;
+        v[k++].iov_len = iov[i].iov_len - skip;
+        skip = 0;
+    }
+    struct msghdr m = {.msg_iov = v, .msg_iovlen = (size_t)k};
+    ssize_t w = sendmsg(fd, &m, MSG_NOSIGNAL);
+    if (w < 0) {
+        return errno == EAGAIN || errno == EINTR ? 0 : -errno;
+    }
+    return w;
+}
+
+static void want_out(struct fab_sock *s, struct sock_peer *p, bool on)
+{
+    struct epoll_event ev = {.events = EPOLLIN | (on ? EPOLLOUT : 0), .data.ptr = p->out};
+
+    if (p->want_out != on && p->out->fd >= 0) {
+        (void)epoll_ctl(s->epfd, EPOLL_CTL_MOD, p->out->fd, &ev);
+        p->want_out = on;
+    }
+}
+
+/* Starts the next frame of the send at the head of ready. */
+static void next_frame(struct fab *f, struct sock_peer *p)
+{
+    struct fab_req *req = req_of(p->ready.next);
+    struct sock_op *op = op_of(req);
+    size_t n = MPS_MIN(op->len - op->done, (size_t)CHUNK);
+    bool last = op->done + n == op->len;
+
+    p->active = req;
+    p->fh = (struct sock_hdr){.src = (uint32_t)f->rank, .kind = K_DATA, .len = n, .tag = op->tag};
+    p->fh.flags = (uint16_t)((last ? F_LAST : 0) | (last && op->full > op->len ? F_TRUNC : 0));
+    p->fsent = 0;
+    p->flen = sizeof(p->fh) + n;
+}
+
+/* Writes (more of) the data frame under way to peer, starting the next one when none is;
+ * true once it is all written. */
+static bool pump_frame(struct fab *f, int peer, struct sock_peer *p)
+{
+    if (p->out->fd < 0) {
+        peer_dead(f, peer, EPIPE); /* it said goodbye and left with a send to take */
+        return false;
+    }
+    if (!p->active) {
+        next_frame(f, p);
+    }
+    struct sock_op *op = op_of(p->active);
+    struct iovec iov[2] = {{&p->fh, sizeof(p->fh)}, {op->buf + op->done, p->fh.len}};
+    ssize_t w = write_from(p->out->fd, iov, 2, p->fsent);
+    if (w < 0) {
+        conn_lost(f, p->out, (int)-w);
+        return false;
+    }
+    p->fsent += (size_t)w;
+    if (p->fsent < p->flen) {
+        want_out(f->sock, p, true);
+        return false;
+    }
+    op->done += p->fh.len;
+    p->active = NULL;
+    if (p->fh.flags & F_LAST) {
+        struct fab_req *req = req_of(p->ready.next);
+
+        mps_list_remove(p->ready.next);
+        req->complete(req, PGC_OK, 0);
+    }
+    return true;
+}
+
+/* Writes data frames to peer until the socket is full or no send has its CTS. */
+static void pump(struct fab *f, int peer)
+{
+    struct sock_peer *p = &f->sock->peers[peer];
+
+    while (!p->am_busy && !p->dead && (p->active || !mps_list_empty(&p->ready))) {
+        if (!pump_frame(f, peer, p)) {
+            return;
+        }
+    }
+    if (p->out && p->out->fd >= 0) {
+        want_out(f->sock, p, false);
+    }
+}
+
+/* Writes one frame of iov[0..n) whole, progressing while the socket is full. */
+static int send_frame(struct fab *f, int peer, const struct iovec *iov, int n, const char *call)
+{
+    struct sock_peer *p = &f->sock->peers[peer];
+    struct sock_conn *c;
+    struct fab_wait w = {0};
+    size_t total = 0, sent = 0;
+    int rc = get_out(f, peer, &c);
+
+    /* A data frame half written goes on first (written here, not left to progress, which
+     * does nothing when this runs inside it); between two frames an AM may pass. */
+    while (rc == PGC_OK && p->active && p->fsent > 0 && !p->dead && !pump_frame(f, peer, p)) {
+        rc = fab_wait_step(f, &w, peer, call);
+    }
+    for (int i = 0; i < n; i++) {
+        total += iov[i].iov_len;
+    }
+    p->am_busy = true;
+    while (rc == PGC_OK && sent < total) {
+        ssize_t k = p->dead ? -EPIPE : write_from(c->fd, iov, n, sent);
+        if (k < 0) {
+            conn_lost(f, c, (int)-k);
+            rc = dead_error(f, peer);
+        } else if ((sent += (size_t)k) < total) {
+            rc = fab_wait_step(f, &w, peer, call);
+        }
+    }
+    p->am_busy = false;
+    if (rc == PGC_OK && !mps_list_empty(&p->ready)) {
+        pump(f, peer);
+    }
+    return rc;
+}
+
+int fab_sock_am_send(struct fab *f, int peer, const void *hdr, size_t hlen, const void *payload,
+                     size_t plen)
+{
+    static const char zeros[8];
+    struct sock_hdr h = {.src = (uint32_t)f->rank, .kind = K_AM, .len = hlen + plen};
+    struct iovec iov[4] = {{&h, sizeof(h)},
+                           {(void *)hdr, hlen},
+                           {(void *)payload, plen},
+                           {(void *)zeros, pad8(hlen + plen) - (hlen + plen)}};
+
+    return send_frame(f, peer, iov, 4, "fab_am_send");
+}
+
+/* A CTS for tag has come (len: the receiver's room): the send streams, or waits for it. */
+static void cts_in(struct fab *f, int peer, uint64_t tag, size_t len)
+{
+    struct sock_peer *p = &f->sock->peers[peer];
+    struct mps_list *pos;
+
+    mps_list_for_each(pos, &p->waiting)
+    {
+        struct sock_op *op = op_of(req_of(pos));
+        if (op->tag == tag) {
+            op->len = MPS_MIN(op->full, len);
+            mps_list_remove(pos);
+            mps_list_push_back(&p->ready, pos);
+            pump(f, peer);
+            return;
+        }
+    }
+    struct sock_cts *e = malloc(sizeof(*e));
+    if (!e) {
+        MPS_ERR("fab_progress(sock): no memory to keep a CTS of rank %d", peer);
+        return;
+    }
+    *e = (struct sock_cts){.tag = tag, .len = len, .next = p->early};
+    p->early = e;
+}
+
+int fab_sock_tsend(struct fab *f, int peer, const void *buf, size_t len, uint64_t tag,
+                   struct fab_req *req)
+{
+    struct sock_peer *p = &f->sock->peers[peer];
+    struct sock_op *op = op_of(req);
+    struct sock_conn *c;
+    int rc = get_out(f, peer, &c);
+
+    if (rc != PGC_OK) {
+        return rc;
+    }
+    *op = (struct sock_op){.buf = (char *)buf, .len = len, .tag = tag, .full = len};
+    mps_list_push_back(&p->waiting, &op->link);
+    for (struct sock_cts **e = &p->early; *e; e = &(*e)->next) {
+        if ((*e)->tag == tag) {
+            struct sock_cts *hit = *e;
+            *e = hit->next;
+            cts_in(f, peer, tag, hit->len);
+            free(hit);
+            break;
+        }
+    }
+    return PGC_OK;
+}
+
+int fab_sock_trecv(struct fab *f, int peer, void *buf, size_t len, uint64_t tag,
+                   struct fab_req *req)
+{
+    struct sock_peer *p = &f->sock->peers[peer];
+    struct sock_op *op = op_of(req);
+    struct sock_hdr h = {.src = (uint32_t)f->rank, .kind = K_CTS, .len = len, .tag = tag};
+    struct iovec iov[1] = {{&h, sizeof(h)}};
+    int rc = send_frame(f, peer, iov, 1, "fab_trecv");
+
+    /* Posted once the CTS went: its data cannot come before our next progress reads it,
+     * and a call that fails never completes its request. */
+    if (rc == PGC_OK) {
+        *op = (struct sock_op){.buf = buf, .len = len, .tag = tag};
+        mps_list_push_back(&p->posted, &op->link);
+    }
+    return rc;
+}
+
+/* ---- reading ---- */
+
+/* Reads what the socket has into c's buffer, moving the unread part to its start first
+ * when less than need bytes of room are left. 1: bytes came (*drained: fewer than there was
+ * room for, so the socket is empty); 0: none yet; -1: the connection ended (conn_lost ran). */
+static int fill(struct fab *f, struct sock_conn *c, size_t need, bool *drained)
+{
+    if (c->head == c->tail) {
+        c->head = c->tail = 0;
+    } else if (c->cap - c->head < need) {
+        memmove(c->buf, c->buf + c->head, c->tail - c->head);
+        c->tail -= c->head;
+        c->head = 0;
+    }
+    ssize_t n = recv(c->fd, c->buf + c->tail, c->cap - c->tail, 0);
+    if (n > 0) {
+        *drained = (size_t)n < c->cap - c->tail;
+        c->tail += (size_t)n;
+        return 1;
+    }
+    if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
+        return 0;
+    }
+    conn_lost(f, c, n < 0 ? errno : 0);
+    return -1;
+}
+
+/* A protocol error from a peer: nothing it sends can be trusted from here on. */
+static int bad_frame(struct fab *f, struct sock_conn *c, const struct sock_hdr *h)
+{
+    MPS_ERR("fab_progress(sock): bad frame (src %u, kind %u, %llu B) from rank %d: "
+            "connection dropped",
+            h->src, h->kind, (unsigned long long)h->len, c->peer);
+    conn_lost(f, c, EPROTO);
+    return -1;
+}
+
+static struct fab_req *find_posted(struct sock_peer *p, uint64_t tag)
+{
+    struct mps_list *pos;
+
+    mps_list_for_each(pos, &p->posted)
+    {
+        if (op_of(req_of(pos))->tag == tag) {
+            return req_of(pos);
+        }
+    }
+    return NULL;
+}
+
+/* A DATA frame's header: its bytes go to the posted receive of its tag. */
+static int data_in(struct fab *f, struct sock_conn *c, const struct sock_hdr *h)
+{
+    struct fab_req *req = find_posted(&f->sock->peers[c->peer], h->tag);
+    struct sock_op *op = req ? op_of(req) : NULL;
+
+    if (!op || h->len > op->len - op->done) {
+        return bad_frame(f, c, h); /* we never asked for these bytes */
+    }
+    c->rreq = req;
+    c->rleft = h->len;
+    c->rflags = h->flags;
+    return 1;
+}
+
+/* The bytes of the DATA frame being read: from the buffer, then straight from the socket
+ * into the receive. 1: the frame is complete; 0: more must come; -1: connection lost. */
+static int data_body(struct fab *f, struct sock_conn *c)
+{
+    struct sock_op *op = op_of(c->rreq);
+    size_t have = MPS_MIN(c->rleft, c->tail - c->head);
+
+    if (have) {
+        memcpy(op->buf + op->done, c->buf + c->head, have);
+    }
+    c->head += have;
+    op->done += have;
+    c->rleft -= have;
+    while (c->rleft > 0) {
+        ssize_t n = recv(c->fd, op->buf + op->done, c->rleft, 0);
+        if (n <= 0) {
+            if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
+                return 0;
+            }
+            conn_lost(f, c, n < 0 ? errno : 0);
+            return -1;
+        }
+        op->done += (size_t)n;
+        c->rleft -= (size_t)n;
+    }
+    struct fab_req *req = c->rreq;
+    c->rreq = NULL;
+    if (c->rflags & F_LAST) {
+        mps_list_remove(&op->link);
+        req->complete(req, (c->rflags & F_TRUNC) ? PGC_ERR_TRUNCATE : PGC_OK, op->done);
+    }
+    return 1;
+}
+
+/* An AM frame: to the handler once it is all in the buffer, its payload 8-byte aligned (a
+ * data frame of odd length before it leaves the stream off alignment: moved then). */
+static int am_in(struct fab *f, struct sock_conn *c, const struct sock_hdr *h)
+{
+    size_t flen = sizeof(*h) + pad8(h->len);
+
+    if (flen > c->cap / 2) {
+        return bad_frame(f, c, h);
+    }
+    if (c->tail - c->head < flen) {
+        return 0;
+    }
+    if (c->head & 7) {
+        memmove(c->buf, c->buf + c->head, c->tail - c->head);
+        c->tail -= c->head;
+        c->head = 0;
+    }
+    c->head += flen;
+    (void)f->am_handler(f->am_arg, c->peer, c->buf + c->head - flen + sizeof(*h), h->len, false);
+    return 1;
+}
+
+/* Handles the frame at the head of c's buffer when it is all there. 1: handled; 0: more
+ * bytes must come; -1: the connection was dropped. */
+static int frame_in(struct fab *f, struct sock_conn *c)
+{
+    struct sock_hdr h;
+
+    if (c->tail - c->head < sizeof(h)) {
+        return 0;
+    }
+    memcpy(&h, c->buf + c->head, sizeof(h));
+    if (h.src >= (uint32_t)f->size || (c->peer >= 0 && h.src != (uint32_t)c->peer) ||
+        !f->sock->peers[h.src].on) {
+        return bad_frame(f, c, &h);
+    }
+    c->peer = (int)h.src;
+    if (h.kind == K_AM) {
+        return am_in(f, c, &h);
+    }
+    c->head += sizeof(h);
+    switch (h.kind) {
+    case K_CTS:
+        cts_in(f, c->peer, h.tag, h.len);
+        return 1;
+    case K_DATA:
+        return data_in(f, c, &h);
+    case K_BYE:
+        c->bye = true;
+        return 1;
+    default:
+        return bad_frame(f, c, &h);
+    }
+}
+
+/* Handles every frame c has, reading until the socket is empty; the frames handled. */
+static int conn_in(struct fab *f, struct sock_conn *c)
+{
+    int handled = 0;
+    bool drained = false;
+
+    while (c->fd >= 0) {
+        bool data = c->rreq != NULL;
+        int rc = data ? data_body(f, c) : frame_in(f, c);
+        if (rc < 0) {
+            break;
+        }
+        handled += rc;
+        drained = drained && !data; /* a whole data frame was read: more may be there */
+        /* An empty socket ends the loop without one more read that would say so: the epoll
+         * set is level triggered and reports what comes later. data_body stops only there. */
+        if (rc == 0 && (data || drained)) {
+            break;
+        }
+        /* Room for a whole AM (header and largest payload) once the frame has begun. */
+        if (rc == 0 && fill(f, c, c->cap / 2, &drained) <= 0) {
+            break;
+        }
+    }
+    return handled;
+}
+
+/* ---- progress, sleep, liveness, close ---- */
+
+/* Frees c when it ended before it said who it was (a liveness probe, fab_probe.c: one
+ * every 0.25 s from each waiting peer), which nothing else refers to. */
+static void forget_anonymous(struct fab_sock *s, struct sock_conn *c)
+{
+    if (c->fd >= 0 || c->peer >= 0) {
+        return;
+    }
+    for (struct sock_conn **pp = &s->conns; *pp; pp = &(*pp)->next) {
+        if (*pp == c) {
+            *pp = c->next;
+            free(c->buf);
+            free(c);
+            return;
+        }
+    }
+}
+
+int fab_sock_progress(struct fab *f)
+{
+    struct fab_sock *s = f->sock;
+    struct epoll_event ev[EVENTS];
+    int handled = 0;
+
+    if (s->busy) {
+        return 0; /* a complete() called from here progresses: the outer call goes on */
+    }
+    int n = epoll_wait(s->epfd, ev, EVENTS, 0);
+    if (n < 0) {
+        return errno == EINTR ? 0
+                              : mps_error(PGC_ERR_FABRIC, "fab_progress(sock): epoll_wait: %s",
+                                          strerror(errno));
+    }
+    s->busy = true;
+    for (int i = 0; i < n; i++) {
+        struct sock_conn *c = ev[i].data.ptr;
+        if (!c) {
+            accept_all(f);
+            continue;
+        }
+        if (ev[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR)) {
+            handled += conn_in(f, c);
+        }
+        if ((ev[i].events & EPOLLOUT) && c->peer >= 0 && c->fd >= 0) {
+            pump(f, c->peer);
+            handled++;
+        }
+        forget_anonymous(s, c);
+    }
+    s->busy = false;
+    return handled;
+}
+
+int fab_sock_alive(struct fab *f)
+{
+    for (int r = 0; f->sock && r < f->size; r++) {
+        if (f->sock->peers[r].dead) {
+            return dead_error(f, r);
+        }
+    }
+    return PGC_OK;
+}
+
+/* Goodbye on c, best effort: a connection mid-frame or full gets none (the peer then sees
+ * an end without one, as after a crash, which only matters if it waits for us). */
+static void say_bye(struct fab *f, struct sock_conn *c)
+{
+    struct sock_hdr h = {.src = (uint32_t)f->rank, .kind = K_BYE};
+    struct sock_peer *p = c->peer >= 0 ? &f->sock->peers[c->peer] : NULL;
+
+    if (c->fd >= 0 && c->peer >= 0 && !(p->out == c && p->active && p->fsent > 0)) {
+        (void)send(c->fd, &h, sizeof(h), MSG_NOSIGNAL | MSG_DONTWAIT);
+    }
+}
+
+void fab_sock_close(struct fab *f)
+{
+    struct fab_sock *s = f->sock;
+
+    if (!s) {
+        return;
+    }
+    for (struct sock_conn *c = s->conns, *next; c; c = next) {
+        next = c->next;
+        say_bye(f, c);
+        conn_end(s, c);
+        free(c->buf);
+        free(c);
+    }
+    for (int r = 0; r < f->size; r++) {
+        for (struct sock_cts *e = s->peers[r].early, *next; e; e = next) {
+            next = e->next;
+            free(e);
+        }
+    }
+    if (s->lfd >= 0) {
+        close(s->lfd);
+    }
+    if (s->epfd >= 0) {
+        close(s->epfd);
+    }
+    free(s->peers);
+    free(s);
+    f->sock = NULL;
+}

@@ -1,0 +1,52 @@
+/*
+ * fab_sock.h - our own TCP transport between nodes (issue 39; private to fabric/).
+ *
+ * Opt-in: MPISHIM_FABRIC_NET_PROVIDER=sock uses it for the peers of other nodes,
+ * MPISHIM_FABRIC_PROVIDER=sock for every peer. It replaces the libfabric network endpoint
+ * for those peers, so a job whose every remote peer uses it never loads libfabric: Debian's
+ * libfabric 1.17 costs each process its providers' start-up (doc/cluster.md), and tcp;ofi_rxm
+ * doubled the small-message latency against MPICH's and Open MPI's own TCP paths.
+ *
+ * Each rank listens on one TCP socket (the interface MPISHIM_FABRIC_IFACE names, else the
+ * first IPv4 interface that is up and not loopback, else loopback) whose address is its part
+ * of the address blob. Everything fab.h promises holds: AMs in order per peer, tagged data
+ * matched by (peer, tag) with truncation to the posted length, completions from progress,
+ * a dead peer named with PGC_ERR_PEER_DEAD. See fab_sock.c for the wire and its choices.
+ */
+#ifndef FAB_SOCK_H
+#define FAB_SOCK_H
+
+#include "fab_int.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* The name MPISHIM_FABRIC_PROVIDER / MPISHIM_FABRIC_NET_PROVIDER give this transport. */
+#define FAB_SOCK_NAME "sock"
+
+/* Opens the listening socket and the epoll set (f->sock); opens no libfabric. */
+int fab_sock_open(struct fab *f);
+/* This rank's listening address (a struct sockaddr_in) into name; its length, or 0. */
+size_t fab_sock_addr(const struct fab *f, void *name, size_t cap);
+/* Records peer's listening address (len bytes from its blob); the connection is made at the
+ * first send to it. */
+int fab_sock_connect(struct fab *f, int peer, const void *name, size_t len);
+/* Whether peer is reached through this transport. */
+bool fab_sock_peer(const struct fab *f, int peer);
+int fab_sock_am_send(struct fab *f, int peer, const void *hdr, size_t hlen, const void *payload,
+                     size_t plen);
+int fab_sock_tsend(struct fab *f, int peer, const void *buf, size_t len, uint64_t tag,
+                   struct fab_req *req);
+int fab_sock_trecv(struct fab *f, int peer, void *buf, size_t len, uint64_t tag,
+                   struct fab_req *req);
+/* Handles what the sockets have (one epoll_wait); the number of events, or an error. */
+int fab_sock_progress(struct fab *f);
+/* The epoll descriptor: readable when fab_sock_progress has something to do. */
+int fab_sock_wait_fd(const struct fab *f);
+/* PGC_ERR_PEER_DEAD naming the first peer whose connection ended without a goodbye. */
+int fab_sock_alive(struct fab *f);
+/* Says goodbye on every connection and closes them. */
+void fab_sock_close(struct fab *f);
+
+#endif
