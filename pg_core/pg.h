@@ -233,7 +233,8 @@ int pg_group_dup(struct pg_group *parent, struct pg_group **out);
  * with like[i]'s members and ranks (or returns an error, out all NULL) and frees d; if it
  * failed, or a wait gave it up, d holds nothing and free(d) is enough. A start that fails leaves nothing. Any number may be in flight, on any
  * parents, beside blocking creations, completing in any order (pg_group.c says why none
- * waits for another); the new groups have no shared-memory channel. */
+ * waits for another). The copy of like[0] gets a shared-memory channel when one is free on
+ * every member and no blocking creation there is agreeing its own at that moment. */
 #define PG_IDUP_MAX 3
 struct pg_idup;
 int pg_group_idup_start(struct pg_group *const *like, int n, struct pg_req *req,

@@ -17,7 +17,7 @@
  * member's claim held; if not, the winners give the channel back and all try again with
  * higher ids. One thread cannot race itself: without MPI_THREAD_MULTIPLE the claim always
  * holds and the second allreduce is skipped: non-blocking creations, the one thing that
- * runs beside it, take other ids and no channel.
+ * runs beside it, take other ids and then no channel (further down).
  */
 #include "config.h"
 #include "pg_device.h"
@@ -192,24 +192,27 @@ static int agree_round(struct pg_group *over, const struct pg_op_spec *op, uint6
  * program may make one's completion the condition for another's start on some rank (rank
  * a waits for dup A before it starts dup B; rank b starts B and then A). So:
  *
- * - Separate spaces. Blocking creations take even ids (next_ctx) and a shared-memory
- *   channel; non-blocking ones take odd ids (next_nb_ctx) and no channel (their groups run
- *   small collectives through the rings). A blocking creation claims without a second
- *   round (pg_agree_ids), which stays correct because nothing a non-blocking one claims
- *   during its allreduce can be what it agreed.
+ * - Separate spaces. Blocking creations take even ids (next_ctx), non-blocking ones odd
+ *   ids (next_nb_ctx). A blocking creation claims without a second round (pg_agree_ids),
+ *   which stays correct because nothing a non-blocking one claims during its allreduce
+ *   can be what it agreed: not its id, and no channel either, as a non-blocking creation
+ *   does not claim one while a blocking one of its process agrees (blocking_agreeing).
+ *   It then goes without (the new group runs small collectives through the rings), as
+ *   it does when any member's claim of the channel failed: a channel is never retried
+ *   for, so it cannot make anyone wait.
  * - Its own group. The rounds run on a group of the parent's members whose id is derived
  *   from the parent's id and this creation's sequence number on it (pg_group_temp_ctx),
  *   so a round started later from the progress engine never takes a sequence number of
  *   the parent that a user's collective on it takes on another rank.
  * - Claim and check. Round 0 agrees the largest next_nb_ctx (max); each member claims the
- *   block [v, v + 2n) if v >= its next_nb_ctx (so nothing of its own uses it: ids only grow
- *   and are never reused), and round k+1 carries, beside a new proposal, whether any
- *   member's claim of round k failed (or). None failed: the block is the group's. Else the
- *   next block is the new proposals' maximum plus an offset hashed from (the group's id,
- *   the round): two creations over common members that keep meeting on the same value
- *   (each claimed first on a different member) are pulled apart, since their offsets
- *   differ, and of two blocks that do not overlap the higher's claims never fail for the
- *   lower's.
+ *   block [v, v + 2n) unless a claim since its proposal overlaps it (nb_claim says why
+ *   nothing else can; ids are never reused), with the lowest channel free on all. Round
+ *   k+1 carries, beside a new proposal, whether any member's claim of round k failed (or).
+ *   None failed: the block is the group's. Else the next block is the new proposals'
+ *   maximum plus an offset hashed from (the group's id, the round): two creations over
+ *   common members that keep meeting on the same value (each claimed first on a different
+ *   member) are pulled apart, since their offsets differ, and blocks that do not overlap
+ *   never fail each other; a retry fails again only by chance (1 in 32 or so a round).
  * - No waiting. A round waits only for the members of its own group, who all started the
  *   creation (the MPI contract), and each member's progress engine runs it whatever else
  *   that member waits in; so every round completes, and a creation ends at the first
@@ -220,6 +223,7 @@ struct pg_idup {
     struct pg_group *like[PG_IDUP_MAX]; /* references, handed over at success only */
     int n;
     uint64_t ctx; /* the first id of the agreed block */
+    int chan;     /* like[0]'s copy's channel, claimed until made, or -1 */
     int rc;
 };
 
@@ -231,32 +235,82 @@ struct idup_run {
     struct pg_group *like[PG_IDUP_MAX]; /* references until handed to d */
     int n;                /* how many groups (ids); the agreement runs over like[0] */
     struct pg_group *tmp; /* the agreement's own group, made at its first poll */
-    struct ids mine, all; /* busy: "a claim of the round before failed" */
+    struct ids mine, all; /* busy: channels, and the NB_*_FAILED of the round before */
     struct pg_op_spec op;
     struct pg_req sub;    /* the round in flight on tmp */
     uint64_t ctx;         /* the block this rank claimed last round, 0 for none */
+    uint64_t since;       /* nb_claims.count when this round's proposal was read */
+    int chan;             /* the channel it claimed with it, -1 for none */
     int round;
 };
 
-/* Claims the n odd ids from v in this process unless one is below its next_nb_ctx. */
-static bool nb_claim(uint64_t v, int n)
-{
-    bool ok;
+/* A round's element carries, above the channel bits of busy, whether some member's claim
+ * of the round before failed: its ids (the round is tried again) or only its channel (the
+ * group goes without one). */
+#define NB_ID_FAILED (UINT64_C(1) << 63)
+#define NB_CHAN_FAILED (UINT64_C(1) << 62)
 
-    PG_LOCK();
-    ok = v >= pg_w.next_nb_ctx;
-    if (ok) {
-        pg_w.next_nb_ctx = v + 2 * (uint64_t)n;
+/* How many blocking creations of this process are between reading their proposal and
+ * claiming it (world lock): their claims are not checked by a second round, so no
+ * non-blocking one may take a channel meanwhile (ids cannot clash: they are odd). */
+static int blocking_agreeing;
+
+/* The last NB_KEEP blocks of odd ids claimed in this process (world lock). A round's block
+ * v is at or above the proposal this process made for it (the largest was agreed), and
+ * every id claimed before that proposal is below it; so the block is free here unless a
+ * claim since the proposal overlaps it. Only an overlap fails a claim, not a higher block
+ * claimed meanwhile: two creations that each claim above the other's last block would
+ * otherwise leapfrog round after round. */
+#define NB_KEEP 64
+static struct {
+    uint64_t count; /* claims ever made */
+    uint64_t first[NB_KEEP], end[NB_KEEP];
+} nb_claims;
+
+static bool nb_overlaps(uint64_t since, uint64_t v, uint64_t end)
+{
+    if (nb_claims.count - since > NB_KEEP) {
+        return true; /* forgotten: assume the worst, the round is tried again */
     }
-    PG_UNLOCK();
-    return ok;
+    for (uint64_t i = since; i < nb_claims.count; i++) {
+        uint64_t k = i % NB_KEEP;
+        if (v < nb_claims.end[k] && nb_claims.first[k] < end) {
+            return true;
+        }
+    }
+    return false;
 }
 
-/* Starts the next round: my proposal and whether my last claim failed. */
-static int idup_round_start(struct idup_run *u, bool failed)
+/* Claims the n odd ids from v in this process unless a claim since the round's proposal
+ * overlaps them, and with them *chan (>= 0) if it is free and no blocking creation is
+ * agreeing (else *chan = -1). Returns the NB_*_FAILED bits of what failed. */
+static uint64_t nb_claim(uint64_t v, int n, uint64_t since, int *chan)
+{
+    uint64_t end = v + 2 * (uint64_t)n, fails = 0;
+
+    PG_LOCK();
+    if (!nb_overlaps(since, v, end)) {
+        uint64_t k = nb_claims.count++ % NB_KEEP;
+        nb_claims.first[k] = v;
+        nb_claims.end[k] = end;
+        pg_w.next_nb_ctx = end > pg_w.next_nb_ctx ? end : pg_w.next_nb_ctx;
+    } else {
+        fails = NB_ID_FAILED;
+    }
+    if (*chan >= 0 && (fails || blocking_agreeing > 0 || !pg_shm_claim(*chan))) {
+        fails |= NB_CHAN_FAILED;
+        *chan = -1;
+    }
+    PG_UNLOCK();
+    return fails;
+}
+
+/* Starts the next round: my proposal, my channels, and what of my last claim failed. */
+static int idup_round_start(struct idup_run *u, uint64_t fails)
 {
     PG_LOCK();
-    u->mine = (struct ids){pg_w.next_nb_ctx, failed};
+    u->mine = (struct ids){pg_w.next_nb_ctx, pg_shm_busy() | fails};
+    u->since = nb_claims.count;
     PG_UNLOCK();
     pg_req_no_callback(&u->sub);
     return pg_iallreduce_impl(u->tmp, &u->mine, &u->all, 1, &u->op, &u->sub);
@@ -272,28 +326,35 @@ static uint64_t idup_offset(const struct idup_run *u)
     return u->round == 0 ? 0 : 2 * (h >> 59);
 }
 
-/* A round ended: done if the last claims all held, else claim the next block. */
+/* A round ended: done if the last ids all held (with the channel if every member got it),
+ * else claim the next block. */
 static int idup_round_end(struct idup_run *u, bool *done)
 {
-    uint64_t v = u->all.ctx + idup_offset(u);
-    bool held;
+    uint64_t v = u->all.ctx + idup_offset(u), fails;
 
-    if (u->round > 0 && u->all.busy == 0) {
+    if (u->round > 0 && !(u->all.busy & NB_ID_FAILED)) {
+        if (u->all.busy & NB_CHAN_FAILED) {
+            pg_ids_release(u->chan);
+            u->chan = -1;
+        }
         *done = true;
         return PGC_OK;
     }
+    pg_ids_release(u->chan); /* this round's channel, if any, goes back */
     if (v + 2 * (uint64_t)u->n > PG_CTX_LIMIT) {
+        u->chan = -1;
         return mps_error(PGC_ERR_NOMEM, "no context id left for a new group (%llu made)",
                          (unsigned long long)v);
     }
-    held = nb_claim(v, u->n);
-    u->ctx = held ? v : 0;
-    if (!held) {
+    u->chan = pg_shm_pick((uint32_t)u->all.busy);
+    fails = nb_claim(v, u->n, u->since, &u->chan);
+    u->ctx = fails & NB_ID_FAILED ? 0 : v;
+    if (fails & NB_ID_FAILED) {
         MPS_DEBUG("non-blocking creation: context %" PRIu64 " went to a concurrent one; "
                   "round %d tries again", v, u->round + 1);
     }
     u->round++;
-    return idup_round_start(u, !held);
+    return idup_round_start(u, fails);
 }
 
 /* The agreement's own group (see above), and its first round. */
@@ -304,7 +365,7 @@ static int idup_begin(struct idup_run *u)
     int rc = pg_group_new(pg_group_temp_ctx(p, PG_IDUP_TAG - (int)seq, p->ranks, p->size), -1,
                           p->rank, p->size, p->ranks, &u->tmp);
 
-    return rc == PGC_OK ? idup_round_start(u, false) : rc;
+    return rc == PGC_OK ? idup_round_start(u, 0) : rc;
 }
 
 /* The end, either way: the result and the references go to the caller's d if its request
@@ -316,6 +377,11 @@ static void idup_settle(struct idup_run *u, int rc)
     if (attached) {
         u->d->rc = rc;
         u->d->ctx = u->ctx;
+    }
+    if (attached && rc == PGC_OK) {
+        u->d->chan = u->chan;
+    } else {
+        pg_ids_release(u->chan);
     }
     for (int i = 0; i < u->n; i++) {
         if (attached && rc == PGC_OK) {
@@ -381,7 +447,8 @@ int pg_group_idup_start(struct pg_group *const *like, int n, struct pg_req *req,
         return mps_error(PGC_ERR_NOMEM, "no memory for a non-blocking dup of %d groups", n);
     }
     /* Not commutative: a node-aware allreduce would make tmp's sub-groups, blocking. */
-    *u = (struct idup_run){.d = d, .s = s, .n = n, .op = op};
+    *u = (struct idup_run){.d = d, .s = s, .n = n, .op = op, .chan = -1};
+    d->chan = -1;
     for (int i = 0; i < n; i++) {
         u->like[i] = like[i];
         pg_group_retain(like[i]);
@@ -411,7 +478,11 @@ int pg_group_idup_end(struct pg_idup *d, struct pg_group **out)
     }
     for (int i = 0; rc == PGC_OK && i < d->n; i++) {
         struct pg_group *p = d->like[i];
-        rc = pg_group_new(d->ctx + 2 * (uint64_t)i, -1, p->rank, p->size, p->ranks, &out[i]);
+        rc = pg_group_new(d->ctx + 2 * (uint64_t)i, i == 0 ? d->chan : -1, p->rank, p->size,
+                          p->ranks, &out[i]);
+    }
+    if (d->n > 0) {
+        pg_ids_release(d->chan); /* attached by now, or never to be */
     }
     for (int i = 0; i < d->n; i++) {
         if (rc != PGC_OK) {
@@ -439,11 +510,17 @@ int pg_agree_ids(struct pg_group *over, uint64_t *ctx, int *chan)
     }
     /* Each failed round raises every member's next_ctx past the contested id, and a
      * creation that lost a claim to another yields before trying again. */
+    PG_LOCK();
+    blocking_agreeing++;
+    PG_UNLOCK();
     while ((rc = agree_round(over, &op, ctx, chan, &held)) == PGC_OK && !held) {
         MPS_DEBUG("group creation: context %" PRIu64 " or channel %d went to a concurrent "
                   "creation; trying again", *ctx, *chan);
         sched_yield();
     }
+    PG_LOCK();
+    blocking_agreeing--;
+    PG_UNLOCK();
     if (rc != PGC_OK) {
         *chan = -1; /* nothing claimed: the caller's pg_ids_release does nothing */
     }
