@@ -209,33 +209,36 @@ int PMPI_Comm_compare(MPI_Comm comm1, MPI_Comm comm2, int *result)
     return MPI_SUCCESS;
 }
 
-/* The end of a non-blocking dup, when its agreement completed: the group, its handle in the
- * caller's variable (MPI-3.1 6.4.2: newcomm is valid once the request completes), and what
- * MPI_Comm_dup copies. An error becomes the request's. */
+/* The end of a non-blocking dup, when its agreement completed: the groups, the handle in
+ * the caller's variable (MPI-3.1 6.4.2: newcomm is valid once the request completes), and
+ * what MPI_Comm_dup copies. An error becomes the request's. */
 static int idup_finish(struct shim_req *r)
 {
-    struct pg_idup *d = r->tmp;
-    struct pg_group *g = NULL;
+    struct pg_group *g[PG_IDUP_MAX] = {NULL};
+    MPI_Comm *out = r->ubuf;
     struct shim_comm *c;
-    int rc;
+    int rc = pg_group_idup_end(r->tmp, g);
 
-    r->tmp = NULL; /* pg_group_idup_end frees it */
-    rc = pg_group_idup_end(d, &g);
+    r->tmp = NULL; /* pg_group_idup_end freed it */
     if (rc != PGC_OK) {
         r->pr.status = rc; /* the completion call raises it */
         return MPI_SUCCESS;
     }
     rc = shim_comm_enter("MPI_Comm_idup", r->comm, &c);
-    if (rc == MPI_SUCCESS) {
-        rc = shim_comm_wrap("MPI_Comm_idup", c, r->comm, g, r->ubuf);
+    if (rc != MPI_SUCCESS) {
+        for (int i = 0; i < PG_IDUP_MAX; i++) {
+            pg_group_release(g[i]);
+        }
+    } else if (c->inter) {
+        rc = shim_inter_adopt("MPI_Comm_idup", r->comm, c, g, out);
     } else {
-        pg_group_release(g);
+        rc = shim_comm_wrap("MPI_Comm_idup", c, r->comm, g[0], out);
     }
     if (rc == MPI_SUCCESS) {
-        rc = shim_topo_copy(r->comm, *(MPI_Comm *)r->ubuf);
+        rc = shim_topo_copy(r->comm, *out);
     }
     if (rc == MPI_SUCCESS) {
-        rc = shim_attr_copy_all(r->comm, *(MPI_Comm *)r->ubuf);
+        rc = shim_attr_copy_all(r->comm, *out);
     }
     if (rc != MPI_SUCCESS) {
         r->pr.status = PGC_ERR_INTERNAL;
@@ -243,38 +246,35 @@ static int idup_finish(struct shim_req *r)
     return rc;
 }
 
-/* A blocking dup behind a request that is complete already: for intercommunicators and
- * under MPI_THREAD_MULTIPLE, where two threads' creations may need a second round. */
-static int idup_at_once(MPI_Comm comm, MPI_Comm *newcomm, MPI_Request *request)
-{
-    int rc = PMPI_Comm_dup(comm, newcomm);
-
-    return rc != MPI_SUCCESS ? rc : shim_req_done(comm, "MPI_Comm_idup", request);
-}
-
-/* The context id is agreed by a non-blocking allreduce (pg_group_idup_start), so a rank may
- * go on to wait for messages of peers that have not called MPI_Comm_idup yet; the new
- * communicator is made when the request completes (idup_finish). */
+/* The context ids are agreed by rounds of non-blocking allreduces (pg_group_idup_start), so
+ * a rank may go on to wait for messages of peers that have not called MPI_Comm_idup yet,
+ * and any number of dups may be in flight, on intra- and intercommunicators, with any
+ * thread level; the new communicator is made when the request completes (idup_finish). An
+ * intercommunicator's three groups (union, my side, remote view) are duplicated at once,
+ * agreed over the union, as shim_inter_dup makes them one after another. */
 #pragma weak MPI_Comm_idup = PMPI_Comm_idup
 int PMPI_Comm_idup(MPI_Comm comm, MPI_Comm *newcomm, MPI_Request *request)
 {
+    struct pg_group *parts[PG_IDUP_MAX] = {NULL};
     struct shim_comm *c;
     struct shim_req *r;
     struct pg_idup *d = NULL;
-    int rc = shim_comm_enter(SHIM_FN, comm, &c);
+    int n, rc = shim_comm_enter(SHIM_FN, comm, &c);
 
     if (rc != MPI_SUCCESS) {
         return rc;
     }
-    if (c->inter || shim_thread_multiple) {
-        return idup_at_once(comm, newcomm, request);
+    parts[0] = c->g;
+    n = c->inter ? shim_inter_parts(c, parts) : 1;
+    if (n == 0) {
+        return shim_error(comm, SHIM_FN, MPI_ERR_COMM, "an intercommunicator without its parts");
     }
     r = shim_req_new(SHIM_REQ_COLL, comm);
     if (!r) {
         return shim_error(comm, SHIM_FN, MPI_ERR_NO_MEM, "no memory for a request");
     }
     pg_req_init(&r->pr, PG_REQ_COLL);
-    rc = pg_group_idup_start(c->g, &r->pr, &d);
+    rc = pg_group_idup_start(parts, n, &r->pr, &d);
     if (rc != PGC_OK) {
         shim_req_free(r);
         return shim_error_pg(comm, SHIM_FN, rc);

@@ -33,6 +33,13 @@ int shim_inter_split(const char *fn, MPI_Comm comm, struct shim_comm *c, int col
                      MPI_Comm *newcomm);
 int shim_inter_create(const char *fn, MPI_Comm comm, struct shim_comm *c, MPI_Group group,
                       MPI_Comm *newcomm);
+/* MPI_Comm_idup of an intercommunicator: its three groups (union, my side, remote view) into
+ * parts, the union first, for pg_group_idup_start; how many (3, or 0 for a broken one).
+ * shim_inter_adopt makes the new intercommunicator of the three duplicates (its references
+ * pass to it), as shim_inter_dup would have, raising its errors on comm. */
+int shim_inter_parts(const struct shim_comm *c, struct pg_group **parts);
+int shim_inter_adopt(const char *fn, MPI_Comm comm, struct shim_comm *c, struct pg_group **parts,
+                     MPI_Comm *newcomm);
 /* The local group's world ranks, in local-rank order (owned by the state). */
 const int *shim_inter_local_ranks(const struct shim_comm *c);
 

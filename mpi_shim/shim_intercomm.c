@@ -70,22 +70,18 @@ static int build_parts(struct pg_group *u, bool low, int key, const int *remote,
 }
 
 /*
- * Makes the intercommunicator of union group u (the caller's reference passes to it; u
- * may be NULL on a rank that gets no communicator, which then only returns). low: my side
- * comes first in u. remote: the other side's world ranks in remote-rank order.
+ * Makes the intercommunicator of its three groups: union u, my side l and the remote view
+ * v, of rsize ranks (the caller's references pass to it). low: my side comes first in u.
  */
-static int inter_build(const char *fn, MPI_Comm comm, MPI_Errhandler errh, struct pg_group *u,
-                       bool low, int key, const int *remote, int rsize, MPI_Comm *out)
+static int inter_assemble(const char *fn, MPI_Comm comm, MPI_Errhandler errh, struct pg_group *u,
+                          struct pg_group *l, struct pg_group *v, bool low, int rsize,
+                          MPI_Comm *out)
 {
     struct shim_inter *in = calloc(1, sizeof(*in));
-    struct pg_group *l = NULL, *v = NULL;
     struct shim_comm *c;
     int rc = in ? PGC_OK : mps_error(PGC_ERR_NOMEM, "no memory for an intercommunicator");
 
     *out = MPI_COMM_NULL;
-    if (rc == PGC_OK) {
-        rc = build_parts(u, low, key, remote, rsize, &l, &v);
-    }
     if (rc != PGC_OK) {
         goto fail;
     }
@@ -120,6 +116,27 @@ fail:
     pg_group_release(l);
     pg_group_release(v);
     return shim_error_pg(comm, fn, rc);
+}
+
+/*
+ * Makes the intercommunicator of union group u (the caller's reference passes to it; u
+ * may be NULL on a rank that gets no communicator, which then only returns). low: my side
+ * comes first in u. remote: the other side's world ranks in remote-rank order.
+ */
+static int inter_build(const char *fn, MPI_Comm comm, MPI_Errhandler errh, struct pg_group *u,
+                       bool low, int key, const int *remote, int rsize, MPI_Comm *out)
+{
+    struct pg_group *l = NULL, *v = NULL;
+    int rc = build_parts(u, low, key, remote, rsize, &l, &v);
+
+    if (rc != PGC_OK) {
+        *out = MPI_COMM_NULL;
+        pg_group_release(u);
+        pg_group_release(l);
+        pg_group_release(v);
+        return shim_error_pg(comm, fn, rc);
+    }
+    return inter_assemble(fn, comm, errh, u, l, v, low, rsize, out);
 }
 
 /* The leader's half of MPI_Intercomm_create: swaps the world-rank lists of both sides with
@@ -302,6 +319,21 @@ int shim_inter_dup(const char *fn, MPI_Comm comm, struct shim_comm *c, MPI_Comm 
     }
     return inter_build(fn, comm, c->errh, u, c->inter->low, c->g->rank, c->g->ranks, c->g->size,
                        newcomm);
+}
+
+int shim_inter_parts(const struct shim_comm *c, struct pg_group **parts)
+{
+    parts[0] = group_of(c->inter->uni);
+    parts[1] = group_of(c->inter->local);
+    parts[2] = c->g;
+    return parts[0] && parts[1] ? 3 : 0;
+}
+
+int shim_inter_adopt(const char *fn, MPI_Comm comm, struct shim_comm *c, struct pg_group **parts,
+                     MPI_Comm *newcomm)
+{
+    return inter_assemble(fn, comm, c->errh, parts[0], parts[1], parts[2], c->inter->low,
+                          c->inter->rsize, newcomm);
 }
 
 struct member {

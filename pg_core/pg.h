@@ -228,13 +228,20 @@ int pg_group_create(struct pg_group *parent, const int *parent_ranks, int n,
                     struct pg_group **out);
 int pg_group_split(struct pg_group *parent, int color, int key, struct pg_group **out);
 int pg_group_dup(struct pg_group *parent, struct pg_group **out);
-/* A non-blocking dup (without MPI_THREAD_MULTIPLE only): pg_group_idup_start starts the
- * agreement, completing req (whose on_complete/cb_arg it takes); once req is done,
- * pg_group_idup_end makes the group (or returns the agreement's error) and frees d; an
- * agreement that failed claimed nothing, so free(d) is enough then. Any other group
- * creation in this process first waits for a dup in flight (pg_group.c). */
+/* A non-blocking dup of n <= PG_IDUP_MAX groups at once (an intercommunicator's three
+ * parts): collective over like[0], whose members must include every other like[i]'s.
+ * pg_group_idup_start starts the agreement of n context ids, completing req (it keeps the
+ * on_complete/cb_arg the caller set), and holds a reference to each like[i] meanwhile.
+ * Once req is done: if it succeeded, pg_group_idup_end makes out[i] (PG_IDUP_MAX entries)
+ * with like[i]'s members and ranks (or returns an error, out all NULL) and frees d; if it
+ * failed, or a wait gave it up, d holds nothing and free(d) is enough. A start that fails leaves nothing. Any number may be in flight, on any
+ * parents, beside blocking creations, completing in any order (pg_group.c says why none
+ * waits for another). The copy of like[0] gets a shared-memory channel when one is free on
+ * every member and no blocking creation there is agreeing its own at that moment. */
+#define PG_IDUP_MAX 3
 struct pg_idup;
-int pg_group_idup_start(struct pg_group *parent, struct pg_req *req, struct pg_idup **d);
+int pg_group_idup_start(struct pg_group *const *like, int n, struct pg_req *req,
+                        struct pg_idup **d);
 int pg_group_idup_end(struct pg_idup *d, struct pg_group **out);
 void pg_group_retain(struct pg_group *g);
 void pg_group_release(struct pg_group *g);

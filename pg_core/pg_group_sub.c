@@ -32,8 +32,7 @@ static uint64_t fnv_mix(uint64_t h, uint64_t v)
     return h;
 }
 
-/* The temporary id: the same on every member, distinct from every real id. */
-static uint64_t temp_ctx(const struct pg_group *parent, int tag, const int *world, int n)
+uint64_t pg_group_temp_ctx(const struct pg_group *parent, int tag, const int *world, int n)
 {
     uint64_t h = UINT64_C(0xcbf29ce484222325);
 
@@ -89,7 +88,7 @@ int pg_group_create_sub(struct pg_group *parent, const int *parent_ranks, int n,
     }
     rc = member_list(parent, parent_ranks, n, world, &me);
     if (rc == PGC_OK) {
-        rc = pg_group_new(temp_ctx(parent, tag, world, n), -1, me, n, world, &tmp);
+        rc = pg_group_new(pg_group_temp_ctx(parent, tag, world, n), -1, me, n, world, &tmp);
     }
     if (rc == PGC_OK) {
         rc = pg_agree_ids(tmp, &ctx, &chan);

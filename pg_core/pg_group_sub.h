@@ -23,6 +23,13 @@
 int pg_group_create_sub(struct pg_group *parent, const int *parent_ranks, int n, int tag,
                         struct pg_group **out);
 
+/* A temporary group's id: the same on every member (a hash of the parent's id, tag and the
+ * member list), between PG_CTX_LIMIT and twice it, so distinct from every real id. */
+uint64_t pg_group_temp_ctx(const struct pg_group *parent, int tag, const int *world, int n);
+/* The tags of the temporary groups of non-blocking dups are PG_IDUP_TAG minus the
+ * creation's sequence number on the parent: below pg_coll_hier.c's, and no MPI tag. */
+#define PG_IDUP_TAG (-(1 << 20))
+
 /*
  * The remote view of an intercommunicator: a group whose members are the other side's
  * processes (remote_world[0..nremote-1], world ranks in their remote-rank order) and whose

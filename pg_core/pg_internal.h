@@ -54,7 +54,8 @@ struct pg_world {
     size_t rooted_eager_max; /* MPISHIM_ROOTED_EAGER_MAX, at most eager_max */
     size_t net_zcopy_min; /* MPISHIM_NET_ZCOPY_MIN, SIZE_MAX when 0 (never) */
     uint32_t rndv_seq;
-    uint64_t next_ctx; /* the lowest context id not used by a group of mine */
+    uint64_t next_ctx;    /* the lowest even context id not used by a group of mine */
+    uint64_t next_nb_ctx; /* the same among the odd ids, which non-blocking creations take */
     struct pg_group *world, *self;
     struct mps_list posted;     /* posted receives (struct pg_req via link) */
     /* Unexpected messages (struct pg_msg via link), a queue per sending world rank in

@@ -113,6 +113,7 @@ static int world_make_groups(void)
     }
     free(ranks);
     pg_w.next_ctx = 2;
+    pg_w.next_nb_ctx = 3; /* pg_group.c: even ids for blocking creations, odd ones for others */
     return rc;
 }
 

@@ -16,7 +16,7 @@ static int mrt_checks;
 
 #define CHECK(cond, ...)                                                                           \
     do {                                                                                           \
-        mrt_checks++;                                                                              \
+        __atomic_add_fetch(&mrt_checks, 1, __ATOMIC_RELAXED); /* threads may check too */          \
         if (!(cond)) {                                                                             \
             fprintf(stderr, "FAIL %s:%d rank %d: %s: ", __FILE__, __LINE__, mrt_rank, #cond);     \
             fprintf(stderr, __VA_ARGS__);                                                          \
