@@ -238,23 +238,10 @@ static void idups_from_two_threads(void)
 
 int main(int argc, char **argv)
 {
-    int threads = 0, provided = 0;
+    int threads = mrt_init_threads(&argc, &argv);
 
-    for (int i = 1; i < argc; i++) {
-        threads |= strcmp(argv[i], "--threads") == 0;
-        if (strchr(argv[i], '=')) {
-            putenv(argv[i]);
-        }
-    }
-    if (threads) {
-        CHECK_MPI(MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided));
-        CHECK(provided == MPI_THREAD_MULTIPLE, "provided %d", provided);
-    } else {
-        CHECK_MPI(MPI_Init(&argc, &argv));
-    }
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    rank = mrt_rank;
     MPI_Comm_size(MPI_COMM_WORLD, &size);
-    mrt_rank = rank;
     idups_in_opposite_orders();
     idup_in_flight_during_a_split();
     idup_of_an_intercommunicator();

@@ -116,25 +116,15 @@ static void both_ways(int rank, int size)
 
 int main(int argc, char **argv)
 {
-    bool want_sleeps = false, want_none = false, threads = false;
+    bool want_sleeps = false, want_none = false;
     unsigned long long before, after_late;
     int rank, size, provided;
 
     for (int i = 1; i < argc; i++) {
         want_sleeps |= strcmp(argv[i], "--sleeps") == 0;
         want_none |= strcmp(argv[i], "--no-sleeps") == 0;
-        threads |= strcmp(argv[i], "--threads") == 0;
-        if (strchr(argv[i], '=')) {
-            putenv(argv[i]);
-        }
     }
-    if (threads) {
-        CHECK_MPI(MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided));
-        CHECK(provided == MPI_THREAD_MULTIPLE, "provided %d", provided);
-    } else {
-        CHECK_MPI(MPI_Init(&argc, &argv));
-    }
-    MPI_Comm_rank(MPI_COMM_WORLD, &mrt_rank);
+    mrt_init_threads(&argc, &argv);
     rank = mrt_rank;
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     CHECK(want_sleeps != want_none, "give --sleeps or --no-sleeps");

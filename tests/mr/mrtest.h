@@ -53,6 +53,28 @@ static inline void mrt_init(int *argc, char ***argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &mrt_rank);
 }
 
+/* mrt_init, under MPI_THREAD_MULTIPLE (which it checks it got) where an argument is
+ * --threads: whether it was. */
+static inline int mrt_init_threads(int *argc, char ***argv)
+{
+    int threads = 0, provided = 0;
+
+    for (int i = 1; i < *argc; i++) {
+        threads |= strcmp((*argv)[i], "--threads") == 0;
+        if (strchr((*argv)[i], '=')) {
+            putenv((*argv)[i]);
+        }
+    }
+    if (!threads) {
+        mrt_init(argc, argv);
+        return 0;
+    }
+    CHECK_MPI(MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided));
+    CHECK(provided == MPI_THREAD_MULTIPLE, "provided %d", provided);
+    MPI_Comm_rank(MPI_COMM_WORLD, &mrt_rank);
+    return 1;
+}
+
 /* Every rank reports its count of checks; rank 0 prints the total. */
 static inline int mrt_finish(const char *name)
 {
