@@ -217,9 +217,14 @@ static void wait_poll(struct wait_state *w)
             net_idle(w);
             return;
         }
+        if (w->sleepy && w->serving) {
+            /* Under the world lock; MPI_T reads it with an atomic load at any time. */
+            uint64_t *naps = &mps_stats.wait_naps_serving;
+
+            __atomic_store_n(naps, __atomic_load_n(naps, __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED);
+        }
         PG_UNLOCK();
         if (w->sleepy) {
-            mps_stats.wait_naps_serving += w->serving;
             nanosleep(&nap, NULL);
         } else {
             sched_yield();
