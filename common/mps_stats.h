@@ -53,6 +53,9 @@ struct mps_stats {
     uint64_t fab_sleeps; /* waits that slept on a network provider's wait fd (fab_sleep) */
     uint64_t fab_rma_ops;   /* fi_write/fi_read posted for windows (fab_rma.c) */
     uint64_t fab_rma_bytes; /* bytes they moved */
+    /* naps of pg_core's waits (a 50 us sleep between polls) taken while the wait's last look
+     * had found requests of other ranks served: 0 unless a serving wait naps (pg_progress.c) */
+    uint64_t wait_naps_serving;
     uint64_t algo[MPS_ALGO_COUNT];
 };
 

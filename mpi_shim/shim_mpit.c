@@ -241,6 +241,10 @@ static const struct pvar_desc pvars[] = {
      MPI_T_PVAR_CLASS_COUNTER, STAT(fab_rma_ops)},
     {"fabric_rma_bytes", "bytes those fi_write/fi_read moved", MPI_T_PVAR_CLASS_COUNTER,
      STAT(fab_rma_bytes)},
+    {"wait_naps_serving",
+     "naps (sleeps between polls) of waits that were serving one-sided requests of other "
+     "ranks; stays 0: a wait that serves requests polls on",
+     MPI_T_PVAR_CLASS_COUNTER, STAT(wait_naps_serving)},
     {"unexpected_queue_length",
      "messages that arrived before their receive was posted and "
      "wait in the unexpected queues now",
@@ -255,7 +259,7 @@ static const struct pvar_desc pvars[] = {
 #undef STAT
 #define NUM_PVARS ((int)(sizeof(pvars) / sizeof(pvars[0])))
 /* The first pvar of the collective-algorithm category. */
-#define FIRST_ALGO_PVAR 9
+#define FIRST_ALGO_PVAR 10
 
 static uint64_t pvar_raw(int i)
 {

@@ -4,9 +4,10 @@
  * A request is a header, nseg target byte ranges (offset from the target's base, length)
  * and the data, at most AM_MAX bytes in all: larger operations go as several requests,
  * cut at multiples of 16 bytes of the packed stream so that no accumulate element is
- * split. The target's window has one posted receive of AM_MAX bytes on tag TAG_AM; it
- * runs each request as it completes and re-posts itself. A reply goes to the origin's
- * receive on the request's reply tag (never TAG_AM): a status, then any data.
+ * split (a pair type's at whole pairs: pair_unit). The target's window has one posted
+ * receive of AM_MAX bytes on tag TAG_AM; it runs each request as it completes and re-posts
+ * itself. A reply goes to the origin's receive on the request's reply tag (never TAG_AM): a
+ * status, then any data.
  */
 #include "config.h"
 
@@ -167,6 +168,52 @@ static void apply(int op, int elem_dt, const void *in, void *inout, size_t len)
     pg_op_apply(&spec, in, inout, len / spec.elem_size);
 }
 
+/* Copies the request's ranges of my window into buf (gather) or buf into them. */
+static void move_segs(uintptr_t base, const struct am_seg *s, uint32_t n, unsigned char *buf,
+                      bool gather)
+{
+    for (uint32_t i = 0; i < n; i++) {
+        unsigned char *t = (unsigned char *)(base + (uintptr_t)s[i].off);
+
+        if (gather) {
+            memcpy(buf, t, s[i].len);
+        } else {
+            memcpy(t, buf, s[i].len);
+        }
+        buf += s[i].len;
+    }
+}
+
+/* MAXLOC and MINLOC on the pair types: the ranges hold whole pairs (the origin cuts requests
+ * at pairs, pair_unit) but a pair may span two of them (MPI_SHORT_INT: the short, then the
+ * int after its padding), so the ranges are gathered into the packed stream, reduced with
+ * the request's data (packed too) and scattered back. old gets what they held. false when no
+ * memory. */
+static bool run_pairs(uintptr_t base, const struct am_hdr *h, const struct am_seg *s,
+                      const unsigned char *data, size_t total, unsigned char *old)
+{
+    enum pg_dtype dt = (enum pg_dtype)h->elem_dt;
+    unsigned char *cur = malloc(total ? total : 1);
+
+    if (!cur) {
+        return false;
+    }
+    move_segs(base, s, h->nseg, cur, true);
+    if (old) {
+        memcpy(old, cur, total);
+    }
+    (void)pg_reduce_loc_packed(data, cur, total / pg_pair_packed_size(dt), dt, (enum pg_op)h->op);
+    move_segs(base, s, h->nseg, cur, false);
+    free(cur);
+    return true;
+}
+
+static bool pair_loc(int kind, int op)
+{
+    return (kind == SHIM_AM_ACC || kind == SHIM_AM_GACC) &&
+           (op == PG_OP_MAXLOC || op == PG_OP_MINLOC);
+}
+
 /* Put, accumulate, get, get_accumulate and compare_and_swap at the target: returns the
  * reply (its data filled) or NULL when no memory. */
 static struct am_out *run_data(struct shim_win *w, const struct am_hdr *h, const struct am_seg *s,
@@ -183,6 +230,13 @@ static struct am_out *run_data(struct shim_win *w, const struct am_hdr *h, const
     out = malloc(sizeof(*out) + (fetch ? total : 0));
     if (!out) {
         return NULL;
+    }
+    if (pair_loc((int)h->kind, h->op)) {
+        if (!run_pairs(base, h, s, data, total, fetch ? out->data : NULL)) {
+            free(out);
+            return NULL;
+        }
+        return out;
     }
     for (uint32_t i = 0; i < h->nseg; i++, pos += s[i - 1].len) {
         unsigned char *t = (unsigned char *)(base + (uintptr_t)s[i].off);
@@ -522,18 +576,37 @@ static bool walk_next(struct seg_walk *s, size_t max, struct am_seg *out)
     return true;
 }
 
-/* Fills the ranges of the next request: at most AM_DATA bytes and AM_SEGS ranges, adjacent
- * pieces merged. Returns the bytes. */
-static size_t fill_segs(struct seg_walk *s, struct am_seg *segs, uint32_t *nseg)
+/* Where a request may end: after whole elements of unit packed bytes (pair_unit). */
+struct seg_mark {
+    struct seg_walk walk;
+    uint32_t nseg;
+    uint64_t last_len;
+    size_t bytes;
+};
+
+static void mark(struct seg_mark *m, const struct seg_walk *s, const struct am_seg *segs,
+                 uint32_t nseg, size_t bytes)
 {
-    size_t bytes = 0;
+    *m = (struct seg_mark){
+        .walk = *s, .nseg = nseg, .last_len = nseg ? segs[nseg - 1].len : 0, .bytes = bytes};
+}
+
+/* Fills the ranges of the next request: at most AM_DATA bytes (cut at a multiple of unit)
+ * and AM_SEGS ranges, adjacent pieces merged. When the ranges run out inside an element of
+ * unit bytes (a pair split by its padding), the request ends before that element. Returns
+ * the bytes. */
+static size_t fill_segs(struct seg_walk *s, struct am_seg *segs, uint32_t *nseg, size_t unit)
+{
+    size_t cap = AM_DATA / unit * unit, bytes = 0;
     struct am_seg piece;
+    struct seg_mark whole;
 
     *nseg = 0;
-    while (bytes < AM_DATA) {
+    mark(&whole, s, segs, 0, 0);
+    while (bytes < cap) {
         struct seg_walk save = *s;
 
-        if (!walk_next(s, AM_DATA - bytes, &piece)) {
+        if (!walk_next(s, cap - bytes, &piece)) {
             break;
         }
         if (*nseg > 0 && segs[*nseg - 1].off + segs[*nseg - 1].len == piece.off) {
@@ -545,8 +618,30 @@ static size_t fill_segs(struct seg_walk *s, struct am_seg *segs, uint32_t *nseg)
             segs[(*nseg)++] = piece;
         }
         bytes += piece.len;
+        if (unit > 1 && bytes % unit == 0) {
+            mark(&whole, s, segs, *nseg, bytes);
+        }
+    }
+    if (bytes % unit != 0) {
+        *s = whole.walk;
+        *nseg = whole.nseg;
+        if (whole.nseg > 0) {
+            segs[whole.nseg - 1].len = whole.last_len;
+        }
+        bytes = whole.bytes;
     }
     return bytes;
+}
+
+/* The packed bytes of the elements a request must not split: a pair type's pair (6, 8, 12
+ * or 20 bytes, which the 16-byte cuts of AM_DATA would split), so that each request's
+ * accumulate is atomic per pair and MAXLOC/MINLOC find whole pairs; 1 for every other type
+ * (its pieces end at elements, and AM_DATA is a multiple of every other element size). */
+static size_t pair_unit(const struct shim_rma *op)
+{
+    size_t ps = pg_pair_packed_size(op->ttype->base);
+
+    return ps ? ps : 1;
 }
 
 static bool kind_fetches(enum shim_am_kind k)
@@ -600,7 +695,7 @@ int shim_win_issue(struct shim_win *w, const struct shim_rma *op)
     int rc = segs ? PGC_OK : PGC_ERR_NOMEM;
 
     walk_init(&s, op->disp, op->ttype, op->tcount);
-    while (rc == PGC_OK && (bytes = fill_segs(&s, segs, &nseg)) > 0) {
+    while (rc == PGC_OK && (bytes = fill_segs(&s, segs, &nseg, pair_unit(op))) > 0) {
         rc = issue_one(w, op, segs, nseg, skip, bytes);
         skip += bytes;
     }

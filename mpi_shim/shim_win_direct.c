@@ -21,7 +21,8 @@
  * any other element (long double, double complex, the pair types, a misaligned address, a
  * derived type of mixed basic types, which MPI forbids in accumulates anyway) is updated
  * under its target's spinlock, which every origin of such an element takes. The two never
- * touch one element. Operations are applied in the order one origin issues them, and they
+ * touch one element. MAXLOC and MINLOC on the pair types reduce the pairs' packed form
+ * (pair_acc). Operations are applied in the order one origin issues them, and they
  * are complete (visible to others after a memory fence) when the call returns.
  */
 #include "config.h"
@@ -351,6 +352,39 @@ static void acc_piece(void *arg, uint64_t off, uint64_t len, size_t skip)
     }
 }
 
+/* MAXLOC and MINLOC, on the pair types only (shim_win_ops.c): a pair's stored form has
+ * padding (MPI_DOUBLE_INT: 12 bytes of data in a 16-byte struct) and the walk cuts an
+ * MPI_SHORT_INT into two pieces (the short, the int after its padding), so the pieces hold
+ * no whole pairs to reduce. These go through the packed stream instead, CHUNK bytes of whole
+ * pairs at a time: the target's pairs packed out (and unpacked into the result when
+ * fetching), reduced with the origin's by pg_reduce_loc_packed, unpacked back. The caller
+ * holds the spinlock for the whole operation, as for every type without CPU atomics. */
+static bool pair_loc(const struct shim_rma *op)
+{
+    return op->kind != SHIM_AM_CAS && (op->op == PG_OP_MAXLOC || op->op == PG_OP_MINLOC);
+}
+
+static void pair_acc(struct acc_arg *a, unsigned char *part)
+{
+    const struct shim_rma *op = a->op;
+    enum pg_dtype dt = (enum pg_dtype)op->elem_dt;
+    size_t ps = pg_pair_packed_size(dt), step = CHUNK / ps * ps;
+    size_t total = op->tcount * op->ttype->size;
+    unsigned char *t = part + op->disp;
+
+    for (size_t skip = 0; skip < total; skip += step) {
+        size_t len = total - skip < step ? total - skip : step;
+
+        shim_dtype_pack_partial(t, op->tcount, op->ttype, skip, a->old.b, len);
+        if (a->fetches) {
+            shim_dtype_unpack_partial(a->old.b, op->rcount, op->rtype, skip, op->result, len);
+        }
+        shim_dtype_pack_partial(op->origin, op->ocount, op->otype, skip, a->in.b, len);
+        (void)pg_reduce_loc_packed(a->old.b, a->in.b, len / ps, dt, (enum pg_op)op->op);
+        shim_dtype_unpack_partial(a->in.b, op->tcount, op->ttype, skip, t, len);
+    }
+}
+
 /* Fetch_and_op and compare_and_swap of one element from and to contiguous buffers: no
  * staging. */
 static bool acc_single(const struct shim_rma *op, unsigned char *t, size_t n)
@@ -391,7 +425,9 @@ static int direct_acc(struct shim_win *w, const char *fn, const struct shim_rma 
      * (MPICH's rma/atomic_get_short_int). */
     a->held = n == 0;
     a->rc = a->held ? spin_lock(a->lock) : PGC_OK;
-    if (a->rc == PGC_OK) {
+    if (a->rc == PGC_OK && pair_loc(op)) {
+        pair_acc(a, t);
+    } else if (a->rc == PGC_OK) {
         shim_win_walk(op, acc_piece, a);
     }
     if (a->held && a->rc != PGC_ERR_TIMEOUT) {

@@ -185,10 +185,19 @@ static int acc_op(struct shim_win *w, const char *fn, MPI_Op mop, const struct r
         }
         return shim_error(w->comm, fn, MPI_ERR_OP, "%s", mps_last_error());
     }
+    /* MAXLOC and MINLOC, the only ops of the pair types (MPI_DOUBLE_INT ...): every path
+     * combines a pair in its packed form (value, then int), whole pairs at a time, with
+     * pg_reduce_loc_packed (shim_win_direct.c, shim_win_am.c), whatever the C struct's
+     * padding. */
+    if ((mop == MPI_MAXLOC || mop == MPI_MINLOC) && pg_pair_packed_size(tt->base) > 0) {
+        op->op = mop == MPI_MAXLOC ? PG_OP_MAXLOC : PG_OP_MINLOC;
+        op->elem_dt = tt->base;
+        return MPI_SUCCESS;
+    }
     if (spec.user_fn) {
         return shim_error(w->comm, fn, MPI_ERR_OP,
                           "one-sided accumulates take predefined ops on predefined element "
-                          "types only (MPI-3.1 11.3.4; MINLOC/MAXLOC pairs are not supported)");
+                          "types only (MPI-3.1 11.3.4)");
     }
     op->op = spec.op;
     op->elem_dt = spec.dt;

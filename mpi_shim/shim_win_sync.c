@@ -73,6 +73,16 @@ int PMPI_Win_fence(int assert, MPI_Win win)
     return shim_win_refusal(w, SHIM_FN);
 }
 
+/* MPI_PROC_NULL, which the synchronisation calls of one target take (MPI_Win_lock, _unlock,
+ * _flush, _flush_local) as a no-op, so that a program passes the same rank to them as to
+ * the operations between them (MPI-3.1 11.3 makes it a valid target of those, which then do
+ * nothing; it says nothing of the locks, and MPICH accepts it there too: rma/rmanull). The
+ * caller returns MPI_SUCCESS, having opened or closed no epoch. */
+static bool no_target(int rank)
+{
+    return rank == MPI_PROC_NULL;
+}
+
 static int check_target(struct shim_win *w, const char *fn, int rank)
 {
     if (rank < 0 || rank >= w->size) {
@@ -136,13 +146,16 @@ int PMPI_Win_lock(int lock_type, int rank, int assert, MPI_Win win)
     struct shim_win *w;
     int rc = shim_win_enter(SHIM_FN, win, &w);
 
-    if (rc != MPI_SUCCESS || (rc = check_target(w, SHIM_FN, rank)) != MPI_SUCCESS) {
+    if (rc != MPI_SUCCESS) {
         return rc;
     }
     if (lock_type != MPI_LOCK_EXCLUSIVE && lock_type != MPI_LOCK_SHARED) {
         return shim_error(w->comm, SHIM_FN, MPI_ERR_LOCKTYPE,
                           "lock type %d is neither MPI_LOCK_EXCLUSIVE nor MPI_LOCK_SHARED",
                           lock_type);
+    }
+    if (no_target(rank) || (rc = check_target(w, SHIM_FN, rank)) != MPI_SUCCESS) {
+        return rc;
     }
     if (w->locked[rank] || w->lock_all || w->start_epoch) {
         return shim_error(w->comm, SHIM_FN, MPI_ERR_RMA_SYNC,
@@ -186,7 +199,8 @@ int PMPI_Win_unlock(int rank, MPI_Win win)
     int rc = shim_win_enter(SHIM_FN, win, &w);
     int type;
 
-    if (rc != MPI_SUCCESS || (rc = check_target(w, SHIM_FN, rank)) != MPI_SUCCESS) {
+    if (rc != MPI_SUCCESS || no_target(rank) ||
+        (rc = check_target(w, SHIM_FN, rank)) != MPI_SUCCESS) {
         return rc;
     }
     if (!w->locked[rank]) {
@@ -256,19 +270,20 @@ int PMPI_Win_unlock_all(MPI_Win win)
     return rc == MPI_SUCCESS ? shim_win_refusal(w, SHIM_FN) : rc;
 }
 
-/* Flushes wait for every operation of mine, a stronger guarantee than one target's. */
-static int flush(const char *fn, MPI_Win win, int rank)
+/* Flushes wait for every operation of mine, a stronger guarantee than one target's. all:
+ * MPI_Win_flush_all and _flush_local_all (rank is ignored). */
+static int flush(const char *fn, MPI_Win win, int rank, bool all)
 {
     struct shim_win *w;
     int rc = shim_win_enter(fn, win, &w);
 
-    if (rc != MPI_SUCCESS) {
+    if (rc != MPI_SUCCESS || (!all && no_target(rank))) {
         return rc;
     }
-    if (rank >= 0 && (rc = check_target(w, fn, rank)) != MPI_SUCCESS) {
+    if (!all && (rc = check_target(w, fn, rank)) != MPI_SUCCESS) {
         return rc;
     }
-    if (!w->lock_all && (rank < 0 ? false : !w->locked[rank])) {
+    if (!w->lock_all && !all && !w->locked[rank]) {
         return shim_error(w->comm, fn, MPI_ERR_RMA_SYNC,
                           "no passive-target epoch (lock) is open to rank %d", rank);
     }
@@ -283,25 +298,25 @@ static int flush(const char *fn, MPI_Win win, int rank)
 #pragma weak MPI_Win_flush = PMPI_Win_flush
 int PMPI_Win_flush(int rank, MPI_Win win)
 {
-    return flush(SHIM_FN, win, rank);
+    return flush(SHIM_FN, win, rank, false);
 }
 
 #pragma weak MPI_Win_flush_local = PMPI_Win_flush_local
 int PMPI_Win_flush_local(int rank, MPI_Win win)
 {
-    return flush(SHIM_FN, win, rank);
+    return flush(SHIM_FN, win, rank, false);
 }
 
 #pragma weak MPI_Win_flush_all = PMPI_Win_flush_all
 int PMPI_Win_flush_all(MPI_Win win)
 {
-    return flush(SHIM_FN, win, -1);
+    return flush(SHIM_FN, win, 0, true);
 }
 
 #pragma weak MPI_Win_flush_local_all = PMPI_Win_flush_local_all
 int PMPI_Win_flush_local_all(MPI_Win win)
 {
-    return flush(SHIM_FN, win, -1);
+    return flush(SHIM_FN, win, 0, true);
 }
 
 #pragma weak MPI_Win_sync = PMPI_Win_sync

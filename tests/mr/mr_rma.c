@@ -548,6 +548,70 @@ static void test_errors(void)
     CHECK_MPI(MPI_Win_free(&win));
 }
 
+/* MPI_PROC_NULL as the target of the synchronisation calls of one target (MPICH's
+ * rma/rmanull): MPI_Win_lock, _unlock, _flush and _flush_local do nothing and succeed, open
+ * and close no epoch, and leave a real epoch open around them alone; a rank that is neither
+ * in the window nor MPI_PROC_NULL stays MPI_ERR_RANK, also for the flushes. On a window of
+ * each path (allocate: direct on one node; create: active messages). */
+static void test_proc_null_sync(void)
+{
+    int *base, mem[2] = {0, 0}, v = 40 + rank, got = -1, res = -1;
+    int right = (rank + 1) % size;
+    MPI_Win wins[2];
+
+    CHECK_MPI(MPI_Win_allocate(2 * sizeof(int), sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &base,
+                               &wins[0]));
+    base[0] = base[1] = 0;
+    CHECK_MPI(
+        MPI_Win_create(mem, sizeof(mem), sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &wins[1]));
+    CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
+    for (int k = 0; k < 2; k++) {
+        MPI_Win win = wins[k];
+
+        CHECK_MPI(MPI_Win_set_errhandler(win, MPI_ERRORS_RETURN));
+        /* Alone: no epoch is opened, so a put to a real rank is still outside one. */
+        CHECK_MPI(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, MPI_PROC_NULL, 0, win));
+        CHECK_MPI(MPI_Put(&v, 1, MPI_INT, MPI_PROC_NULL, 0, 1, MPI_INT, win));
+        CHECK_MPI(MPI_Fetch_and_op(&v, &res, MPI_INT, MPI_PROC_NULL, 0, MPI_SUM, win));
+        CHECK_MPI(MPI_Win_flush(MPI_PROC_NULL, win));
+        CHECK_MPI(MPI_Win_flush_local(MPI_PROC_NULL, win));
+        EXPECT_CLASS(MPI_Put(&v, 1, MPI_INT, right, 0, 1, MPI_INT, win), MPI_ERR_RMA_SYNC);
+        CHECK_MPI(MPI_Win_unlock(MPI_PROC_NULL, win));
+        CHECK_MPI(MPI_Win_lock(MPI_LOCK_SHARED, MPI_PROC_NULL, MPI_MODE_NOCHECK, win));
+        CHECK_MPI(MPI_Win_unlock(MPI_PROC_NULL, win));
+        EXPECT_CLASS(MPI_Win_lock(7, MPI_PROC_NULL, 0, win), MPI_ERR_LOCKTYPE);
+        EXPECT_CLASS(MPI_Win_lock(MPI_LOCK_SHARED, -5, 0, win), MPI_ERR_RANK);
+        EXPECT_CLASS(MPI_Win_unlock(size, win), MPI_ERR_RANK);
+        EXPECT_CLASS(MPI_Win_flush(-5, win), MPI_ERR_RANK);
+        EXPECT_CLASS(MPI_Win_flush_local(size, win), MPI_ERR_RANK);
+        /* Inside a real epoch to the right neighbour: it stays open across them. */
+        CHECK_MPI(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, right, 0, win));
+        CHECK_MPI(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, MPI_PROC_NULL, 0, win));
+        CHECK_MPI(MPI_Win_unlock(MPI_PROC_NULL, win));
+        CHECK_MPI(MPI_Put(&v, 1, MPI_INT, right, 1, 1, MPI_INT, win));
+        CHECK_MPI(MPI_Win_flush(MPI_PROC_NULL, win));
+        CHECK_MPI(MPI_Win_flush(right, win));
+        CHECK_MPI(MPI_Get(&got, 1, MPI_INT, right, 1, 1, MPI_INT, win));
+        CHECK_MPI(MPI_Win_unlock(right, win));
+        CHECK(got == v, "window %d: read back %d from rank %d, expected %d", k, got, right, v);
+        EXPECT_CLASS(MPI_Win_unlock(right, win), MPI_ERR_RMA_SYNC);
+        CHECK_MPI(MPI_Win_lock_all(0, win));
+        CHECK_MPI(MPI_Win_lock(MPI_LOCK_SHARED, MPI_PROC_NULL, 0, win));
+        CHECK_MPI(MPI_Win_unlock(MPI_PROC_NULL, win));
+        CHECK_MPI(MPI_Win_unlock_all(win));
+    }
+    CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
+    {
+        int left = (rank + size - 1) % size;
+
+        CHECK(base[1] == 40 + left && mem[1] == 40 + left,
+              "rank %d's windows hold %d and %d, expected %d from rank %d", rank, base[1], mem[1],
+              40 + left, left);
+    }
+    CHECK_MPI(MPI_Win_free(&wins[0]));
+    CHECK_MPI(MPI_Win_free(&wins[1]));
+}
+
 /* The path a window reports (MPI_Win_get_info's mpishim_rma_path). */
 static bool reports_direct(MPI_Win win)
 {
@@ -1040,6 +1104,7 @@ int main(int argc, char **argv)
     test_shared();
     test_create_and_attributes();
     test_errors();
+    test_proc_null_sync();
     if (threads) {
         __atomic_store_n(&poller_stop, 1, __ATOMIC_RELEASE);
         pthread_join(tid, NULL);

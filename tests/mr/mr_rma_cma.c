@@ -22,7 +22,11 @@
  *
  * --serve (with MPISHIM_TIMEOUT=2): a wait that serves requests restarts its timeout. Rank 0
  * waits in MPI_Barrier while the other ranks accumulate into its window for 2.5 timeouts,
- * flushing each one: the barrier must succeed and every accumulate count. Then rank 0 waits
+ * flushing each one: the barrier must succeed and every accumulate count. The others start
+ * 0.1 s late, so the barrier has turned to napping between polls (after 10 ms), and leave
+ * 0.1 ms between two accumulates; once it serves it must poll on: the MPI_T counter
+ * wait_naps_serving must not grow (it grew when the nap was decided before the look that saw
+ * the requests; MPICH's rma/rma_contig then took 164 s instead of 34). Then rank 0 waits
  * in a barrier the others never call, after they sent a few accumulates and stopped: it must
  * time out (MPI_ERRORS_RETURN) with a message that says so.
  */
@@ -34,6 +38,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 
 #define K 48          /* int64 slots of each origin's row */
@@ -415,12 +420,37 @@ static void test_windows(void)
     free(b.big5);
 }
 
+/* MPI_T's wait_naps_serving, read as a tool would: counted from the first read (a handle
+ * reads what its counter gained since it was allocated). */
+static unsigned long long naps_serving(void)
+{
+    static MPI_T_pvar_session session;
+    static MPI_T_pvar_handle handle;
+    static bool ready;
+    unsigned long long v = 0;
+    int index, count, provided;
+
+    if (!ready) {
+        CHECK_MPI(MPI_T_init_thread(MPI_THREAD_SINGLE, &provided));
+        CHECK(MPI_T_pvar_get_index("wait_naps_serving", MPI_T_PVAR_CLASS_COUNTER, &index) ==
+                  MPI_SUCCESS,
+              "no MPI_T counter wait_naps_serving");
+        CHECK_MPI(MPI_T_pvar_session_create(&session));
+        CHECK_MPI(MPI_T_pvar_handle_alloc(session, index, NULL, &handle, &count));
+        CHECK(count == 1, "count %d", count);
+        ready = true;
+    }
+    CHECK_MPI(MPI_T_pvar_read(session, handle, &v));
+    return v;
+}
+
 /* --serve: see the top. Returns after both cases. */
 static void test_serve(void)
 {
     const char *e = getenv("MPISHIM_TIMEOUT");
     double timeout = e ? atof(e) : 0.0;
     int64_t *counts = calloc((size_t)size, sizeof(int64_t)), one = 1, n = 0;
+    unsigned long long naps;
     MPI_Comm dup;
     MPI_Win w;
 
@@ -435,19 +465,30 @@ static void test_serve(void)
     CHECK_MPI(MPI_Comm_set_errhandler(dup, MPI_ERRORS_RETURN));
     CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
 
-    /* A stream of 2.5 timeouts while rank 0 waits in the barrier. */
+    /* A stream of 2.5 timeouts while rank 0 waits in the barrier, from 0.1 s on. */
+    naps = naps_serving();
     if (rank != 0) {
-        double until = MPI_Wtime() + 2.5 * timeout;
+        struct timespec late = {0, 100 * 1000 * 1000};
+        double until;
+
+        nanosleep(&late, NULL);
+        until = MPI_Wtime() + 2.5 * timeout;
 
         CHECK_MPI(MPI_Win_lock(MPI_LOCK_SHARED, 0, 0, w));
         while (MPI_Wtime() < until) {
             CHECK_MPI(MPI_Accumulate(&one, 1, MPI_INT64_T, 0, rank, 1, MPI_INT64_T, MPI_SUM, w));
             CHECK_MPI(MPI_Win_flush(0, w));
             n++;
+            /* 0.1 ms of work between two, outside MPI: rank 0's wait then has idle polls,
+             * which are naps if it naps while serving. */
+            for (double t = MPI_Wtime(); MPI_Wtime() - t < 1e-4;) {
+            }
         }
         CHECK_MPI(MPI_Win_unlock(0, w));
     }
     CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
+    naps = naps_serving() - naps;
+    CHECK(naps == 0, "rank %d's waits napped %llu times while they served requests", rank, naps);
     if (rank != 0) {
         CHECK_MPI(MPI_Send(&n, 1, MPI_INT64_T, 0, 0, MPI_COMM_WORLD));
     } else {
