@@ -26,10 +26,17 @@ static int mrt_checks;
         }                                                                                          \
     } while (0)
 
+/* A failed call's code and its message (an error under MPI_ERRORS_RETURN says why only
+ * there). */
 #define CHECK_MPI(call)                                                                            \
     do {                                                                                           \
         int rc_ = (call);                                                                          \
-        CHECK(rc_ == MPI_SUCCESS, "returned %d", rc_);                                             \
+        if (rc_ != MPI_SUCCESS) {                                                                  \
+            char m_[MPI_MAX_ERROR_STRING] = "";                                                    \
+            int l_ = 0;                                                                            \
+            MPI_Error_string(rc_, m_, &l_);                                                        \
+            CHECK(rc_ == MPI_SUCCESS, "returned %d: %s", rc_, m_);                                 \
+        }                                                                                          \
     } while (0)
 
 /* Arguments of the form NAME=VALUE (from tests/mr.list) are set in the environment before
