@@ -49,23 +49,9 @@ static void expect(const unsigned char *buf, int rank, size_t size)
 /* The counter of waits that slept, read through MPI_T as a tool would. */
 static unsigned long long sleeps(void)
 {
-    static MPI_T_pvar_session session;
-    static MPI_T_pvar_handle handle;
-    static bool ready;
-    unsigned long long v = 0;
-    int index, count;
+    static struct mrt_counter c;
 
-    if (!ready) {
-        CHECK(MPI_T_pvar_get_index("fabric_wait_sleeps", MPI_T_PVAR_CLASS_COUNTER, &index) ==
-                  MPI_SUCCESS,
-              "no MPI_T counter fabric_wait_sleeps");
-        CHECK_MPI(MPI_T_pvar_session_create(&session));
-        CHECK_MPI(MPI_T_pvar_handle_alloc(session, index, NULL, &handle, &count));
-        CHECK(count == 1, "count %d", count);
-        ready = true;
-    }
-    CHECK_MPI(MPI_T_pvar_read(session, handle, &v));
-    return v;
+    return mrt_counter_read(&c, "fabric_wait_sleeps");
 }
 
 static void late_sender(int rank, int size)

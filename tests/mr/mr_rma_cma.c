@@ -424,24 +424,13 @@ static void test_windows(void)
  * reads what its counter gained since it was allocated). */
 static unsigned long long naps_serving(void)
 {
-    static MPI_T_pvar_session session;
-    static MPI_T_pvar_handle handle;
-    static bool ready;
-    unsigned long long v = 0;
-    int index, count, provided;
+    static struct mrt_counter c;
+    int provided;
 
-    if (!ready) {
+    if (!c.ready) {
         CHECK_MPI(MPI_T_init_thread(MPI_THREAD_SINGLE, &provided));
-        CHECK(MPI_T_pvar_get_index("wait_naps_serving", MPI_T_PVAR_CLASS_COUNTER, &index) ==
-                  MPI_SUCCESS,
-              "no MPI_T counter wait_naps_serving");
-        CHECK_MPI(MPI_T_pvar_session_create(&session));
-        CHECK_MPI(MPI_T_pvar_handle_alloc(session, index, NULL, &handle, &count));
-        CHECK(count == 1, "count %d", count);
-        ready = true;
     }
-    CHECK_MPI(MPI_T_pvar_read(session, handle, &v));
-    return v;
+    return mrt_counter_read(&c, "wait_naps_serving");
 }
 
 /* --serve: see the top. Returns after both cases. */

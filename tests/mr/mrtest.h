@@ -60,6 +60,31 @@ static inline void mrt_init(int *argc, char ***argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &mrt_rank);
 }
 
+/* An MPI_T counter of this process, read with mrt_counter_read (MPI_T initialized by the
+ * caller): its session and handle are made at the first read. */
+struct mrt_counter {
+    MPI_T_pvar_session session;
+    MPI_T_pvar_handle handle;
+    int ready;
+};
+
+static inline unsigned long long mrt_counter_read(struct mrt_counter *c, const char *name)
+{
+    unsigned long long v = 0;
+    int index, count;
+
+    if (!c->ready) {
+        CHECK(MPI_T_pvar_get_index(name, MPI_T_PVAR_CLASS_COUNTER, &index) == MPI_SUCCESS,
+              "no MPI_T counter %s", name);
+        CHECK_MPI(MPI_T_pvar_session_create(&c->session));
+        CHECK_MPI(MPI_T_pvar_handle_alloc(c->session, index, NULL, &c->handle, &count));
+        CHECK(count == 1, "%s: count %d", name, count);
+        c->ready = 1;
+    }
+    CHECK_MPI(MPI_T_pvar_read(c->session, c->handle, &v));
+    return v;
+}
+
 /* mrt_init, under MPI_THREAD_MULTIPLE (which it checks it got) where an argument is
  * --threads: whether it was. */
 static inline int mrt_init_threads(int *argc, char ***argv)
