@@ -204,6 +204,15 @@ struct shim_rma {
     int *counter;        /* optional: decremented when every reply arrived */
 };
 
+/* Whether op is a plain put or get, which may be a copy in the origin's own call (shared
+ * memory, CMA). A get_accumulate with MPI_NO_OP travels as a get but must not be one: the
+ * target applies accumulates one element at a time, and a copy beside that may read half of
+ * one (MPI_SHORT_INT's short of one MPI_REPLACE and int of the next). */
+static inline bool shim_rma_is_copy(const struct shim_rma *op)
+{
+    return op->kind == SHIM_AM_PUT || (op->kind == SHIM_AM_GET && op->op != SHIM_AM_NO_OP);
+}
+
 /* Sends op as requests of at most the active-message size; every reply decrements
  * w->pending. PGC_OK or a pg status (nothing sent on an error of the first request). */
 int shim_win_issue(struct shim_win *w, const struct shim_rma *op);

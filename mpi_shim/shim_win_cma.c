@@ -342,7 +342,7 @@ bool shim_win_cma_op(struct shim_win *w, const char *fn, const struct shim_rma *
     struct shim_win_cma *c = w->cma;
     bool dyn = w->flavor == MPI_WIN_FLAVOR_DYNAMIC;
 
-    if (!(op->kind == SHIM_AM_PUT || (op->kind == SHIM_AM_GET && op->op != SHIM_AM_NO_OP)) ||
+    if (!shim_rma_is_copy(op) ||
         c->pids[op->target] == 0 || __atomic_load_n(&c->off, __ATOMIC_RELAXED)) {
         return false;
     }

@@ -136,7 +136,7 @@ static int issue(struct shim_win *w, const char *fn, struct shim_rma *op)
     if (w->direct) {
         return shim_win_direct_op(w, fn, op);
     }
-    if (w->shm && (op->kind == SHIM_AM_PUT || op->kind == SHIM_AM_GET)) {
+    if (w->shm && shim_rma_is_copy(op)) {
         shim_win_shm_copy(w, op);
         return MPI_SUCCESS;
     }
