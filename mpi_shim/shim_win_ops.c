@@ -461,6 +461,17 @@ int PMPI_Fetch_and_op(const void *origin_addr, void *result_addr, MPI_Datatype d
                     NULL);
 }
 
+/* MPI-3.1 11.3.4: compare_and_swap takes one element of a C or Fortran integer, logical or
+ * byte type; no floating, complex or pair type (MPICH refuses them too), whose equality
+ * a bitwise compare would get wrong (-0.0, NaN, a pair's padding). MPI_CHAR is let through
+ * as the integer it is in C. */
+static bool cas_type(const struct shim_dtype *t)
+{
+    return t->builtin && t->size == pg_dtype_size(t->base) &&
+           ((t->base >= PG_INT8 && t->base <= PG_UINT64) || t->base == PG_BOOL ||
+            t->base == PG_BYTE);
+}
+
 #pragma weak MPI_Compare_and_swap = PMPI_Compare_and_swap
 int PMPI_Compare_and_swap(const void *origin_addr, const void *compare_addr, void *result_addr,
                           MPI_Datatype datatype, int target_rank, MPI_Aint target_disp, MPI_Win win)
@@ -475,7 +486,7 @@ int PMPI_Compare_and_swap(const void *origin_addr, const void *compare_addr, voi
     if (rc != MPI_SUCCESS) {
         return rc == RMA_NOTHING ? MPI_SUCCESS : rc;
     }
-    if (!t->builtin || t->base == PG_DTYPE_NONE || t->size > 16) {
+    if (!cas_type(t)) {
         return shim_error(w->comm, SHIM_FN, MPI_ERR_TYPE,
                           "compare_and_swap takes a predefined integer, logical or byte type");
     }

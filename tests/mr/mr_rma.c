@@ -519,6 +519,20 @@ static void test_errors(void)
         EXPECT_CLASS(MPI_Fetch_and_op(&v, &r, MPI_INT, 0, 4, MPI_SUM, win), MPI_ERR_RMA_RANGE);
         EXPECT_CLASS(MPI_Fetch_and_op(&v, &r, MPI_INT, size, 0, MPI_SUM, win), MPI_ERR_RANK);
     }
+    /* compare_and_swap takes integer, logical and byte types only (MPI-3.1 11.3.4). */
+    {
+        double d = 1, dc = 1, dr = 0;
+        struct {
+            short a;
+            int b;
+        } p = {1, 1}, pc = {1, 1}, pr = {0, 0};
+
+        EXPECT_CLASS(MPI_Compare_and_swap(&d, &dc, &dr, MPI_DOUBLE, 0, 0, win), MPI_ERR_TYPE);
+        EXPECT_CLASS(MPI_Compare_and_swap(&d, &dc, &dr, MPI_FLOAT, 0, 0, win), MPI_ERR_TYPE);
+        EXPECT_CLASS(MPI_Compare_and_swap(&p, &pc, &pr, MPI_SHORT_INT, 0, 0, win), MPI_ERR_TYPE);
+        EXPECT_CLASS(MPI_Compare_and_swap(&p, &pc, &pr, MPI_2INT, 0, 0, win), MPI_ERR_TYPE);
+        CHECK(dr == 0 && pr.a == 0 && pr.b == 0, "a refused compare_and_swap wrote its result");
+    }
     /* Far past the end (the direct path's one-memcpy case must not wrap around). */
     EXPECT_CLASS(MPI_Get(&v, 1, MPI_INT, 0, (MPI_Aint)1 << 40, 1, MPI_INT, win), MPI_ERR_RMA_RANGE);
     EXPECT_CLASS(MPI_Put(&v, 1, MPI_INT, 0, -1, 1, MPI_INT, win), MPI_ERR_DISP);
