@@ -61,7 +61,8 @@ struct pg_req {
     void *buf;
     size_t cap;
     int peer_world;         /* world rank of the other side (rendezvous) */
-    uint64_t rndv_tag;      /* rendezvous receive: the fabric tag of the data */
+    uint64_t rndv_tag;      /* rendezvous: the fabric tag of the data; a synchronous eager
+                             * send: the cookie its acknowledgement names (pg_p2p.c) */
     struct mps_list link;   /* posted-receive queue, or pending-send list */
     struct pg_group *g;     /* receives: the group (for a collective's abort) */
     struct pg_flight_rec *fl_rec; /* its flight-recorder entry while pending (pg_flight.h) */

@@ -653,7 +653,7 @@ static void handle_ack(const struct pg_wire *w)
     mps_list_for_each(pos, &pg_w.sync_sends)
     {
         struct pg_req *s = container_of(pos, struct pg_req, link);
-        if ((uint64_t)(uintptr_t)s != w->sync_id) {
+        if (s->rndv_tag != w->sync_id) {
             continue;
         }
         s->cancelled = w->tag == PG_ACK_WITHDRAWN;
@@ -978,7 +978,12 @@ static int remote_send(uint64_t ctx, struct pg_group *g, const void *buf, size_t
     req->peer_world = dst_world;
     if (eager_fits(buf, len, dst_world, ctx, flags)) {
         w.kind = PG_WIRE_EAGER;
-        w.sync_id = sync ? (uint64_t)(uintptr_t)req : 0;
+        /* The cookie of a synchronous send, which its acknowledgement names: a number of
+         * the rendezvous tags' sequence, so never one of theirs (no FAB_TAG_RNDV) and never
+         * that of a send given up before (its late acknowledgement finds nothing), as the
+         * request's address would be where a later send reuses its memory. */
+        req->rndv_tag = sync ? ++pg_w.rndv_seq : 0;
+        w.sync_id = req->rndv_tag;
         req->withdraw_via = sync ? PG_WD_VIA_SYNC : PG_WD_VIA_NONE;
         rc = wire_send(dst_world, &w, buf, len);
         if (rc == PGC_OK && sync) {
@@ -1313,7 +1318,7 @@ static int withdraw_remote(struct pg_req *req)
     struct pg_wire w = {.kind = PG_WIRE_CANCEL, .ctx = req->ctx, .src = req->g->rank,
                         .tag = req->match_tag, .src_world = (uint32_t)pg_w.rank,
                         .rndv_tag = rndv ? req->rndv_tag : 0,
-                        .sync_id = (uint64_t)(uintptr_t)req};
+                        .sync_id = req->rndv_tag};
     int rc;
 
     if (rndv) {

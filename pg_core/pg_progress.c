@@ -237,11 +237,16 @@ static void wait_poll(struct wait_state *w)
 }
 
 /* Gives up a request its wait no longer waits for: a schedule or a device operation forgets
- * it, a receive leaves the posted queue. Whether it was a posted receive. */
+ * it, a receive leaves the posted queue, a synchronous send the list of those waiting for
+ * their acknowledgement (pg_w.sync_sends; a late one then finds nothing: the request's
+ * memory may be a dead stack frame or freed by then). Whether it was a posted receive. */
 static bool give_up(struct pg_req *req)
 {
     if (req->kind == PG_REQ_COLL) {
         pg_sched_detach(req);
+    }
+    if (req->kind == PG_REQ_SEND) {
+        mps_list_remove(&req->link); /* linked only while it waits for an answer */
     }
     pg_dev_detach(req);
     return req->kind == PG_REQ_RECV && pg_unpost_recv(req);
