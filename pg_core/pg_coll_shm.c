@@ -374,8 +374,15 @@ static bool shm_who(void *arg, struct pg_awaited *a, bool *may_fail)
 
 static int shm_wait(struct shm_wait *w, const char *what)
 {
-    int rc = pg_wait_coll_locked(shm_ready, w, -1, shm_who);
     struct pg_awaited a;
+    int rc;
+
+    /* Mostly everyone is there already (a broadcast's root runs ahead of its readers): one
+     * look here spares the wait's set-up and its calls through pointers. */
+    if (all_there(w)) {
+        return PGC_OK;
+    }
+    rc = pg_wait_coll_locked(shm_ready, w, -1, shm_who);
 
     if (rc == PGC_ERR_TIMEOUT) {
         shm_awaited(w, &a);
