@@ -30,11 +30,11 @@
       "log verbosity: error, warn, info, debug")                                                   \
     X(FABRIC_PROVIDER, "MPISHIM_FABRIC_PROVIDER", STRING, "", MPS_ANY,                             \
       "force one libfabric provider for every peer (e.g. shm, tcp;ofi_rxm), or sock (our own TCP "  \
-      "sockets, experimental); empty picks per peer")                                             \
+      "sockets); empty picks per peer")                                                           \
     X(FABRIC_NET_PROVIDER, "MPISHIM_FABRIC_NET_PROVIDER", STRING, "", MPS_ANY,                     \
-      "provider for peers on other nodes, or sock (our own TCP sockets, experimental: no "         \
-      "libfabric); empty takes the first of verbs, efa, tcp;ofi_rxm "                              \
-      "(verbs and efa only where /sys/class/infiniband lists a device)")                           \
+      "transport for peers on other nodes: sock (our own TCP sockets, no libfabric) or a "        \
+      "libfabric provider (tcp;ofi_rxm, net, verbs;ofi_rxm, efa); empty: where "                  \
+      "/sys/class/infiniband lists a device the first of verbs, efa, tcp;ofi_rxm, else sock")    \
     X(FABRIC_IFACE, "MPISHIM_FABRIC_IFACE", STRING, "", MPS_ANY,                                   \
       "network interface of the tcp and net providers (sets FI_TCP_IFACE and FI_NET_IFACE "        \
       "unless they are set; a name this node lacks is an error)")                                  \

@@ -5,9 +5,9 @@
  * one on a network provider (verbs, efa or tcp;ofi_rxm, whatever fi_getinfo offers) for
  * peers on other nodes. Which one a peer uses follows from the node names the bootstrap
  * reports, never from whether shm happens to connect. MPISHIM_FABRIC_PROVIDER forces one
- * provider for every peer. The name "sock" (MPISHIM_FABRIC_NET_PROVIDER or
- * MPISHIM_FABRIC_PROVIDER) replaces the libfabric network endpoint with our own TCP sockets
- * (fab_sock.h), which load no libfabric.
+ * provider for every peer. Our own TCP sockets (fab_sock.h), which load no libfabric, replace
+ * the libfabric network endpoint where the node has no RDMA device, or where
+ * MPISHIM_FABRIC_NET_PROVIDER or MPISHIM_FABRIC_PROVIDER names "sock".
  *
  * Two services:
  *  - active messages (AM): small, ordered (send-after-send per peer) messages of at most

@@ -385,6 +385,26 @@ static bool is_sock(const char *name)
     return strcmp(name, FAB_SOCK_NAME) == 0;
 }
 
+/* Whether peers on other nodes go through our own sockets: where
+ * MPISHIM_FABRIC_NET_PROVIDER names sock, and by default where the node has no RDMA device,
+ * so that libfabric would only offer tcp;ofi_rxm. There our sockets start a process without
+ * loading libfabric (its 0.3 s of start-up, cluster.md) and move large messages faster, as
+ * Open MPI's btl/tcp takes Ethernet from its libfabric and UCX paths. An RDMA device keeps
+ * libfabric's verbs or efa. Looked up once: every endpoint of the process must agree. */
+static bool net_is_sock(void)
+{
+    static int sock = -1;
+    const char *forced = mps_config_str(MPS_CFG_FABRIC_NET_PROVIDER);
+
+    if (*forced) {
+        return is_sock(forced);
+    }
+    if (sock < 0) {
+        sock = !fab_rdma_devices_present(FAB_RDMA_CLASS_DIR);
+    }
+    return sock;
+}
+
 /* The network endpoint for peers on other nodes: our sockets or a libfabric provider. */
 static int open_net(struct fab *f)
 {
@@ -392,7 +412,7 @@ static int open_net(struct fab *f)
     bool rma = false;
     int rc;
 
-    if (is_sock(mps_config_str(MPS_CFG_FABRIC_NET_PROVIDER))) {
+    if (net_is_sock()) {
         return fab_sock_open(f);
     }
     rc = choose_net_info(&info);
@@ -430,7 +450,7 @@ static int open_endpoints(struct fab *f)
     /* With the rings and CMA, no local traffic is left for libfabric's shm provider, and a
      * job on one node, or one whose other nodes are reached through our sockets, never
      * loads libfabric at all. */
-    bool net_fi = need_net && !is_sock(mps_config_str(MPS_CFG_FABRIC_NET_PROVIDER));
+    bool net_fi = need_net && !net_is_sock();
     if (rc == PGC_OK && (net_fi || (need_shm && !fab_shm_cma(f)))) {
         rc = fab_dl_load();
     }

@@ -1,8 +1,9 @@
 /*
  * fab_sock.h - our own TCP transport between nodes (issue 39; private to fabric/).
  *
- * Opt-in: MPISHIM_FABRIC_NET_PROVIDER=sock uses it for the peers of other nodes,
- * MPISHIM_FABRIC_PROVIDER=sock for every peer. It replaces the libfabric network endpoint
+ * The default for the peers of other nodes where the node has no RDMA device (fab_open.c's
+ * net_is_sock), or MPISHIM_FABRIC_NET_PROVIDER=sock anywhere; MPISHIM_FABRIC_PROVIDER=sock
+ * for every peer. It replaces the libfabric network endpoint
  * for those peers, so a job whose every remote peer uses it never loads libfabric: Debian's
  * libfabric 1.17 costs each process its providers' start-up (doc/cluster.md), and tcp;ofi_rxm
  * doubled the small-message latency against MPICH's and Open MPI's own TCP paths.

@@ -314,7 +314,7 @@ else
     # 1 rank per node: every pair 0 B..4 MiB, every collective.
     job "mr_p2p" 2 tests/mr/mr_p2p
     job "mr_coll" 2 tests/mr/mr_coll
-    # 2 ranks per node: shared memory within a node, tcp between.
+    # 2 ranks per node: shared memory within a node, our sockets between.
     job "mr_coll2" 4 tests/mr/mr_coll2
     # Ranks that pass the same signature as different datatypes, and ranks that call
     # different collectives, across the nodes (no shared-memory path spans them).
@@ -330,18 +330,20 @@ else
     # the schedule), and on a group of more than one node per rank the node-aware forms.
     job "mr_pgc_mix" 4 tests/mr/mr_pgc_mix
     job "mr_pgc_mix" 6 tests/mr/mr_pgc_mix
-    # One-sided: world windows across the nodes (active messages over tcp, mr_rma checks
-    # that they report it), node windows within each (the direct path).
+    # One-sided: world windows across the nodes (active messages over our sockets, the
+    # default between nodes without an RDMA device), node windows within each (the direct
+    # path).
     job "mr_rma (RMA across nodes and within each)" 4 tests/mr/mr_rma
-    # Puts and gets between the nodes as libfabric FI_RMA (fi_write/fi_read over tcp;ofi_rxm:
-    # mr_rma_net checks the MPI_T counters and every byte), and with it turned off.
-    job "mr_rma_net (FI_RMA between the nodes)" 2 tests/mr/mr_rma_net --fi-rma
-    job "mr_rma_net (FI_RMA off: active messages)" 2 env MPISHIM_WIN_FI_RMA=0 tests/mr/mr_rma_net \
-        --am
-    # Our own TCP sockets between the nodes instead of libfabric (fabric/fab_sock.c,
-    # experimental), 1 rank per node and, with the rings within each node, 2.
-    job "mr_p2p over sock" 2 env MPISHIM_FABRIC_NET_PROVIDER=sock tests/mr/mr_p2p
-    job "mr_coll2 over sock" 4 env MPISHIM_FABRIC_NET_PROVIDER=sock tests/mr/mr_coll2
+    # libfabric between the nodes (tcp;ofi_rxm, chosen by name: our own sockets are the
+    # default on nodes without an RDMA device): puts and gets as FI_RMA (fi_write/fi_read:
+    # mr_rma_net checks the MPI_T counters and every byte) and with it turned off, and
+    # point-to-point and collectives, 1 rank per node and, with the rings within each node, 2.
+    job "mr_rma_net (FI_RMA between the nodes)" 2 env "MPISHIM_FABRIC_NET_PROVIDER=tcp;ofi_rxm" \
+        tests/mr/mr_rma_net --fi-rma
+    job "mr_rma_net (FI_RMA off: active messages)" 2 env "MPISHIM_FABRIC_NET_PROVIDER=tcp;ofi_rxm" \
+        MPISHIM_WIN_FI_RMA=0 tests/mr/mr_rma_net --am
+    job "mr_p2p over tcp;ofi_rxm" 2 env "MPISHIM_FABRIC_NET_PROVIDER=tcp;ofi_rxm" tests/mr/mr_p2p
+    job "mr_coll2 over tcp;ofi_rxm" 4 env "MPISHIM_FABRIC_NET_PROVIDER=tcp;ofi_rxm" tests/mr/mr_coll2
     # 3 ranks per node.
     job "mr_p2p" 6 tests/mr/mr_p2p
     job "mr_coll" 6 tests/mr/mr_coll

@@ -3,14 +3,17 @@
 #  1. a job on one node never loads libfabric (its start-up costs every process a few hundred
 #     ms here: doc/cluster.md): examples/ring on 2 ranks runs right with MPISHIM_FABRIC_LIB
 #     naming a file that does not exist, and the loader's trace shows no libfabric;
-#  2. ranks on different nodes (MPISHIM_NODE_NAME per rank) do load it, from the file
-#     MPISHIM_FABRIC_LIB names: a file that does not exist fails MPI_Init with a message
+#  2. ranks on different nodes (MPISHIM_NODE_NAME per rank) over a libfabric provider
+#     (MPISHIM_FABRIC_NET_PROVIDER=tcp;ofi_rxm) do load it, from the file MPISHIM_FABRIC_LIB
+#     names: a file that does not exist fails MPI_Init with a message
 #     naming the variable (from the first rank to fail: mpiexec then ends the other), and
 #     the configure-time libfabric named there runs the ring to its end;
 #  3. a forced provider loads it even on one node, from that file too;
 #  4. ranks on different nodes that reach each other through our own sockets
 #     (MPISHIM_FABRIC_NET_PROVIDER=sock, fabric/fab_sock.c) never load it, nor does a job
-#     that forces them for every peer: the ring runs right with the missing file named.
+#     that forces them for every peer: the ring runs right with the missing file named;
+#  5. nor do ranks on different nodes by default where the machine has no RDMA device (no
+#     entry in /sys/class/infiniband): sock is then the default between nodes.
 set -uo pipefail
 
 top_builddir=${top_builddir:-$PWD}
@@ -54,13 +57,14 @@ expect "one node: the ring ends (exit status)" 0 "$(cat "$tmp/one_node.rc")"
 expect "one node: both ranks finish" 2 "$(finished one_node)"
 expect "one node: no process loads libfabric" 0 "$(loaded_libfabric one_node)"
 
-run two_nodes_missing SPLIT=1 MPISHIM_FABRIC_LIB=$missing
+run two_nodes_missing SPLIT=1 "MPISHIM_FABRIC_NET_PROVIDER=tcp;ofi_rxm" MPISHIM_FABRIC_LIB=$missing
 expect "two nodes, missing library: MPI_Init fails" yes \
     "$([ "$(cat "$tmp/two_nodes_missing.rc")" != 0 ] && echo yes || echo no)"
 expect "two nodes, missing library: the error names the variable and the file" yes \
     "$(named_missing two_nodes_missing)"
 
-run two_nodes SPLIT=1 MPISHIM_FABRIC_LIB=$libdir/libfabric.so.1
+run two_nodes SPLIT=1 "MPISHIM_FABRIC_NET_PROVIDER=tcp;ofi_rxm" \
+    MPISHIM_FABRIC_LIB=$libdir/libfabric.so.1
 expect "two nodes, configure's libfabric named: the ring ends" 0 "$(cat "$tmp/two_nodes.rc")"
 expect "two nodes: both ranks finish" 2 "$(finished two_nodes)"
 expect "two nodes: both processes load libfabric" 2 "$(loaded_libfabric two_nodes)"
@@ -79,6 +83,18 @@ expect "two nodes over sock: no process loads libfabric" 0 "$(loaded_libfabric t
 run forced_sock MPISHIM_FABRIC_PROVIDER=sock MPISHIM_FABRIC_LIB=$missing
 expect "forced sock: the ring ends" 0 "$(cat "$tmp/forced_sock.rc")"
 expect "forced sock: no process loads libfabric" 0 "$(loaded_libfabric forced_sock)"
+
+if [ -n "$(ls -A /sys/class/infiniband 2>/dev/null)" ]; then
+    echo "SKIP: two nodes by default: this machine has an RDMA device (/sys/class/infiniband)," \
+        "so the default between nodes is libfabric's verbs or efa, not sock"
+else
+    run two_nodes_default SPLIT=1 MPISHIM_FABRIC_LIB=$missing
+    expect "two nodes, no RDMA device, default: the ring ends (over sock)" 0 \
+        "$(cat "$tmp/two_nodes_default.rc")"
+    expect "two nodes, default: both ranks finish" 2 "$(finished two_nodes_default)"
+    expect "two nodes, default: no process loads libfabric" 0 \
+        "$(loaded_libfabric two_nodes_default)"
+fi
 
 if [ "$failures" -ne 0 ]; then
     for f in "$tmp"/*.out; do
