@@ -286,8 +286,9 @@ print_notes() {
             f=$work/results/n$n/$m
             awk -v m="$m" -v n="$n" 'NR == 1 { r0 = $0; sub(/^0 /, "", r0) }
                 NR > 1 { c = $0; sub(/^[0-9]+ /, "", c)
-                    if (c != r0) printf "- `%s` at %s ranks: rank %d has %s\n", m, n, $1, c }' "$f"
-            if ! grep -q -E '^(timeout|died|0 [0-9]+ ([1-9]|0 [1-9]))' "$f"; then
+                    if (c != r0) printf "- `%s` at %s ranks: rank %d has %d / %d / %d / %d\n",
+                        m, n, $1, $2, $3, $4, $5 }' "$f"
+            if ! grep -q -E '^(timeout|died|[0-9]+ [0-9]+ ([1-9]|0 [1-9]))' "$f"; then
                 passing="$passing${passing:+, }$n"
             elif [ -n "${documented[$m]:-}" ]; then
                 failing="$failing${failing:+, }$n"
