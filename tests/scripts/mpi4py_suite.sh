@@ -13,9 +13,10 @@
 # reasons), 1 when one does, 2 when the suite could not be built or run.
 #
 # By hand only: CI (.ci/run) does not run it. It needs mpi4py's source, which CI has no
-# network to fetch, and it takes about 10 minutes to build and 10 to 20 per rank count on
-# the 2-core machine. It lives in tests/scripts/ (not bench/) because it is a pass/fail
-# test, not a timing; it has no test_ prefix because it is not part of make check.
+# network to fetch, and on the 2-core machine it takes 1.5 to 10 minutes to build and, at 2
+# or more ranks, 5 to 20 per rank count (280 s of it test_dynproc's wait), by the load.
+# It lives in tests/scripts/ (not bench/) because it is a pass/fail test, not a timing; it
+# has no test_ prefix because it is not part of make check.
 #
 # Usage: tests/scripts/mpi4py_suite.sh [options]
 #   --git DIR|URL   a git repository holding mpi4py: a local clone, bare or not, or a URL
@@ -156,7 +157,8 @@ build_mpi4py() {
         die "$python has no Cython (on Debian 12: apt-get install cython3)"
     mkdir -p "$work" || die "cannot create $work"
     resolve_git
-    if [ -n "$git_src" ] && ! git -C "$git_src" rev-parse -q --verify "$tag^{commit}" >/dev/null; then
+    if [ -n "$git_src" ] && ! git -C "$git_src" rev-parse -q --verify "$tag^{commit}" >/dev/null
+    then
         die "no $tag in $git_src (--tag)"
     fi
     key=$(build_key)
