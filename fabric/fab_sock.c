@@ -1,13 +1,19 @@
 /*
  * fab_sock.c - active messages and tagged data over plain TCP sockets (see fab_sock.h).
  *
- * Connections: one per direction. A rank connects to a peer at its first send to it and
- * only ever writes to that connection; what the peer sends comes on the connection the
- * peer made. Two connections per pair cost a descriptor more than Open MPI's btl/tcp, but
- * there is no race to resolve when both sides connect at once (btl/tcp keeps the lower
- * rank's and has to drop and retry the other), every stream has one writer, and the order of
- * a sender's AMs is the order of its one stream. The connect itself needs no progress from
- * the peer: its kernel completes the handshake from the listen backlog.
+ * Connections: a rank connects to a peer at its first send to it, unless the peer has
+ * connected to it first and named itself: then it writes on that connection, which carries
+ * both directions. Each rank writes to a peer on one connection only, set at its first
+ * send and never changed, so the order of its AMs is the order of that one stream; it reads
+ * every connection of the peer. When both sides send their first frame at once there are
+ * two, one per direction, and nothing is to be resolved (Open MPI's btl/tcp keeps the lower
+ * rank's and has to drop and retry the other). One connection both ways is what makes a
+ * ping-pong cheap: a TCP stream on which data goes one way only acknowledges every small
+ * segment the moment it is read (the kernel's "not interactive" rule), a pure ACK of a
+ * loopback or veth transmit inside the recv call, while on a stream that answers, the ACK
+ * rides on the reply (measured: one segment per message instead of two, TcpExtTCPHPAcks).
+ * The connect itself needs no progress from the peer: its kernel completes the handshake
+ * from the listen backlog.
  *
  * Wire: every frame starts with struct sock_hdr {src, kind, flags, len, tag} (24 bytes, so
  * payloads stay 8-byte aligned in the receive buffer). Kinds:
@@ -15,7 +21,11 @@
  *  - CTS: "my receive for tag is posted and holds len bytes";
  *  - DATA: len bytes of the transfer tag (at most CHUNK), DATA_LAST on its last frame, with
  *    DATA_TRUNC when the sender had more than the receiver's len;
- *  - BYE: "this connection ends because I close", so that its end is not a death.
+ *  - BYE: "this connection ends because I close", so that its end is not a death;
+ *  - MOVED, HERE: the higher rank of a pair that connected both ways at once moves onto the
+ *    lower rank's connection at its next send: MOVED is the last frame it writes on its own,
+ *    HERE the first on the other. The receiver parses nothing after a HERE until it has read
+ *    the MOVED, so the sender's frames stay in order across the move.
  *
  * Tagged data is pulled: fab_tsend only queues, fab_trecv posts the receive and sends a CTS,
  * and the sender streams the data when the CTS comes. fab.h lets the sender post its data
@@ -60,9 +70,15 @@
 
 #define CHUNK (256u * 1024u) /* data bytes per frame */
 #define EVENTS 32            /* epoll events read per progress */
-#define OUT_CAP 256          /* receive buffer of an outgoing connection: BYE frames only */
+/* Incoming connections read with a plain recv at every progress, without asking epoll
+ * first (see fab_sock_progress); past this many, epoll alone says which have bytes. */
+#define DIRECT_MAX 4
+/* Progress calls between two epoll_waits while connections are read directly: what only
+ * epoll reports (a new connection, a goodbye or end on an outgoing one) waits at most this
+ * many polls, microseconds while a wait spins; a sleep re-arms it at once. */
+#define EPOLL_EVERY 64
 
-enum { K_AM = 1, K_CTS, K_DATA, K_BYE };
+enum { K_AM = 1, K_CTS, K_DATA, K_BYE, K_MOVED, K_HERE };
 enum { F_LAST = 1, F_TRUNC = 2 };
 
 struct sock_hdr {
@@ -90,7 +106,8 @@ _Static_assert(sizeof(struct sock_op) <= sizeof(struct fi_context2), "op fits th
 struct sock_conn {
     int fd;
     int peer; /* -1 until the first frame of an accepted connection names it */
-    bool bye; /* the peer said goodbye on it */
+    bool bye;  /* the peer said goodbye on it */
+    bool hold; /* the peer moved here (K_HERE) before its K_MOVED was read: parse nothing */
     char *buf;
     size_t head, tail, cap;
     struct fab_req *rreq; /* DATA frame being read into this receive */
@@ -111,7 +128,9 @@ struct sock_peer {
     bool on;   /* reached through this transport */
     bool dead; /* a connection ended without a goodbye */
     int err;   /* errno of that end (0: end of stream) */
-    struct sock_conn *out;
+    struct sock_conn *out; /* the one connection this rank writes to peer on */
+    struct sock_conn *in;  /* the first connection peer made to us, once it named itself */
+    bool moved;            /* peer's K_MOVED came: its frames on out follow from there */
     struct mps_list posted;  /* receives whose CTS went out */
     struct mps_list waiting; /* sends without a CTS */
     struct mps_list ready;   /* sends with one, streamed in order */
@@ -131,6 +150,11 @@ struct fab_sock {
     struct sock_conn *conns; /* all, for fab_sock_close */
     size_t in_cap;           /* receive buffer of an accepted connection */
     bool busy;               /* inside fab_sock_progress: no nested parsing */
+    /* Accepted connections whose peer is known, read at every progress (DIRECT_MAX). */
+    struct sock_conn *direct[DIRECT_MAX];
+    int ndirect;
+    int want_outs;   /* peers with EPOLLOUT asked: epoll then runs at every progress */
+    unsigned polls;  /* progress calls since the last epoll_wait */
 };
 
 /* AM frames are padded to 8 bytes on the wire, so the next frame's payload stays aligned. */
@@ -298,6 +322,16 @@ static struct sock_conn *conn_new(struct fab_sock *s, int fd, int peer, size_t c
     return c;
 }
 
+/* c carries frames of a known peer (our connection to it, or one it made that named it):
+ * read it at every progress while there are few (fab_sock_progress). Such a connection is
+ * freed only by fab_sock_close (forget_anonymous frees those that never named a peer). */
+static void add_direct(struct fab_sock *s, struct sock_conn *c)
+{
+    if (s->ndirect < DIRECT_MAX) {
+        s->direct[s->ndirect++] = c;
+    }
+}
+
 static void conn_end(struct fab_sock *s, struct sock_conn *c)
 {
     if (c->fd >= 0) {
@@ -343,6 +377,15 @@ static void fail_list(struct mps_list *list, int status)
     }
 }
 
+/* p's outgoing connection ended: the EPOLLOUT it asked for left the epoll set with it. */
+static void forget_want_out(struct fab_sock *s, struct sock_peer *p)
+{
+    if (p->want_out) {
+        p->want_out = false;
+        s->want_outs--;
+    }
+}
+
 /* peer's process is gone (err: what the socket said): every transfer with it fails. */
 static void peer_dead(struct fab *f, int peer, int err)
 {
@@ -362,6 +405,7 @@ static void peer_dead(struct fab *f, int peer, int err)
             c->rreq = NULL;
         }
     }
+    forget_want_out(f->sock, p);
     p->active = NULL; /* the head of ready, failed with it */
     fail_list(&p->posted, PGC_ERR_PEER_DEAD);
     fail_list(&p->waiting, PGC_ERR_PEER_DEAD);
@@ -409,6 +453,9 @@ static int get_out(struct fab *f, int peer, struct sock_conn **out)
     if (p->dead) {
         return dead_error(f, peer);
     }
+    if (!p->out && p->in && p->in->fd >= 0) {
+        p->out = p->in; /* the peer's connection, both ways: see the file's head */
+    }
     if (p->out && p->out->fd >= 0) {
         *out = p->out;
         return PGC_OK;
@@ -425,11 +472,12 @@ static int get_out(struct fab *f, int peer, struct sock_conn **out)
         peer_dead(f, peer, err);
         return dead_error(f, peer);
     }
-    p->want_out = false;
-    p->out = conn_new(f->sock, fd, peer, OUT_CAP);
+    forget_want_out(f->sock, p);
+    p->out = conn_new(f->sock, fd, peer, f->sock->in_cap);
     if (!p->out) {
         return mps_error(PGC_ERR_NOMEM, "fab_am_send(sock): no memory for a connection");
     }
+    add_direct(f->sock, p->out);
     *out = p->out;
     return PGC_OK;
 }
@@ -477,6 +525,7 @@ static void want_out(struct fab_sock *s, struct sock_peer *p, bool on)
     if (p->want_out != on && p->out->fd >= 0) {
         (void)epoll_ctl(s->epfd, EPOLL_CTL_MOD, p->out->fd, &ev);
         p->want_out = on;
+        s->want_outs += on ? 1 : -1;
     }
 }
 
@@ -544,20 +593,14 @@ static void pump(struct fab *f, int peer)
     }
 }
 
-/* Writes one frame of iov[0..n) whole, progressing while the socket is full. */
-static int send_frame(struct fab *f, int peer, const struct iovec *iov, int n, const char *call)
+/* Writes iov[0..n) whole to c, progressing while the socket is full. */
+static int write_whole(struct fab *f, int peer, struct sock_conn *c, const struct iovec *iov,
+                       int n, struct fab_wait *w, const char *call)
 {
     struct sock_peer *p = &f->sock->peers[peer];
-    struct sock_conn *c;
-    struct fab_wait w = {0};
     size_t total = 0, sent = 0;
-    int rc = get_out(f, peer, &c);
+    int rc = PGC_OK;
 
-    /* A data frame half written goes on first (written here, not left to progress, which
-     * does nothing when this runs inside it); between two frames an AM may pass. */
-    while (rc == PGC_OK && p->active && p->fsent > 0 && !p->dead && !pump_frame(f, peer, p)) {
-        rc = fab_wait_step(f, &w, peer, call);
-    }
     for (int i = 0; i < n; i++) {
         total += iov[i].iov_len;
     }
@@ -568,10 +611,61 @@ static int send_frame(struct fab *f, int peer, const struct iovec *iov, int n, c
             conn_lost(f, c, (int)-k);
             rc = dead_error(f, peer);
         } else if ((sent += (size_t)k) < total) {
-            rc = fab_wait_step(f, &w, peer, call);
+            rc = fab_wait_step(f, w, peer, call);
         }
     }
     p->am_busy = false;
+    return rc;
+}
+
+/* Whether this rank writes to peer, a lower rank, on its own connection while peer's
+ * connection to it is there too (both made their first send at once): then it moves. */
+static bool should_move(const struct fab *f, int peer)
+{
+    const struct sock_peer *p = &f->sock->peers[peer];
+
+    return peer < f->rank && p->in && p->in != p->out && p->in->fd >= 0;
+}
+
+/* Moves this rank's writes to peer onto peer's connection (K_MOVED, K_HERE: see the file's
+ * head), so that the pair's traffic goes both ways on one connection from now on. */
+static int move_out(struct fab *f, int peer, struct sock_conn **c, struct fab_wait *w,
+                    const char *call)
+{
+    struct sock_peer *p = &f->sock->peers[peer];
+    struct sock_hdr moved = {.src = (uint32_t)f->rank, .kind = K_MOVED};
+    struct sock_hdr here = {.src = (uint32_t)f->rank, .kind = K_HERE};
+    struct iovec v[2] = {{&moved, sizeof(moved)}, {&here, sizeof(here)}};
+    int rc = write_whole(f, peer, *c, &v[0], 1, w, call);
+
+    if (rc == PGC_OK) {
+        want_out(f->sock, p, false); /* room is asked for on the connection written to */
+        p->out = p->in;
+        *c = p->out;
+        rc = write_whole(f, peer, *c, &v[1], 1, w, call);
+    }
+    return rc;
+}
+
+/* Writes one frame of iov[0..n) whole, progressing while the socket is full. */
+static int send_frame(struct fab *f, int peer, const struct iovec *iov, int n, const char *call)
+{
+    struct sock_peer *p = &f->sock->peers[peer];
+    struct sock_conn *c;
+    struct fab_wait w = {0};
+    int rc = get_out(f, peer, &c);
+
+    /* A data frame half written goes on first (written here, not left to progress, which
+     * does nothing when this runs inside it); between two frames an AM may pass. */
+    while (rc == PGC_OK && p->active && p->fsent > 0 && !p->dead && !pump_frame(f, peer, p)) {
+        rc = fab_wait_step(f, &w, peer, call);
+    }
+    if (rc == PGC_OK && should_move(f, peer)) {
+        rc = move_out(f, peer, &c, &w, call);
+    }
+    if (rc == PGC_OK) {
+        rc = write_whole(f, peer, c, iov, n, &w, call);
+    }
     if (rc == PGC_OK && !mps_list_empty(&p->ready)) {
         pump(f, peer);
     }
@@ -781,6 +875,17 @@ static int am_in(struct fab *f, struct sock_conn *c, const struct sock_hdr *h)
     return 1;
 }
 
+/* peer wrote its last frame on its own connection: what it wrote on ours may be read. */
+static void moved_in(struct fab_sock *s, int peer)
+{
+    struct sock_peer *p = &s->peers[peer];
+
+    p->moved = true;
+    if (p->out) {
+        p->out->hold = false; /* read at the next progress (direct, or epoll's level) */
+    }
+}
+
 /* Handles the frame at the head of c's buffer when it is all there. 1: handled; 0: more
  * bytes must come; -1: the connection was dropped. */
 static int frame_in(struct fab *f, struct sock_conn *c)
@@ -795,9 +900,19 @@ static int frame_in(struct fab *f, struct sock_conn *c)
         !f->sock->peers[h.src].on) {
         return bad_frame(f, c, &h);
     }
-    c->peer = (int)h.src;
+    if (c->peer < 0) {
+        c->peer = (int)h.src;
+        add_direct(f->sock, c);
+        if (!f->sock->peers[h.src].in) {
+            f->sock->peers[h.src].in = c;
+        }
+    }
     if (h.kind == K_AM) {
         return am_in(f, c, &h);
+    }
+    if (h.kind == K_HERE && !f->sock->peers[c->peer].moved) {
+        c->hold = true; /* what follows waits for the peer's frames before its K_MOVED */
+        return 0;
     }
     c->head += sizeof(h);
     switch (h.kind) {
@@ -808,6 +923,11 @@ static int frame_in(struct fab *f, struct sock_conn *c)
         return data_in(f, c, &h);
     case K_BYE:
         c->bye = true;
+        return 1;
+    case K_MOVED:
+        moved_in(f->sock, c->peer);
+        return 1;
+    case K_HERE:
         return 1;
     default:
         return bad_frame(f, c, &h);
@@ -820,10 +940,10 @@ static int conn_in(struct fab *f, struct sock_conn *c)
     int handled = 0;
     bool drained = false;
 
-    while (c->fd >= 0) {
+    while (c->fd >= 0 && !c->hold) {
         bool data = c->rreq != NULL;
         int rc = data ? data_body(f, c) : frame_in(f, c);
-        if (rc < 0) {
+        if (rc < 0 || c->hold) {
             break;
         }
         handled += rc;
@@ -860,22 +980,21 @@ static void forget_anonymous(struct fab_sock *s, struct sock_conn *c)
     }
 }
 
-int fab_sock_progress(struct fab *f)
+/* Handles what epoll reports: new connections, readable ones, writable ones a send waits
+ * for. The number of frames and writes handled, or an error. */
+static int poll_events(struct fab *f)
 {
     struct fab_sock *s = f->sock;
     struct epoll_event ev[EVENTS];
     int handled = 0;
-
-    if (s->busy) {
-        return 0; /* a complete() called from here progresses: the outer call goes on */
-    }
     int n = epoll_wait(s->epfd, ev, EVENTS, 0);
+
     if (n < 0) {
         return errno == EINTR ? 0
                               : mps_error(PGC_ERR_FABRIC, "fab_progress(sock): epoll_wait: %s",
                                           strerror(errno));
     }
-    s->busy = true;
+    s->polls = 0;
     for (int i = 0; i < n; i++) {
         struct sock_conn *c = ev[i].data.ptr;
         if (!c) {
@@ -891,8 +1010,54 @@ int fab_sock_progress(struct fab *f)
         }
         forget_anonymous(s, c);
     }
+    return handled;
+}
+
+/* Reads the directly polled connections: one recv each when they are empty. */
+static int read_direct(struct fab *f)
+{
+    struct fab_sock *s = f->sock;
+    int handled = 0;
+
+    for (int i = 0; i < s->ndirect; i++) {
+        if (s->direct[i]->fd >= 0) {
+            handled += conn_in(f, s->direct[i]);
+        }
+    }
+    return handled;
+}
+
+/*
+ * A small message costs the receiver an epoll_wait and a recv when progress asks epoll
+ * first, and an empty poll costs one syscall either way. So the few connections that carry
+ * a peer's frames to us are read with a plain recv at every progress, and epoll_wait runs
+ * only every EPOLL_EVERY calls, for what comes elsewhere (a new connection, the end of an
+ * outgoing one), or at every call while a send waits for room (EPOLLOUT) or no connection
+ * is read directly. A frame is read as soon as without epoll; nothing waits but accepts and
+ * the goodbye or end of an outgoing connection, whose peer's incoming one ends too.
+ */
+int fab_sock_progress(struct fab *f)
+{
+    struct fab_sock *s = f->sock;
+    int handled;
+
+    if (s->busy) {
+        return 0; /* a complete() called from here progresses: the outer call goes on */
+    }
+    s->busy = true;
+    handled = read_direct(f);
+    if (s->ndirect == 0 || s->want_outs > 0 || ++s->polls >= EPOLL_EVERY) {
+        int n = poll_events(f);
+        handled = n < 0 ? n : handled + n;
+    }
     s->busy = false;
     return handled;
+}
+
+void fab_sock_sleep_arm(struct fab *f)
+{
+    /* What woke the sleep may be on a descriptor only epoll reads: ask it at once. */
+    f->sock->polls = EPOLL_EVERY;
 }
 
 int fab_sock_alive(struct fab *f)
