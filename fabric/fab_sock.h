@@ -40,11 +40,8 @@ int fab_sock_tsend(struct fab *f, int peer, const void *buf, size_t len, uint64_
                    struct fab_req *req);
 int fab_sock_trecv(struct fab *f, int peer, void *buf, size_t len, uint64_t tag,
                    struct fab_req *req);
-/* Handles what the sockets have (a recv on each of the few incoming connections, and an
- * epoll_wait now and then); the number of frames and writes handled, or an error. */
+/* Handles what the sockets have (one epoll_wait); the number of events, or an error. */
 int fab_sock_progress(struct fab *f);
-/* Before a sleep on the wait fd: the next progress asks epoll whatever woke it. */
-void fab_sock_sleep_arm(struct fab *f);
 /* The epoll descriptor: readable when fab_sock_progress has something to do. */
 int fab_sock_wait_fd(const struct fab *f);
 /* PGC_ERR_PEER_DEAD naming the first peer whose connection ended without a goodbye. */

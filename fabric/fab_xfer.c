@@ -596,7 +596,6 @@ bool fab_can_sleep(const struct fab *f)
 int fab_sleep_arm(struct fab *f)
 {
     if (f->sock) {
-        fab_sock_sleep_arm(f);
         return 1; /* progress read every socket dry; level-triggered epoll says the rest */
     }
     struct fab_ep *e = &f->eps[0];
