@@ -6,8 +6,10 @@
  * both directions. Each rank writes to a peer on one connection only, set at its first
  * send and never changed, so the order of its AMs is the order of that one stream; it reads
  * every connection of the peer. When both sides send their first frame at once there are
- * two, one per direction, and nothing is to be resolved (Open MPI's btl/tcp keeps the lower
- * rank's and has to drop and retry the other). One connection both ways is what makes a
+ * two, until the higher rank moves onto the lower rank's (MOVED and HERE below); nothing is
+ * dropped or retried, as Open MPI's btl/tcp must (it keeps the lower rank's connection and
+ * drops the other). Each connection has a receive buffer of in_cap, since any may carry
+ * the peer's frames. One connection both ways is what makes a
  * ping-pong cheap: a TCP stream on which data goes one way only acknowledges every small
  * segment the moment it is read (the kernel's "not interactive" rule), a pure ACK of a
  * loopback or veth transmit inside the recv call, while on a stream that answers, the ACK
@@ -142,7 +144,7 @@ struct fab_sock {
     struct sockaddr_in addr;
     struct sock_peer *peers;
     struct sock_conn *conns; /* all, for fab_sock_close */
-    size_t in_cap;           /* receive buffer of an accepted connection */
+    size_t in_cap;           /* receive buffer of every connection */
     bool busy;               /* inside fab_sock_progress: no nested parsing */
     struct sock_cts spare[CTS_RESERVE]; /* for a malloc that fails (cts_keep) */
     struct sock_cts *spare_free;
