@@ -101,7 +101,7 @@ _Static_assert(sizeof(struct sock_op) <= sizeof(struct fi_context2), "op fits th
 /* One TCP connection and the frame parser of what comes in on it. */
 struct sock_conn {
     int fd;
-    int peer; /* -1 until the first frame of an accepted connection names it */
+    int peer;  /* -1 until the first frame of an accepted connection names it */
     bool bye;  /* the peer said goodbye on it */
     bool hold; /* the peer moved here (K_HERE) before its K_MOVED was read: parse nothing */
     char *buf;
@@ -121,12 +121,12 @@ struct sock_cts {
 
 struct sock_peer {
     struct sockaddr_in addr;
-    bool on;   /* reached through this transport */
-    bool dead; /* a connection ended without a goodbye */
-    int err;   /* errno of that end (0: end of stream) */
-    struct sock_conn *out; /* the one connection this rank writes to peer on */
-    struct sock_conn *in;  /* the first connection peer made to us, once it named itself */
-    bool moved;            /* peer's K_MOVED came: its frames on out follow from there */
+    bool on;                 /* reached through this transport */
+    bool dead;               /* a connection ended without a goodbye */
+    int err;                 /* errno of that end (0: end of stream) */
+    struct sock_conn *out;   /* the one connection this rank writes to peer on */
+    struct sock_conn *in;    /* the first connection peer made to us, once it named itself */
+    bool moved;              /* peer's K_MOVED came: its frames on out follow from there */
     struct mps_list posted;  /* receives whose CTS went out */
     struct mps_list waiting; /* sends without a CTS */
     struct mps_list ready;   /* sends with one, streamed in order */
@@ -143,9 +143,9 @@ struct fab_sock {
     int lfd, epfd;
     struct sockaddr_in addr;
     struct sock_peer *peers;
-    struct sock_conn *conns; /* all, for fab_sock_close */
-    size_t in_cap;           /* receive buffer of every connection */
-    bool busy;               /* inside fab_sock_progress: no nested parsing */
+    struct sock_conn *conns;            /* all, for fab_sock_close */
+    size_t in_cap;                      /* receive buffer of every connection */
+    bool busy;                          /* inside fab_sock_progress: no nested parsing */
     struct sock_cts spare[CTS_RESERVE]; /* for a malloc that fails (cts_keep) */
     struct sock_cts *spare_free;
     char lost[160]; /* set once a CTS was lost, reserve included (fab_sock_health) */
@@ -571,8 +571,8 @@ static void pump(struct fab *f, int peer)
 }
 
 /* Writes iov[0..n) whole to c, progressing while the socket is full. */
-static int write_whole(struct fab *f, int peer, struct sock_conn *c, const struct iovec *iov,
-                       int n, struct fab_wait *w, const char *call)
+static int write_whole(struct fab *f, int peer, struct sock_conn *c, const struct iovec *iov, int n,
+                       struct fab_wait *w, const char *call)
 {
     struct sock_peer *p = &f->sock->peers[peer];
     size_t total = 0, sent = 0;
@@ -678,12 +678,15 @@ static __attribute__((noinline, cold)) struct sock_cts *cts_keep(struct fab_sock
         s->spare_free = e->next;
     }
     if (!e && !s->lost[0]) {
-        snprintf(s->lost, sizeof(s->lost), "out of memory with its reserve used up, this rank "
-                 "lost a clear-to-send of rank %d, whose transfer cannot complete", peer);
+        snprintf(s->lost, sizeof(s->lost),
+                 "out of memory with its reserve used up, this rank "
+                 "lost a clear-to-send of rank %d, whose transfer cannot complete",
+                 peer);
     }
     if (!e) {
         MPS_ERR("fab_progress(sock): no memory (reserve used up too) to keep a clear-to-send "
-                "of rank %d: its transfer is lost", peer);
+                "of rank %d: its transfer is lost",
+                peer);
     }
     return e;
 }

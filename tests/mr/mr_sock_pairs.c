@@ -105,8 +105,8 @@ static void round_trip(int rank, int size, int rnd, unsigned char **sbuf, unsign
     for (int p = 0; p < size; p++) {
         for (int k = 0; p != rank && k < PER; k++) {
             int at = first_wrong(rbuf[p * PER + k], sizes[k % 3], p, rnd * PER + k);
-            CHECK(at == sizes[k % 3], "round %d message %d from rank %d: byte %d of %d wrong",
-                  rnd, k, p, at, sizes[k % 3]);
+            CHECK(at == sizes[k % 3], "round %d message %d from rank %d: byte %d of %d wrong", rnd,
+                  k, p, at, sizes[k % 3]);
         }
     }
 }
