@@ -187,7 +187,8 @@ int fab_remote_alive(struct fab *f);
  * probe answered), so that its error names the dead rank. PGC_OK at once without probes. */
 int fab_remote_verdict(struct fab *f, double limit);
 /* PGC_OK, or PGC_ERR_NOMEM (with its message) once the intra-node path lost a control
- * record for want of memory, reserve included: a transfer that will not complete. */
+ * record, or our sockets a clear-to-send, for want of memory, reserve included: a transfer
+ * that will not complete. */
 int fab_health(const struct fab *f);
 /* The provider name used for peer (for the info tool and the logs). */
 const char *fab_peer_provider(const struct fab *f, int peer);

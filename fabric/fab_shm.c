@@ -73,6 +73,7 @@
 #include "config.h"
 
 #include "fab_shm.h"
+#include "fab_sock.h"
 #include "fab_heap.h"
 #include "mps_config.h"
 #include "mps_copy.h"
@@ -355,7 +356,7 @@ int fab_health(const struct fab *f)
     if (f->ring && f->ring->ctl_lost[0]) {
         return mps_error(PGC_ERR_NOMEM, "%s", f->ring->ctl_lost);
     }
-    return PGC_OK;
+    return fab_sock_health(f);
 }
 
 int fab_dead_peer(const struct fab *f, int *pid)

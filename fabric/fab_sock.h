@@ -45,6 +45,9 @@ int fab_sock_trecv(struct fab *f, int peer, void *buf, size_t len, uint64_t tag,
 int fab_sock_progress(struct fab *f);
 /* The epoll descriptor: readable when fab_sock_progress has something to do. */
 int fab_sock_wait_fd(const struct fab *f);
+/* PGC_ERR_NOMEM (with its message) once a clear-to-send that came before its send was lost
+ * for want of memory, reserve included; else PGC_OK. */
+int fab_sock_health(const struct fab *f);
 /* PGC_ERR_PEER_DEAD naming the first peer whose connection ended without a goodbye. */
 int fab_sock_alive(struct fab *f);
 /* Says goodbye on every connection and closes them. */

@@ -1,0 +1,143 @@
+/*
+ * mr_sock_pairs - every pair of ranks sends its first message both ways at once; then each
+ * pair ping-pongs, the higher rank first, and streams of numbered messages go both ways;
+ * three sizes (an eager one, a larger eager one and a rendezvous past MPISHIM_EAGER_MAX),
+ * each checked for its number and bytes.
+ *
+ * Over our own sockets (MPISHIM_FABRIC_PROVIDER=sock, tests/mr.list) the first messages
+ * make two connections per pair, and the higher rank moves its writes onto the lower
+ * rank's at its next send (fabric/fab_sock.c, K_MOVED and K_HERE): its messages before and
+ * after the move must arrive in order, whichever connection the receiver reads first. When
+ * it reads the moved-to one first it holds it until the K_MOVED, and then must read what
+ * it holds at once: before that, the pair waited for good whenever the held frames were
+ * all in the receiver's buffer (seen in about one run in twenty at 2 ranks; at 6 ranks each
+ * run has 15 pairs to try it). Any provider runs it as a plain ordering test.
+ */
+#include "mrtest.h"
+
+#define ROUNDS 20
+#define PER 6 /* messages to each peer per round */
+
+static const int sizes[3] = {8, 1024, 40 * 1024};
+
+static void fill(unsigned char *b, int n, int src, int seq)
+{
+    for (int i = 0; i < n; i++) {
+        b[i] = (unsigned char)(i * 13 + src * 7 + seq);
+    }
+}
+
+static int first_wrong(const unsigned char *b, int n, int src, int seq)
+{
+    for (int i = 0; i < n; i++) {
+        if (b[i] != (unsigned char)(i * 13 + src * 7 + seq)) {
+            return i;
+        }
+    }
+    return n;
+}
+
+/* The first messages, both ways at once: every rank sends before it receives. */
+static void hello(int rank, int size)
+{
+    int out = rank, in[64];
+    MPI_Request r[128];
+    int n = 0;
+
+    for (int p = 0; p < size; p++) {
+        if (p != rank) {
+            CHECK_MPI(MPI_Isend(&out, 1, MPI_INT, p, 1, MPI_COMM_WORLD, &r[n++]));
+        }
+    }
+    for (int p = 0; p < size; p++) {
+        if (p != rank) {
+            CHECK_MPI(MPI_Irecv(&in[p], 1, MPI_INT, p, 1, MPI_COMM_WORLD, &r[n++]));
+        }
+    }
+    CHECK_MPI(MPI_Waitall(n, r, MPI_STATUSES_IGNORE));
+    for (int p = 0; p < size; p++) {
+        CHECK(p == rank || in[p] == p, "hello from rank %d says %d", p, in[p]);
+    }
+}
+
+/* Ping-pongs of pair (lo, hi), the higher rank first: its first send after hello is the one
+ * that moves, and it then waits for the answer, so nothing else comes to wake the lower
+ * rank for frames it holds. */
+static void pair_pingpong(int rank, int lo, int hi, unsigned char *sb, unsigned char *rb)
+{
+    for (int k = 0; k < PER; k++) {
+        int n = sizes[k % 3];
+        if (rank == hi) {
+            fill(sb, n, rank, k);
+            CHECK_MPI(MPI_Send(sb, n, MPI_BYTE, lo, 3, MPI_COMM_WORLD));
+            CHECK_MPI(MPI_Recv(rb, n, MPI_BYTE, lo, 3, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+            CHECK(first_wrong(rb, n, lo, k) == n, "ping-pong %d from rank %d wrong", k, lo);
+        } else if (rank == lo) {
+            CHECK_MPI(MPI_Recv(rb, n, MPI_BYTE, hi, 3, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+            CHECK(first_wrong(rb, n, hi, k) == n, "ping-pong %d from rank %d wrong", k, hi);
+            fill(sb, n, rank, k);
+            CHECK_MPI(MPI_Send(sb, n, MPI_BYTE, hi, 3, MPI_COMM_WORLD));
+        }
+    }
+}
+
+/* One round: PER numbered messages to every peer and from every peer, same tag, so that
+ * MPI's order per sender is what puts each into its receive. */
+static void round_trip(int rank, int size, int rnd, unsigned char **sbuf, unsigned char **rbuf)
+{
+    MPI_Request r[2 * 64 * PER];
+    int n = 0;
+
+    for (int p = 0; p < size; p++) {
+        for (int k = 0; p != rank && k < PER; k++) {
+            CHECK_MPI(MPI_Irecv(rbuf[p * PER + k], sizes[k % 3], MPI_BYTE, p, 2, MPI_COMM_WORLD,
+                                &r[n++]));
+        }
+    }
+    for (int p = 0; p < size; p++) {
+        for (int k = 0; p != rank && k < PER; k++) {
+            unsigned char *b = sbuf[p * PER + k];
+            fill(b, sizes[k % 3], rank, rnd * PER + k);
+            CHECK_MPI(MPI_Isend(b, sizes[k % 3], MPI_BYTE, p, 2, MPI_COMM_WORLD, &r[n++]));
+        }
+    }
+    CHECK_MPI(MPI_Waitall(n, r, MPI_STATUSES_IGNORE));
+    for (int p = 0; p < size; p++) {
+        for (int k = 0; p != rank && k < PER; k++) {
+            int at = first_wrong(rbuf[p * PER + k], sizes[k % 3], p, rnd * PER + k);
+            CHECK(at == sizes[k % 3], "round %d message %d from rank %d: byte %d of %d wrong", rnd,
+                  k, p, at, sizes[k % 3]);
+        }
+    }
+}
+
+int main(int argc, char **argv)
+{
+    int rank, size;
+    unsigned char *sbuf[64 * PER], *rbuf[64 * PER];
+
+    mrt_init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    CHECK(size <= 64, "at most 64 ranks, not %d", size);
+    for (int i = 0; i < size * PER; i++) {
+        sbuf[i] = malloc((size_t)sizes[2]);
+        rbuf[i] = malloc((size_t)sizes[2]);
+        CHECK(sbuf[i] && rbuf[i], "no memory for buffer %d", i);
+    }
+    hello(rank, size);
+    /* Every pair in one order all ranks share, so that no wait closes a cycle. */
+    for (int lo = 0; lo < size; lo++) {
+        for (int hi = lo + 1; hi < size; hi++) {
+            pair_pingpong(rank, lo, hi, sbuf[0], rbuf[0]);
+        }
+    }
+    for (int rnd = 0; rnd < ROUNDS; rnd++) {
+        round_trip(rank, size, rnd, sbuf, rbuf);
+    }
+    for (int i = 0; i < size * PER; i++) {
+        free(sbuf[i]);
+        free(rbuf[i]);
+    }
+    return mrt_finish("mr_sock_pairs");
+}
