@@ -73,6 +73,7 @@
 #include "config.h"
 
 #include "fab_shm.h"
+#include "fab_reserve.h"
 #include "fab_sock.h"
 #include "fab_heap.h"
 #include "mps_config.h"
@@ -188,12 +189,10 @@ struct fab_shm {
     struct pending_data *unexp;
     struct pending_ctl *ctls;
     struct pending_ctl ctl_spare[CTL_RESERVE]; /* for a malloc that fails (send_ctl) */
-    struct pending_ctl *ctl_free;              /* the unused ones, linked */
-    char ctl_lost[160];                        /* set once even the reserve ran dry */
+    struct fab_reserve ctl_reserve;            /* ctl_spare behind malloc (fab_reserve.h) */
     struct fab_req *streams; /* sends being streamed, oldest first (SR_NEXT) */
 };
 
-static void ctl_release(struct fab_shm *s, struct pending_ctl *p);
 
 /* The state of a ring I read: not touched yet, mapped (prefaulted), or no longer read
  * because a record in it had an impossible length (fab_shm_rec_check). */
@@ -328,10 +327,7 @@ int fab_shm_open(struct fab *f)
         return mps_error(PGC_ERR_NOMEM, "fab_open: no memory");
     }
     f->ring = s;
-    for (int i = CTL_RESERVE - 1; i >= 0; i--) {
-        s->ctl_spare[i].next = s->ctl_free;
-        s->ctl_free = &s->ctl_spare[i];
-    }
+    fab_reserve_init(&s->ctl_reserve, s->ctl_spare, sizeof(s->ctl_spare[0]), CTL_RESERVE);
     rc = alloc_tables(f, s);
     s->cma = probe_cma();
     if (rc == PGC_OK) {
@@ -353,8 +349,8 @@ bool fab_shm_cma(const struct fab *f)
 
 int fab_health(const struct fab *f)
 {
-    if (f->ring && f->ring->ctl_lost[0]) {
-        return mps_error(PGC_ERR_NOMEM, "%s", f->ring->ctl_lost);
+    if (f->ring && f->ring->ctl_reserve.lost[0]) {
+        return mps_error(PGC_ERR_NOMEM, "%s", f->ring->ctl_reserve.lost);
     }
     return fab_sock_health(f);
 }
@@ -457,7 +453,7 @@ void fab_shm_close(struct fab *f)
     while (s->ctls) {
         struct pending_ctl *p = s->ctls;
         s->ctls = p->next;
-        ctl_release(s, p);
+        fab_reserve_put(&s->ctl_reserve, p);
     }
     free(s->local_of);
     free(s->peer_seg);
@@ -677,41 +673,6 @@ int fab_shm_tsend(struct fab *f, int peer, const void *buf, size_t len, uint64_t
     return append(f, peer, REC_DATA, &d, sizeof(d), NULL, 0, "fab_tsend");
 }
 
-/* A record for a control record that waits for room: malloc's, else one of the reserve
- * (which returns to it once flushed), else NULL. A lost FIN or CTS would leave its
- * rendezvous waiting for good; the reserve covers CTL_RESERVE of them waiting at once,
- * beyond which (no memory at all) the rank records the loss and fails its waits
- * (fab_health). */
-static __attribute__((noinline, cold)) struct pending_ctl *ctl_alloc(struct fab_shm *s, int peer)
-{
-    struct pending_ctl *p = mps_test_fails(MPS_FAIL_CTL) ? NULL : malloc(sizeof(*p));
-
-    if (!p && s->ctl_free) {
-        p = s->ctl_free;
-        s->ctl_free = p->next;
-    }
-    if (!p && !s->ctl_lost[0]) {
-        snprintf(s->ctl_lost, sizeof(s->ctl_lost), "out of memory with its reserve used up, "
-                 "this rank lost a control record for rank %d, whose transfer cannot complete",
-                 peer);
-    }
-    if (!p) {
-        MPS_ERR("fab_progress: no memory (reserve used up too) to queue a control record for "
-                "rank %d: its transfer is lost", peer);
-    }
-    return p;
-}
-
-static void ctl_release(struct fab_shm *s, struct pending_ctl *p)
-{
-    if (p >= s->ctl_spare && p < s->ctl_spare + CTL_RESERVE) {
-        p->next = s->ctl_free;
-        s->ctl_free = p;
-    } else {
-        free(p);
-    }
-}
-
 /* Appends a small control record (FIN, CTS) now, or queues it behind those already
  * waiting for room, in order: progress never blocks on a full ring. (The test knob
  * MPISHIM_TEST_FAIL_ALLOC=ctl queues every one, as if the ring were full.) */
@@ -723,7 +684,10 @@ static void send_ctl(struct fab *f, int peer, enum rec_kind kind, const void *bo
         try_append(f, peer, kind, body, len, NULL, 0)) {
         return;
     }
-    p = ctl_alloc(f->ring, peer);
+    /* A lost FIN or CTS would leave its rendezvous waiting for good: the reserve covers
+     * CTL_RESERVE of them waiting at once, beyond which the rank records the loss and fails
+     * its waits (fab_health). */
+    p = fab_reserve_take(&f->ring->ctl_reserve, "a control record for", peer);
     if (!p) {
         return;
     }
@@ -751,7 +715,7 @@ static __attribute__((noinline, cold)) void flush_ctls(struct fab *f)
                                  NULL, 0)) {
         struct pending_ctl *p = s->ctls;
         s->ctls = p->next;
-        ctl_release(s, p);
+        fab_reserve_put(&s->ctl_reserve, p);
     }
 }
 

@@ -51,6 +51,7 @@
 #include "config.h"
 
 #include "fab_sock.h"
+#include "fab_reserve.h"
 #include "mps_config.h"
 #include "mps_log.h"
 #include "pgc_status.h"
@@ -72,7 +73,7 @@
 
 #define CHUNK (256u * 1024u) /* data bytes per frame */
 #define EVENTS 32            /* epoll events read per progress */
-#define CTS_RESERVE 64       /* early CTS records for a malloc that fails (cts_keep) */
+#define CTS_RESERVE 64       /* early CTS records for a malloc that fails (cts_in) */
 
 enum { K_AM = 1, K_CTS, K_DATA, K_BYE, K_MOVED, K_HERE };
 enum { F_LAST = 1, F_TRUNC = 2 };
@@ -146,9 +147,8 @@ struct fab_sock {
     struct sock_conn *conns;            /* all, for fab_sock_close */
     size_t in_cap;                      /* receive buffer of every connection */
     bool busy;                          /* inside fab_sock_progress: no nested parsing */
-    struct sock_cts spare[CTS_RESERVE]; /* for a malloc that fails (cts_keep) */
-    struct sock_cts *spare_free;
-    char lost[160]; /* set once a CTS was lost, reserve included (fab_sock_health) */
+    struct sock_cts spare[CTS_RESERVE]; /* for a malloc that fails (cts_in) */
+    struct fab_reserve reserve;         /* spare behind malloc (fab_reserve.h) */
 };
 
 /* AM frames are padded to 8 bytes on the wire, so the next frame's payload stays aligned. */
@@ -230,10 +230,7 @@ int fab_sock_open(struct fab *f)
     }
     f->sock = s;
     s->lfd = s->epfd = -1;
-    for (int i = CTS_RESERVE - 1; i >= 0; i--) {
-        s->spare[i].next = s->spare_free;
-        s->spare_free = &s->spare[i];
-    }
+    fab_reserve_init(&s->reserve, s->spare, sizeof(s->spare[0]), CTS_RESERVE);
     /* Room for the largest AM and its header twice, so a frame always fits after a move. */
     s->in_cap = MPS_MAX((size_t)65536, 2 * (sizeof(struct sock_hdr) + pad8(f->am_max)));
     for (int r = 0; r < f->size; r++) {
@@ -663,44 +660,6 @@ int fab_sock_am_send(struct fab *f, int peer, const void *hdr, size_t hlen, cons
     return send_frame(f, peer, iov, 4, "fab_am_send");
 }
 
-/* A record for a CTS that came before its send: malloc's, else one of the reserve, else
- * NULL. A lost CTS leaves its send, and the receive at the other end, waiting for good: the
- * reserve covers CTS_RESERVE of them waiting at once, beyond which (no memory at all) the
- * rank records the loss and fails its waits (fab_sock_health), as fab_shm.c does with its
- * control records. (pg_p2p.c writes a rendezvous's RTS whole before its fab_tsend, with no
- * progress between, so its CTS cannot come first; fab.h allows the other order.) */
-static __attribute__((noinline, cold)) struct sock_cts *cts_keep(struct fab_sock *s, int peer)
-{
-    struct sock_cts *e = mps_test_fails(MPS_FAIL_CTL) ? NULL : malloc(sizeof(*e));
-
-    if (!e && s->spare_free) {
-        e = s->spare_free;
-        s->spare_free = e->next;
-    }
-    if (!e && !s->lost[0]) {
-        snprintf(s->lost, sizeof(s->lost),
-                 "out of memory with its reserve used up, this rank "
-                 "lost a clear-to-send of rank %d, whose transfer cannot complete",
-                 peer);
-    }
-    if (!e) {
-        MPS_ERR("fab_progress(sock): no memory (reserve used up too) to keep a clear-to-send "
-                "of rank %d: its transfer is lost",
-                peer);
-    }
-    return e;
-}
-
-static void cts_release(struct fab_sock *s, struct sock_cts *e)
-{
-    if (e >= s->spare && e < s->spare + CTS_RESERVE) {
-        e->next = s->spare_free;
-        s->spare_free = e;
-    } else {
-        free(e);
-    }
-}
-
 /* A CTS for tag has come (len: the receiver's room): the send streams, or waits for it. */
 static void cts_in(struct fab *f, int peer, uint64_t tag, size_t len)
 {
@@ -718,7 +677,12 @@ static void cts_in(struct fab *f, int peer, uint64_t tag, size_t len)
             return;
         }
     }
-    struct sock_cts *e = cts_keep(f->sock, peer);
+    /* Kept for its send. A lost CTS leaves that send, and the receive at the other end,
+     * waiting for good: the reserve covers CTS_RESERVE of them waiting at once, beyond which
+     * the rank records the loss and fails its waits (fab_sock_health). (pg_p2p.c writes a
+     * rendezvous's RTS whole before its fab_tsend, with no progress between, so its CTS
+     * cannot come first; fab.h allows the other order.) */
+    struct sock_cts *e = fab_reserve_take(&f->sock->reserve, "a clear-to-send of", peer);
     if (e) {
         *e = (struct sock_cts){.tag = tag, .len = len, .next = p->early};
         p->early = e;
@@ -743,7 +707,7 @@ int fab_sock_tsend(struct fab *f, int peer, const void *buf, size_t len, uint64_
             struct sock_cts *hit = *e;
             *e = hit->next;
             cts_in(f, peer, tag, hit->len);
-            cts_release(f->sock, hit);
+            fab_reserve_put(&f->sock->reserve, hit);
             break;
         }
     }
@@ -1053,8 +1017,8 @@ int fab_sock_progress(struct fab *f)
 
 int fab_sock_health(const struct fab *f)
 {
-    if (f->sock && f->sock->lost[0]) {
-        return mps_error(PGC_ERR_NOMEM, "%s", f->sock->lost);
+    if (f->sock && f->sock->reserve.lost[0]) {
+        return mps_error(PGC_ERR_NOMEM, "%s", f->sock->reserve.lost);
     }
     return PGC_OK;
 }
@@ -1098,7 +1062,7 @@ void fab_sock_close(struct fab *f)
     for (int r = 0; r < f->size; r++) {
         for (struct sock_cts *e = s->peers[r].early, *next; e; e = next) {
             next = e->next;
-            cts_release(s, e);
+            fab_reserve_put(&s->reserve, e);
         }
     }
     if (s->lfd >= 0) {

@@ -11,6 +11,7 @@
 
 #include "fab.h"
 #include "fab_int.h"
+#include "fab_reserve.h"
 #include "fab_shm.h"
 #include "mps_config.h"
 #include "mps_util.h"
@@ -811,9 +812,40 @@ static void test_open_rejects_a_rank_outside_the_job(void **state)
 /* The tagged tests once more with both ranks on one core, where large data is streamed. */
 #define STREAMED(fn) {#fn "_streamed_on_one_core", fn, pin_to_one_core, unpin, ""}
 
+/* fab_reserve (fab_shm.c's queued control records, fab_sock.c's early clear-to-send): with
+ * malloc failing (the test knob), the reserve's records come out one by one, the next take is
+ * NULL with the loss recorded naming the record and the peer, and a record given back is
+ * taken again. */
+static void test_reserve_stands_behind_malloc_and_records_its_end(void **state)
+{
+    struct rec {
+        void *link;
+        int v;
+    } pool[2];
+    struct fab_reserve r;
+    void *a, *b;
+
+    (void)state;
+    mps_test_fail_mask = MPS_FAIL_CTL;
+    fab_reserve_init(&r, pool, sizeof(pool[0]), 2);
+    a = fab_reserve_take(&r, "a clear-to-send of", 3);
+    b = fab_reserve_take(&r, "a clear-to-send of", 3);
+    assert_true(a != b && (a == &pool[0] || a == &pool[1]) && (b == &pool[0] || b == &pool[1]));
+    assert_string_equal(r.lost, "");
+    assert_null(fab_reserve_take(&r, "a clear-to-send of", 7));
+    assert_non_null(strstr(r.lost, "lost a clear-to-send of rank 7"));
+    fab_reserve_put(&r, b);
+    assert_ptr_equal(fab_reserve_take(&r, "a clear-to-send of", 3), b);
+    mps_test_fail_mask = 0;
+    a = fab_reserve_take(&r, "a clear-to-send of", 3); /* malloc's, freed by put */
+    assert_true(a != &pool[0] && a != &pool[1]);
+    fab_reserve_put(&r, a);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_reserve_stands_behind_malloc_and_records_its_end),
         BOTH(test_am_ping_pong_delivers_exact_payloads),
         BOTH(test_am_burst_of_1000_arrives_complete_and_in_order),
         BOTH(test_zero_copy_am_completes_only_when_its_buffer_is_free),
