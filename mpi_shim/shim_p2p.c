@@ -103,6 +103,27 @@ static inline int device_buffer(const char *fn, MPI_Comm comm, const void *buf, 
                                          : device_buffer_check(fn, comm, buf, count, t, dev);
 }
 
+/* A standard send's fast path (pg_send_now), tried before a request is made: true when
+ * the message went, or failed, at once (*rc is then the call's result: MPI_SUCCESS, or the
+ * error raised on comm), false when the send needs a request. Contiguous host data only:
+ * the rest is packed or staged first. */
+static inline bool send_now(const char *fn, MPI_Comm comm, const struct shim_comm *c,
+                            const void *buf, int count, const struct shim_dtype *t, int dest,
+                            int tag, bool sync, int *rc)
+{
+    int prc;
+
+    if (sync || !t->contig || pg_dev_present()) {
+        return false;
+    }
+    prc = pg_send_now(c->g, buf, (size_t)count * t->size, dest, tag);
+    if (prc == PG_NOT_NOW) {
+        return false;
+    }
+    *rc = prc == PGC_OK ? MPI_SUCCESS : shim_error_pg(comm, fn, prc);
+    return true;
+}
+
 /* Starts a send into r (a new or persistent request); r owns any packed temporary. */
 static int start_send(struct shim_req *r, struct shim_comm *c, const void *buf, int count,
                       struct shim_dtype *t, int dest, int tag, bool sync, const char *fn)
@@ -167,6 +188,10 @@ static int p2p_start(enum shim_req_kind kind, void *buf, int count, MPI_Datatype
     if (rc != MPI_SUCCESS) {
         return rc;
     }
+    if (!recv && send_now(fn, comm, c, buf, count, t, peer, tag, sync, &rc)) {
+        *request = rc == MPI_SUCCESS ? SHIM_REQ_SENT : *request;
+        return rc;
+    }
     r = shim_req_new_p2p(kind, comm);
     if (!r) {
         return shim_error(comm, fn, MPI_ERR_NO_MEM, "no memory for a request");
@@ -203,7 +228,7 @@ static int send_common(const void *buf, int count, MPI_Datatype dt, int dest, in
     if (rc == MPI_SUCCESS) {
         rc = device_buffer(fn, comm, buf, count, t, &dev);
     }
-    if (rc != MPI_SUCCESS) {
+    if (rc != MPI_SUCCESS || send_now(fn, comm, c, buf, count, t, dest, tag, sync, &rc)) {
         return rc;
     }
     if (dev) {

@@ -146,6 +146,18 @@ struct shim_req *shim_req_new_p2p(enum shim_req_kind kind, MPI_Comm comm)
     return r;
 }
 
+/* The request behind SHIM_REQ_SENT: complete and successful from the start, and only ever
+ * read (threads share it), so a wait or test completes it as any finished send. */
+static struct shim_req sent_req = {
+    .pr = {.kind = PG_REQ_SEND, .done = 1, .status = PGC_OK, .source = PG_ANY_SOURCE,
+           .tag = PG_ANY_TAG},
+    .kind = SHIM_REQ_SEND,
+    .comm = MPI_COMM_NULL,
+    .handle = SHIM_REQ_SENT,
+    .active = true,
+    .finished = true,
+};
+
 /* The request of handle h, or NULL; reads the pool, so under MPI_THREAD_MULTIPLE the
  * caller holds the pool lock. */
 static inline struct shim_req *req_at(MPI_Request h)
@@ -155,7 +167,7 @@ static inline struct shim_req *req_at(MPI_Request h)
 
     if (MPISHIM_HANDLE_KIND(h) != MPISHIM_KIND_INDIRECT ||
         MPISHIM_HANDLE_OBJ(h) != MPISHIM_OBJ_REQUEST || i >= (unsigned)nslots) {
-        return NULL;
+        return h == SHIM_REQ_SENT ? &sent_req : NULL;
     }
     r = slots[i];
     return r && r->handle == h ? r : NULL;
@@ -195,6 +207,9 @@ void shim_req_free(struct shim_req *r)
 
     bool locked;
 
+    if (r == &sent_req) {
+        return; /* shared, never the pool's */
+    }
     release_temporaries(r);
     if (r->greq) {
         shim_greq_release(r);

@@ -67,6 +67,11 @@ struct shim_req *shim_req_new_p2p(enum shim_req_kind kind, MPI_Comm comm);
 /* A collective's request that is complete already, in *request (a blocking operation behind
  * a non-blocking name): MPI_SUCCESS, or MPI_ERR_NO_MEM raised on comm by fn. */
 int shim_req_done(MPI_Comm comm, const char *fn, MPI_Request *request);
+/* The handle of every standard-mode send that completed as it started (pg_send_now: a
+ * small message, copied out at once): one shared request, complete, that waits and tests
+ * find done and freeing leaves alone, so such a send costs no pooled request (MPICH's
+ * lightweight requests do the same). */
+#define SHIM_REQ_SENT ((MPI_Request)MPISHIM_HANDLE_MAKE(MPISHIM_KIND_BUILTIN, MPISHIM_OBJ_REQUEST, 1))
 /* The request of a handle, or NULL (MPI_REQUEST_NULL or invalid). */
 struct shim_req *shim_req_get(MPI_Request h);
 /* Back to the pool (frees temporaries, releases the type). */

@@ -352,8 +352,9 @@ int PMPI_Request_free(MPI_Request *request)
         return shim_error(MPI_COMM_WORLD, SHIM_FN, MPI_ERR_REQUEST, "invalid request handle 0x%x",
                           (unsigned)*request);
     }
-    /* A generalized request the user has not completed: MPI_Grequest_complete frees it. */
-    if (r->greq && shim_greq_orphan(r)) {
+    /* A generalized request the user has not completed: MPI_Grequest_complete frees it; a
+     * send complete from the start is shared and stays as it is (shim_req.h). */
+    if ((r->greq && shim_greq_orphan(r)) || *request == SHIM_REQ_SENT) {
         *request = MPI_REQUEST_NULL;
         return MPI_SUCCESS;
     }

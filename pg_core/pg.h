@@ -256,6 +256,13 @@ int pg_cma_pid(const struct pg_group *g, int r);
 int pg_isend_impl(struct pg_group *g, const void *buf, size_t len, int dst, int tag, bool sync,
                   struct pg_req *req);
 int pg_irecv_impl(struct pg_group *g, void *buf, size_t cap, int src, int tag, struct pg_req *req);
+/* A standard-mode send's fast path, tried before a request is made: PGC_OK when the
+ * message went out whole as one eager message copied from buf (a small one to another
+ * process, the send then complete: nothing refers to buf or needs waiting for), PG_NOT_NOW
+ * when the send needs a request (pg_isend: a large, self, recorded or invalid one), or the
+ * error that sending it met. The tag must be valid (0..PG_TAG_UB). */
+#define PG_NOT_NOW 1
+int pg_send_now(struct pg_group *g, const void *buf, size_t len, int dst, int tag);
 /* A blocking receive's fast path, tried before pg_irecv: true when the message from src
  * (not a wildcard) was taken into buf and req completed with its status; false when the
  * caller must post the receive with pg_irecv (req as before for it: nothing was queued).

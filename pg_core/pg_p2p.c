@@ -1019,23 +1019,48 @@ static int send_eager_zcopy(struct pg_wire_hdr h, const void *buf, size_t len, i
     return fab_am_send_zc(pg_w.fab, dst_world, &h, sizeof(h), buf, len, &req->freq);
 }
 
+/* Whether a standard-mode send of len bytes to group rank dst goes as one eager message
+ * to another process: such a send completes as soon as the fabric has its message. */
+static inline bool eager_now(struct pg_group *g, uint64_t ctx, const void *buf, size_t len,
+                             int dst, unsigned flags)
+{
+    return !(flags & PG_SEND_SYNC) && dst >= 0 && dst < g->size && g->ranks[dst] != pg_w.rank &&
+           eager_fits(buf, len, g->ranks[dst], ctx, flags);
+}
+
+/* Whether the fabric sends an eager message of len bytes to dst_world from the caller's
+ * buffer (send_eager_zcopy) rather than from a copy. */
+static inline bool eager_zcopy(size_t len, int dst_world)
+{
+    return mps_unlikely(len >= pg_w.net_zcopy_min) && len <= UINT16_MAX &&
+           fab_am_zcopy(pg_w.fab, dst_world);
+}
+
+/* An eager message copied out of buf at once; its header is built here in its wire form:
+ * the common small message skips wire_send. */
+static inline int eager_copy(uint64_t ctx, struct pg_group *g, const void *buf, size_t len,
+                             int dst_world, int tag)
+{
+    struct pg_wire_hdr h = wire_hdr(ctx, g->rank, tag, len, PG_WIRE_EAGER);
+
+    return mps_likely(len <= UINT16_MAX)
+               ? fab_am_send(pg_w.fab, dst_world, &h, sizeof(h), buf, len)
+               : wire_send(dst_world,
+                           &(struct pg_wire){.ctx = ctx, .src = g->rank, .tag = tag,
+                                             .kind = PG_WIRE_EAGER, .len = len},
+                           buf, len);
+}
+
 /* A standard-mode eager send to another process completes as soon as its message is
- * handed to the fabric, so its request needs only its outcome, not a full reset. Its
- * header is built here in its wire form: the common small message skips wire_send. */
+ * handed to the fabric, so its request needs only its outcome, not a full reset. */
 static int send_eager_now(uint64_t ctx, struct pg_group *g, const void *buf, size_t len,
                           int dst_world, int tag, struct pg_req *req)
 {
-    struct pg_wire_hdr h = wire_hdr(ctx, g->rank, tag, len, PG_WIRE_EAGER);
-    if (mps_unlikely(len >= pg_w.net_zcopy_min) && len <= UINT16_MAX &&
-        fab_am_zcopy(pg_w.fab, dst_world)) {
-        return send_eager_zcopy(h, buf, len, dst_world, req);
+    if (eager_zcopy(len, dst_world)) {
+        return send_eager_zcopy(wire_hdr(ctx, g->rank, tag, len, PG_WIRE_EAGER), buf, len,
+                                dst_world, req);
     }
-    int rc = mps_likely(len <= UINT16_MAX)
-                 ? fab_am_send(pg_w.fab, dst_world, &h, sizeof(h), buf, len)
-                 : wire_send(dst_world,
-                             &(struct pg_wire){.ctx = ctx, .src = g->rank, .tag = tag,
-                                               .kind = PG_WIRE_EAGER, .len = len},
-                             buf, len);
+    int rc = eager_copy(ctx, g, buf, len, dst_world, tag);
 
     req->kind = PG_REQ_SEND;
     req->len = len;
@@ -1050,6 +1075,21 @@ static int send_eager_now(uint64_t ctx, struct pg_group *g, const void *buf, siz
     return rc;
 }
 
+int pg_send_now(struct pg_group *g, const void *buf, size_t len, int dst, int tag)
+{
+    uint64_t ctx = pg_ctx_p2p(g);
+    int rc = PG_NOT_NOW;
+
+    PG_LOCK();
+    /* A recorded send keeps its request: the recorder's entry ends with it (pg_flight.h). */
+    if (mps_likely(!g->flight && eager_now(g, ctx, buf, len, dst, 0) &&
+                   !eager_zcopy(len, g->ranks[dst]))) {
+        rc = eager_copy(ctx, g, buf, len, g->ranks[dst], pg_coll_send_tag(ctx, tag));
+    }
+    PG_UNLOCK();
+    return rc;
+}
+
 int pg_isend_ctx(struct pg_group *g, uint64_t ctx, const void *buf, size_t len, int dst, int tag,
                  unsigned flags, struct pg_req *req)
 {
@@ -1057,9 +1097,7 @@ int pg_isend_ctx(struct pg_group *g, uint64_t ctx, const void *buf, size_t len, 
 
     tag = pg_coll_send_tag(ctx, tag);
 
-    if (mps_likely(!(flags & PG_SEND_SYNC) && dst >= 0 && dst < g->size &&
-                   g->ranks[dst] != pg_w.rank &&
-                   eager_fits(buf, len, g->ranks[dst], ctx, flags))) {
+    if (mps_likely(eager_now(g, ctx, buf, len, dst, flags))) {
         return send_eager_now(ctx, g, buf, len, g->ranks[dst], tag, req);
     }
     req_reset(req, PG_REQ_SEND);

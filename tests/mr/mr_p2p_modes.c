@@ -264,6 +264,55 @@ static void cancel_and_status(void)
           st.MPI_SOURCE, st.MPI_TAG);
 }
 
+/* A small standard send to another process completes as it starts and shares one request
+ * handle with every other such send (shim_req.h): each call on those handles must still do
+ * what it does for a complete send. The receives are posted first, so no send can be
+ * cancelled (each has matched), and every value must arrive. */
+static void sends_done_at_once(void)
+{
+    enum { N = 5 };
+    int out[N], in[N], flag = 0, idx = -1, cnt = 0, idxs[N], done = 0;
+    MPI_Request r[N], s[N];
+    MPI_Status st;
+
+    for (int i = 0; i < N; i++) {
+        out[i] = value(rank, 70 + i);
+        in[i] = -1;
+        CHECK_MPI(MPI_Irecv(&in[i], 1, MPI_INT, peer, 70 + i, MPI_COMM_WORLD, &r[i]));
+    }
+    for (int i = 0; i < N; i++) {
+        CHECK_MPI(MPI_Isend(&out[i], 1, MPI_INT, peer, 70 + i, MPI_COMM_WORLD, &s[i]));
+        out[i] = -2; /* a complete send's buffer is the caller's again */
+    }
+    while (!flag) {
+        CHECK_MPI(MPI_Request_get_status(s[0], &flag, &st));
+    }
+    CHECK(s[0] != MPI_REQUEST_NULL, "MPI_Request_get_status freed the request");
+    CHECK_MPI(MPI_Cancel(&s[0]));
+    CHECK_MPI(MPI_Wait(&s[0], &st));
+    CHECK_MPI(MPI_Test_cancelled(&st, &flag));
+    CHECK(!flag && s[0] == MPI_REQUEST_NULL, "a matched send reads cancelled (%d)", flag);
+    CHECK_MPI(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+    EXPECT_CLASS(MPI_Start(&s[1]), MPI_ERR_REQUEST); /* not a persistent request */
+    CHECK_MPI(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL));
+    CHECK_MPI(MPI_Request_free(&s[1]));
+    CHECK(s[1] == MPI_REQUEST_NULL, "MPI_Request_free left the handle");
+    for (flag = 0; !flag;) {
+        CHECK_MPI(MPI_Testany(N, s, &idx, &flag, MPI_STATUS_IGNORE));
+    }
+    CHECK(idx >= 2 && idx < N && s[idx] == MPI_REQUEST_NULL, "testany index %d", idx);
+    CHECK_MPI(MPI_Waitsome(N, s, &cnt, idxs, MPI_STATUSES_IGNORE));
+    for (int i = 0; i < cnt; i++) {
+        done += idxs[i] >= 2 && idxs[i] < N && idxs[i] != idx;
+    }
+    CHECK(cnt == N - 3 && done == cnt, "waitsome completed %d of the %d sends left", cnt,
+          N - 3);
+    CHECK_MPI(MPI_Waitall(N, r, MPI_STATUSES_IGNORE));
+    for (int i = 0; i < N; i++) {
+        CHECK(in[i] == value(peer, 70 + i), "message %d carried %d", i, in[i]);
+    }
+}
+
 int main(int argc, char **argv)
 {
     mrt_init(&argc, &argv);
@@ -280,5 +329,6 @@ int main(int argc, char **argv)
     persistent_buffered();
     completion_calls();
     cancel_and_status();
+    sends_done_at_once();
     return mrt_finish("mr_p2p_modes");
 }
