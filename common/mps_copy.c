@@ -39,7 +39,15 @@ static void copy_sse2(unsigned char *d, const unsigned char *s, size_t n)
     memcpy(d + i, s + i, n - i);
 }
 
-void mps_copy(void *dst, const void *src, size_t n)
+/* Copies of 1 to 4 MiB go in 512 KiB pieces: glibc moves a piece below the L2 size with
+ * `rep movsb`, a whole copy of the L2 size or more (on AMD) with its vector loop, which here
+ * moves cache-resident data 15-20 % slower (1 MiB: 58 -> 70 GB/s in pieces, 2 MiB: 56 -> 63;
+ * an MPI_Put of 1 MiB on a shared window is one such copy). From 4 MiB on glibc may choose
+ * non-temporal stores, which a piece would lose. */
+#define PIECE_FROM (1u << 20)
+#define PIECE (512u << 10)
+
+static void copy_piece(void *dst, const void *src, size_t n)
 {
     size_t dist = ((uintptr_t)dst - (uintptr_t)src) % 4096u;
 
@@ -47,6 +55,17 @@ void mps_copy(void *dst, const void *src, size_t n)
         copy_sse2(dst, src, n);
     } else if (n) { /* an empty message may come with NULL buffers, which memcpy forbids */
         memcpy(dst, src, n);
+    }
+}
+
+void mps_copy(void *dst, const void *src, size_t n)
+{
+    if (n < PIECE_FROM || n >= ALIAS_MAX) {
+        copy_piece(dst, src, n);
+        return;
+    }
+    for (size_t off = 0; off < n; off += PIECE) {
+        copy_piece((char *)dst + off, (const char *)src + off, n - off < PIECE ? n - off : PIECE);
     }
 }
 #else

@@ -13,6 +13,7 @@
  */
 #include "config.h"
 
+#include "mps_copy.h"
 #include "mps_log.h"
 #include "pgc_status.h"
 #include "shim_comm.h"
@@ -330,9 +331,9 @@ static bool direct_copy(struct shim_win *w, bool get, void *local, int lcount, M
     }
     t = w->shm + w->offsets[a->target] + off;
     if (get) {
-        memcpy(local, t, len);
+        mps_copy(local, t, len);
     } else {
-        memcpy(t, local, len);
+        mps_copy(t, local, len);
     }
     return true;
 }
