@@ -420,6 +420,29 @@ static bool reuse_known(const struct pg_shm *s, uint64_t seq)
     return seq <= SHM_SLOTS || s->safe >= seq - SHM_SLOTS;
 }
 
+/* Once every reader is done with seq - SHM_SLOTS: how far they all are, read off their
+ * `done` lines, which is mostly well past that (a reader close behind a root that runs
+ * ahead), so that the next writes read no line until the readers may have fallen behind
+ * again. Recording only seq - SHM_SLOTS had a root broadcasting in a loop read a reader's
+ * line at every call, a cache-line transfer each time that the reader's next `done` store
+ * took back. A member's line may hold a later group's stamp (it freed this one): done with
+ * everything of this group, of which none runs past seq - 1 (mine is not written yet). */
+static void note_readers(struct pg_group *g, uint64_t seq)
+{
+    struct pg_shm *s = g->shm;
+    uint64_t low = seq - 1;
+
+    for (int r = 0; r < g->size; r++) {
+        uint64_t have = load(&s->at[r]->done);
+        uint32_t behind = (uint32_t)seq - (uint32_t)have;
+
+        if (r != g->rank && have >> 32 == s->ctx && behind >= 1 && seq - behind < low) {
+            low = seq - behind;
+        }
+    }
+    s->safe = MPS_MAX(low, seq - SHM_SLOTS);
+}
+
 static int wait_reuse(struct pg_group *g, uint64_t seq, const char *what)
 {
     struct shm_wait w;
@@ -432,7 +455,7 @@ static int wait_reuse(struct pg_group *g, uint64_t seq, const char *what)
     w.g = g;
     rc = shm_wait(&w, what);
     if (rc == PGC_OK) {
-        g->shm->safe = seq - SHM_SLOTS;
+        note_readers(g, seq);
     }
     return rc;
 }
@@ -698,7 +721,7 @@ static bool try_post(struct shm_op *o)
         if (!all_there(&w)) {
             return false;
         }
-        s->safe = o->seq - SHM_SLOTS;
+        note_readers(o->g, o->seq);
     }
     write_slot(o->g, o->seq, o->in, o->bytes, o->sig);
     return true;
