@@ -76,3 +76,15 @@ void mps_copy(void *dst, const void *src, size_t n)
     }
 }
 #endif
+
+/* Never inlined nor specialised for a constant n (link-time optimisation would otherwise
+ * turn the call back into `rep stos`). */
+#if defined(__clang__)
+__attribute__((noinline))
+#else
+__attribute__((noipa))
+#endif
+void mps_zero(void *p, size_t n)
+{
+    memset(p, 0, n);
+}

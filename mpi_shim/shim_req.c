@@ -4,6 +4,7 @@
  */
 #include "config.h"
 
+#include "mps_copy.h"
 #include "mps_log.h"
 #include "pgc_status.h"
 #include "shim_req.h"
@@ -103,7 +104,7 @@ static struct shim_req *req_take(enum shim_req_kind kind, MPI_Comm comm)
 
     r = i < 0 ? NULL : slots[i];
     if (r) {
-        memset(&r->kind, 0, sizeof(*r) - offsetof(struct shim_req, kind));
+        mps_zero(&r->kind, sizeof(*r) - offsetof(struct shim_req, kind));
         r->kind = kind;
         r->comm = comm;
         r->active = true;
