@@ -212,18 +212,48 @@ static int isend_common(const void *buf, int count, MPI_Datatype dt, int dest, i
     return p2p_start(SHIM_REQ_SEND, (void *)buf, count, dt, dest, tag, comm, sync, request, fn);
 }
 
+/* A blocking send's request, on the heap rather than in send_common's frame: a send whose
+ * wait gives up may still be completed by the transport after the call returned (a
+ * rendezvous whose receiver posts late writes its completion, reads the packed copy). */
+struct blocking_send {
+    struct pg_req pr;
+    void *tmp;                  /* the packed copy of a non-contiguous message, or NULL */
+    struct blocking_send *next; /* on the list of those given up */
+};
+
+/* Sends given up while the transport may still complete them: never freed, and kept
+ * reachable (a leak checker then sees them as held, which they are). */
+static struct blocking_send *given_up;
+
+/* After a blocking send's wait: its request and packed copy go, unless the send is still
+ * under way after its wait gave up (a timeout, a dead peer): both are then left to the
+ * transport for good, as pgc_work_free leaves a work that is still sending. */
+static void send_release(struct blocking_send *bs, bool waited)
+{
+    if (waited && !pg_req_is_done(&bs->pr)) {
+        MPS_WARN("MPI_Send (rank %d): the send is still under way after its wait gave up; its "
+                 "request is left to the transport, which may still read the buffer",
+                 pg_world_rank());
+        bs->next = __atomic_load_n(&given_up, __ATOMIC_RELAXED);
+        while (!__atomic_compare_exchange_n(&given_up, &bs->next, bs, true, __ATOMIC_RELEASE,
+                                            __ATOMIC_RELAXED)) {
+        }
+        return;
+    }
+    free(bs->tmp);
+    free(bs);
+}
+
 /* A blocking send is a send request waited for at once, without a pooled request. */
 static int send_common(const void *buf, int count, MPI_Datatype dt, int dest, int tag,
                        MPI_Comm comm, bool sync, const char *fn)
 {
     struct shim_comm *c;
     struct shim_dtype *t;
-    struct shim_msgbuf mb;
-    struct pg_req pr;
+    struct shim_msgbuf mb = {.tmp = NULL};
+    struct blocking_send *bs;
     int rc = p2p_check(fn, comm, buf, count, dt, dest, tag, false, &c, &t);
-    bool dev;
-
-    pg_req_no_callback(&pr);
+    bool dev, waited;
 
     if (rc == MPI_SUCCESS) {
         rc = device_buffer(fn, comm, buf, count, t, &dev);
@@ -231,19 +261,22 @@ static int send_common(const void *buf, int count, MPI_Datatype dt, int dest, in
     if (rc != MPI_SUCCESS || send_now(fn, comm, c, buf, count, t, dest, tag, sync, &rc)) {
         return rc;
     }
-    if (dev) {
-        rc = pg_dev_isend(c->g, buf, (size_t)count * t->size, dest, tag, sync, &pr);
-        rc = rc == PGC_OK && !pg_req_is_done(&pr) ? pg_wait(&pr, -1) : rc;
-        return rc == PGC_OK ? MPI_SUCCESS : shim_error_pg(comm, fn, rc);
+    bs = malloc(sizeof(*bs));
+    if (!bs || (!dev && shim_msgbuf_send(buf, count, t, &mb) != MPI_SUCCESS)) {
+        free(bs);
+        return shim_error(comm, fn, MPI_ERR_NO_MEM, "no memory for a request or to pack %d "
+                          "elements", count);
     }
-    if (shim_msgbuf_send(buf, count, t, &mb) != MPI_SUCCESS) {
-        return shim_error(comm, fn, MPI_ERR_NO_MEM, "no memory to pack %d elements", count);
+    bs->tmp = mb.tmp;
+    pg_req_no_callback(&bs->pr);
+    rc = dev ? pg_dev_isend(c->g, buf, (size_t)count * t->size, dest, tag, sync, &bs->pr)
+             : pg_isend(c->g, mb.ptr, mb.bytes, dest, tag, sync, &bs->pr);
+    /* A send that failed to start was never left with the transport. */
+    waited = rc == PGC_OK && !pg_req_is_done(&bs->pr);
+    if (waited) {
+        rc = pg_wait(&bs->pr, -1);
     }
-    rc = pg_isend(c->g, mb.ptr, mb.bytes, dest, tag, sync, &pr);
-    if (rc == PGC_OK && !pg_req_is_done(&pr)) {
-        rc = pg_wait(&pr, -1);
-    }
-    free(mb.tmp);
+    send_release(bs, waited);
     return rc == PGC_OK ? MPI_SUCCESS : shim_error_pg(comm, fn, rc);
 }
 

@@ -76,6 +76,10 @@ int shim_req_done(MPI_Comm comm, const char *fn, MPI_Request *request);
 struct shim_req *shim_req_get(MPI_Request h);
 /* Back to the pool (frees temporaries, releases the type). */
 void shim_req_free(struct shim_req *r);
+/* A request whose operation is still under way after its wait gave up (a timeout, a dead
+ * peer): the transport may still read its buffers and complete it, so nothing of it is
+ * freed or reused; its handle stops naming it. */
+void shim_req_abandon(struct shim_req *r);
 /* MPI_Start of an MPI_Bsend_init request (shim_bsend.c): copies the message out against
  * the attached buffer, as MPI_Bsend does, and leaves r active and already complete. */
 int shim_bsend_start(struct shim_req *r);

@@ -358,9 +358,16 @@ int PMPI_Request_free(MPI_Request *request)
         *request = MPI_REQUEST_NULL;
         return MPI_SUCCESS;
     }
-    /* A pending operation still owns its buffers: finish it before recycling the slot. */
+    /* A pending operation still owns its buffers: finish it before recycling the slot. One
+     * that its wait gave up on (a timeout, a dead peer) may still be in the transport's
+     * hands: its memory is never reused. */
     if (r->active && !pg_req_is_done(&r->pr)) {
         pg_wait(&r->pr, -1);
+    }
+    if (r->active && !pg_req_is_done(&r->pr)) {
+        shim_req_abandon(r);
+        *request = MPI_REQUEST_NULL;
+        return MPI_SUCCESS;
     }
     r->persistent = false;
     r->finished = true;
