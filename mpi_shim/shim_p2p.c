@@ -225,6 +225,21 @@ struct blocking_send {
  * reachable (a leak checker then sees them as held, which they are). */
 static struct blocking_send *given_up;
 
+/* One request kept per thread for the next blocking send: a malloc and free per large send
+ * cost as much as a small message's whole latency. */
+static __thread struct blocking_send *spare;
+
+static struct blocking_send *blocking_send_take(void)
+{
+    struct blocking_send *bs = spare;
+
+    if (bs) {
+        spare = NULL;
+        return bs;
+    }
+    return malloc(sizeof(*bs));
+}
+
 /* After a blocking send's wait: its request and packed copy go, unless the send is still
  * under way after its wait gave up (a timeout, a dead peer): both are then left to the
  * transport for good, as pgc_work_free leaves a work that is still sending. */
@@ -241,7 +256,11 @@ static void send_release(struct blocking_send *bs, bool waited)
         return;
     }
     free(bs->tmp);
-    free(bs);
+    if (spare) {
+        free(bs);
+    } else {
+        spare = bs;
+    }
 }
 
 /* A blocking send is a send request waited for at once, without a pooled request. */
@@ -261,7 +280,7 @@ static int send_common(const void *buf, int count, MPI_Datatype dt, int dest, in
     if (rc != MPI_SUCCESS || send_now(fn, comm, c, buf, count, t, dest, tag, sync, &rc)) {
         return rc;
     }
-    bs = malloc(sizeof(*bs));
+    bs = blocking_send_take();
     if (!bs || (!dev && shim_msgbuf_send(buf, count, t, &mb) != MPI_SUCCESS)) {
         free(bs);
         return shim_error(comm, fn, MPI_ERR_NO_MEM, "no memory for a request or to pack %d "
