@@ -58,19 +58,6 @@ static __attribute__((noinline)) void given_up_sends(void)
     CHECK(r == MPI_REQUEST_NULL, "MPI_Request_free left the handle");
 }
 
-/* A barrier polled with MPI_Test: rank 1 waits here while rank 0's sends time out, longer
- * than a blocking wait may. */
-static void wait_for_all(void)
-{
-    MPI_Request r;
-    int done = 0;
-
-    CHECK_MPI(MPI_Ibarrier(MPI_COMM_WORLD, &r));
-    while (!done) {
-        CHECK_MPI(MPI_Test(&r, &done, MPI_STATUS_IGNORE));
-    }
-}
-
 /* Rank 0, in a frame laid over where given_up_sends' callees had theirs: waits until rank 1
  * has both messages (its note comes after their transfers' completions, on the same
  * channel), then checks that nothing wrote into the frame. */
@@ -82,7 +69,7 @@ static __attribute__((noinline)) void guarded_wait(void)
     for (size_t i = 0; i < PAD; i++) {
         pad[i] = (unsigned char)(i * 13 + 5);
     }
-    wait_for_all();
+    mrt_polled_barrier();
     CHECK_MPI(MPI_Recv(&note, 1, MPI_INT, 1, 9, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
     CHECK(note == 2, "rank 1's note says %d messages", note);
     for (size_t i = 0; i < PAD; i++) {
@@ -109,7 +96,7 @@ int main(int argc, char **argv)
         given_up_sends();
         guarded_wait();
     } else {
-        wait_for_all();
+        mrt_polled_barrier();
         memset(a, 0, BIG);
         memset(b, 0, BIG);
         CHECK_MPI(MPI_Recv(a, BIG, MPI_BYTE, 0, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE));

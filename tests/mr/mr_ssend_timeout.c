@@ -46,19 +46,6 @@ static void given_up_sends(void)
     EXPECT_CLASS(MPI_Wait(&r, MPI_STATUS_IGNORE), MPI_ERR_OTHER);
 }
 
-/* A barrier polled with MPI_Test: rank 1 waits here while rank 0's sends time out, longer
- * than a blocking wait may. */
-static void wait_for_all(void)
-{
-    MPI_Request r;
-    int done = 0;
-
-    CHECK_MPI(MPI_Ibarrier(MPI_COMM_WORLD, &r));
-    while (!done) {
-        CHECK_MPI(MPI_Test(&r, &done, MPI_STATUS_IGNORE));
-    }
-}
-
 int main(int argc, char **argv)
 {
     int size, buf[N];
@@ -70,7 +57,7 @@ int main(int argc, char **argv)
     if (mrt_rank == 0) {
         given_up_sends();
     }
-    wait_for_all();
+    mrt_polled_barrier();
     for (int seq = 1; seq <= ROUNDS + 2; seq++) {
         if (mrt_rank == 0 && seq > 2) {
             fill(buf, seq);

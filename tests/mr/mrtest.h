@@ -60,6 +60,19 @@ static inline void mrt_init(int *argc, char ***argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &mrt_rank);
 }
 
+/* A barrier polled with MPI_Test: a rank can wait here longer than a blocking wait may
+ * (MPISHIM_TIMEOUT), while another's calls time out. */
+static inline void mrt_polled_barrier(void)
+{
+    MPI_Request r;
+    int done = 0;
+
+    CHECK_MPI(MPI_Ibarrier(MPI_COMM_WORLD, &r));
+    while (!done) {
+        CHECK_MPI(MPI_Test(&r, &done, MPI_STATUS_IGNORE));
+    }
+}
+
 /* An MPI_T counter of this process, read with mrt_counter_read (MPI_T initialized by the
  * caller): its session and handle are made at the first read. */
 struct mrt_counter {
