@@ -225,19 +225,16 @@ struct blocking_send {
  * reachable (a leak checker then sees them as held, which they are). */
 static struct blocking_send *given_up;
 
-/* One request kept per thread for the next blocking send: a malloc and free per large send
- * cost as much as a small message's whole latency. */
-static __thread struct blocking_send *spare;
+/* One request kept for the next blocking send, whichever thread makes it (swapped in and
+ * out atomically; a thread's own would be lost when the thread ends): a malloc and free per
+ * large send cost as much as a small message's whole latency. */
+static struct blocking_send *spare;
 
 static struct blocking_send *blocking_send_take(void)
 {
-    struct blocking_send *bs = spare;
+    struct blocking_send *bs = __atomic_exchange_n(&spare, NULL, __ATOMIC_ACQUIRE);
 
-    if (bs) {
-        spare = NULL;
-        return bs;
-    }
-    return malloc(sizeof(*bs));
+    return bs ? bs : malloc(sizeof(*bs));
 }
 
 /* After a blocking send's wait: its request and packed copy go, unless the send is still
@@ -256,10 +253,10 @@ static void send_release(struct blocking_send *bs, bool waited)
         return;
     }
     free(bs->tmp);
-    if (spare) {
+    struct blocking_send *none = NULL;
+    if (!__atomic_compare_exchange_n(&spare, &none, bs, false, __ATOMIC_RELEASE,
+                                     __ATOMIC_RELAXED)) {
         free(bs);
-    } else {
-        spare = bs;
     }
 }
 
