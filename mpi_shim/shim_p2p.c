@@ -244,8 +244,8 @@ static void send_release(struct blocking_send *bs, bool waited)
 {
     if (waited && !pg_req_is_done(&bs->pr)) {
         MPS_WARN("MPI_Send (rank %d): the send is still under way after its wait gave up; its "
-                 "request is left to the transport, which may still read the buffer",
-                 pg_world_rank());
+                 "request is left to the transport, which may still complete it (and, for a "
+                 "large message, read the buffer)", pg_world_rank());
         bs->next = __atomic_load_n(&given_up, __ATOMIC_RELAXED);
         while (!__atomic_compare_exchange_n(&given_up, &bs->next, bs, true, __ATOMIC_RELEASE,
                                             __ATOMIC_RELAXED)) {

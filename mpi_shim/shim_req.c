@@ -204,11 +204,12 @@ static void release_temporaries(struct shim_req *r)
 
 void shim_req_abandon(struct shim_req *r)
 {
-    bool locked = pool_enter();
+    bool locked;
 
     MPS_WARN("MPI_Request_free (rank %d): a send still under way after its wait gave up; "
              "its request and buffers are left to the transport (never reused), which may "
              "still read the buffer and complete the request", pg_world_rank());
+    locked = pool_enter();
     r->handle = 0; /* the handle no longer names it; the slot never returns to the pool */
     pool_leave(locked);
 }
