@@ -149,6 +149,11 @@ int fab_sleep(struct fab *f, int timeout_ms);
 int fab_sleep_fd(const struct fab *f, const char **prov);
 int fab_sleep_arm(struct fab *f);
 int fab_sleep_poll(int fd, const char *prov, int timeout_ms);
+/* The pause of a waiter that has waited long (pg_progress.c): up to ns nanoseconds, ended
+ * at once when one of our sockets to other nodes (fab_sock) turns readable, so that their
+ * messages do not wait out the pause; a plain nanosleep where there is none (rings alone,
+ * a libfabric endpoint, f NULL). No provider call: no lock needed. */
+void fab_nap(struct fab *f, long ns);
 /* The oldest AM from peer not yet handed to the handler, looked at in place, for a caller
  * that can take it without progress (a blocking receive). 1: it is at *buf (*len bytes)
  * and stays there until fab_am_consume(f, peer) or the next progress; 0: nothing from peer
