@@ -11,6 +11,8 @@
 #include <rdma/fi_domain.h>
 #include <rdma/fi_endpoint.h>
 #include <rdma/fi_tagged.h>
+#include <stdbool.h>
+#include <string.h>
 
 /*
  * libfabric is opened at run time (fab_dl.c), not linked: Debian's libfabric pulls in
@@ -133,6 +135,13 @@ struct fab {
     int probes_out;           /* probes in flight */
     int probe_next;           /* the peer the next round of probes starts at */
 };
+
+/* Whether ranks a and b run on one node (their node names, as the bootstrap gave them). */
+static inline bool fab_same_node(const struct fab *f, int a, int b)
+{
+    return strncmp(f->nodes + (size_t)a * f->node_stride, f->nodes + (size_t)b * f->node_stride,
+                   f->node_stride) == 0;
+}
 
 /* Converts a -FI_E* code to PGC_ERR_* and records the cause naming the call; the
  * fi_strerror text is logged once per (call, code). */

@@ -337,16 +337,6 @@ static int alloc_pools(struct fab *f)
     return PGC_OK;
 }
 
-static const char *node_of(const struct fab *f, int r)
-{
-    return f->nodes + (size_t)r * f->node_stride;
-}
-
-static int same_node(const struct fab *f, int a, int b)
-{
-    return strncmp(node_of(f, a), node_of(f, b), f->node_stride) == 0;
-}
-
 /* Which endpoints the node names call for. */
 static void needed_eps(const struct fab *f, int *need_shm, int *need_net)
 {
@@ -354,7 +344,7 @@ static void needed_eps(const struct fab *f, int *need_shm, int *need_net)
     *need_net = 0;
     for (int r = 0; r < f->size; r++) {
         if (r != f->rank) {
-            *(same_node(f, r, f->rank) ? need_shm : need_net) = 1;
+            *(fab_same_node(f, r, f->rank) ? need_shm : need_net) = 1;
         }
     }
 }
@@ -590,14 +580,15 @@ static int connect_sock(struct fab *f, int r, const struct fab_blob *b)
     }
     int rc = fab_sock_connect(f, r, b->name[FAB_SLOT_NET], b->len[FAB_SLOT_NET]);
     if (rc == PGC_OK) {
-        fab_probe_note_prov(f, r, FAB_SOCK_NAME, b->name[FAB_SLOT_NET], b->len[FAB_SLOT_NET]);
+        fab_probe_note_prov(f, r, FAB_SOCK_NAME, fab_sock_peer_addr(f, r),
+                            sizeof(struct sockaddr_in));
     }
     return rc;
 }
 
 static int connect_peer(struct fab *f, int r, const struct fab_blob *b)
 {
-    if (f->ring && same_node(f, r, f->rank)) {
+    if (f->ring && fab_same_node(f, r, f->rank)) {
         int rc = b->shm_pid || r == f->rank
                      ? fab_shm_connect(f, r, b->shm_pid, b->shm_nonce)
                      : mps_error(PGC_ERR_MISMATCH, "fab_connect: rank %d on this node published "
@@ -607,10 +598,10 @@ static int connect_peer(struct fab *f, int r, const struct fab_blob *b)
         }
     }
     /* Sockets: every peer when forced (no shm endpoint then), else those of other nodes. */
-    if (f->sock && (!f->shm || !same_node(f, r, f->rank))) {
+    if (f->sock && (!f->shm || !fab_same_node(f, r, f->rank))) {
         return connect_sock(f, r, b);
     }
-    int use_shm = f->shm && (f->shm == f->net || same_node(f, r, f->rank));
+    int use_shm = f->shm && (f->shm == f->net || fab_same_node(f, r, f->rank));
     struct fab_ep *e = use_shm ? f->shm : f->net;
     int slot = use_shm ? FAB_SLOT_SHM : FAB_SLOT_NET;
     if (b->version != FAB_BLOB_VERSION || !(b->present & (1u << slot)) || !e) {

@@ -219,12 +219,6 @@ static void seg_name(char *buf, size_t len, uint32_t pid, uint32_t nonce)
     snprintf(buf, len, "/mpishim-%u-%u", pid, nonce);
 }
 
-static bool same_node(const struct fab *f, int a, int b)
-{
-    return strncmp(f->nodes + (size_t)a * f->node_stride, f->nodes + (size_t)b * f->node_stride,
-                   f->node_stride) == 0;
-}
-
 /* CMA needs the kernel to let us read a sibling's memory: same user, and Yama at most 1
  * (with PR_SET_PTRACER_ANY, which fab_open sets). */
 static bool probe_cma(void)
@@ -263,7 +257,7 @@ static int alloc_tables(struct fab *f, struct fab_shm *s)
     }
     s->nlocal = 0;
     for (int r = 0; r < f->size; r++) {
-        s->local_of[r] = same_node(f, r, f->rank) ? s->nlocal++ : -1;
+        s->local_of[r] = fab_same_node(f, r, f->rank) ? s->nlocal++ : -1;
     }
     s->my_local = s->local_of[f->rank];
     s->chead = calloc((size_t)s->nlocal, sizeof(uint64_t));

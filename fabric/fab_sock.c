@@ -53,13 +53,12 @@
 #include "fab_sock.h"
 #include "fab_reserve.h"
 #include "mps_config.h"
+#include "mps_ifaddr.h"
 #include "mps_log.h"
 #include "pgc_status.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
-#include <ifaddrs.h>
-#include <net/if.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -67,6 +66,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -142,13 +142,16 @@ struct sock_peer {
 
 struct fab_sock {
     int lfd, epfd;
-    struct sockaddr_in addr;
+    in_port_t port;                       /* where lfd listens (network order) */
+    int naddr;                            /* addresses announced (sock_name) */
+    struct in_addr addrs[MPS_IFADDR_MAX];
     struct sock_peer *peers;
     struct sock_conn *conns;            /* all, for fab_sock_close */
     size_t in_cap;                      /* receive buffer of every connection */
     bool busy;                          /* inside fab_sock_progress: no nested parsing */
     struct sock_cts spare[CTS_RESERVE]; /* for a malloc that fails (cts_in) */
     struct fab_reserve reserve;         /* spare behind malloc (fab_reserve.h) */
+    char accept_lost[160];              /* set once accept4 ran out of descriptors */
 };
 
 /* AM frames are padded to 8 bytes on the wire, so the next frame's payload stays aligned. */
@@ -170,53 +173,84 @@ static struct fab_req *req_of(struct mps_list *link)
 
 /* ---- addresses and listening ---- */
 
-/* The IPv4 address of iface, or of the first interface that is up and not loopback when
- * iface is empty; loopback when there is none. */
-static int pick_addr(const char *iface, struct in_addr *out)
-{
-    struct ifaddrs *list, *i;
-    int rc = PGC_ERR_FABRIC;
+/* What a rank publishes (the net slot of its address blob): its port and every address it
+ * listens on (mps_ifaddr.h); only the addresses used are sent. */
+#define SOCK_NAME_MAGIC 0x6d70736bu /* "mpsk" */
+struct sock_name {
+    uint32_t magic;
+    uint16_t port; /* network order */
+    uint16_t naddr;
+    struct in_addr addr[MPS_IFADDR_MAX];
+};
+_Static_assert(sizeof(struct sock_name) <= FAB_NAME_MAX, "sock name fits the blob");
 
-    out->s_addr = htonl(INADDR_LOOPBACK);
-    if (getifaddrs(&list) != 0) {
+static size_t name_len(int naddr)
+{
+    return offsetof(struct sock_name, addr) + (size_t)naddr * sizeof(struct in_addr);
+}
+
+/* The addresses to announce: MPISHIM_FABRIC_IFACE's, else every interface that is up and
+ * running but loopback, else loopback (a host without a network: its own ranks only). */
+static int my_addrs(struct fab_sock *s, const char *iface)
+{
+    s->naddr = mps_ifaddr_mine(iface, s->addrs, MPS_IFADDR_MAX);
+    if (s->naddr < 0) {
         return mps_error(PGC_ERR_FABRIC, "fab_open(sock): getifaddrs: %s", strerror(errno));
     }
-    for (i = list; i; i = i->ifa_next) {
-        bool usable = i->ifa_addr && i->ifa_addr->sa_family == AF_INET && (i->ifa_flags & IFF_UP) &&
-                      (*iface ? strcmp(i->ifa_name, iface) == 0 : !(i->ifa_flags & IFF_LOOPBACK));
-        if (usable) {
-            *out = ((struct sockaddr_in *)i->ifa_addr)->sin_addr;
-            rc = PGC_OK;
-            break;
-        }
-    }
-    freeifaddrs(list);
-    if (rc != PGC_OK && *iface) {
+    if (s->naddr == 0 && *iface) {
         return mps_error(PGC_ERR_INVALID_ARG,
                          "fab_open(sock): MPISHIM_FABRIC_IFACE=%s: no such interface with an "
                          "IPv4 address that is up on this node",
                          iface);
     }
+    if (s->naddr == 0) {
+        s->addrs[s->naddr++].s_addr = htonl(INADDR_LOOPBACK);
+    }
     return PGC_OK;
 }
 
+/* Listens on MPISHIM_FABRIC_IFACE's address, else on every address (one port for all). */
 static int listen_on(struct fab_sock *s)
 {
-    socklen_t len = sizeof(s->addr);
-    int rc = pick_addr(mps_config_str(MPS_CFG_FABRIC_IFACE), &s->addr.sin_addr);
+    const char *iface = mps_config_str(MPS_CFG_FABRIC_IFACE);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_ANY)};
+    socklen_t len = sizeof(sa);
+    int rc = my_addrs(s, iface);
 
     if (rc != PGC_OK) {
         return rc;
     }
-    s->addr.sin_family = AF_INET;
-    s->lfd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (s->lfd < 0 || bind(s->lfd, (struct sockaddr *)&s->addr, sizeof(s->addr)) != 0 ||
-        listen(s->lfd, SOMAXCONN) != 0 ||
-        getsockname(s->lfd, (struct sockaddr *)&s->addr, &len) != 0) {
-        return mps_error(PGC_ERR_FABRIC, "fab_open(sock): cannot listen on %s: %s",
-                         inet_ntoa(s->addr.sin_addr), strerror(errno));
+    if (*iface) {
+        sa.sin_addr = s->addrs[0];
     }
+    s->lfd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (s->lfd < 0 || bind(s->lfd, (struct sockaddr *)&sa, sizeof(sa)) != 0 ||
+        listen(s->lfd, SOMAXCONN) != 0 || getsockname(s->lfd, (struct sockaddr *)&sa, &len) != 0) {
+        return mps_error(PGC_ERR_FABRIC, "fab_open(sock): cannot listen on %s: %s",
+                         inet_ntoa(sa.sin_addr), strerror(errno));
+    }
+    s->port = sa.sin_port;
     return PGC_OK;
+}
+
+/* A rank may hold two descriptors per peer on another node (two connections until the
+ * move, see the file's head) besides the library's and the program's own: an all-to-all of
+ * 500 ranks would reach the usual soft limit of 1,024. So the soft limit is lifted toward
+ * what the job can need, up to the hard limit (Open MPI lifts it to the hard limit). */
+static void fit_fd_limit(int size)
+{
+    struct rlimit rl;
+    rlim_t need = 2 * (rlim_t)size + 256;
+
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur >= need) {
+        return;
+    }
+    rlim_t old = rl.rlim_cur;
+    rl.rlim_cur = rl.rlim_max != RLIM_INFINITY && rl.rlim_max < need ? rl.rlim_max : need;
+    if (rl.rlim_cur > old && setrlimit(RLIMIT_NOFILE, &rl) == 0) {
+        MPS_DEBUG("fab_open(sock): open files limit %llu -> %llu for %d ranks",
+                  (unsigned long long)old, (unsigned long long)rl.rlim_cur, size);
+    }
 }
 
 int fab_sock_open(struct fab *f)
@@ -238,6 +272,7 @@ int fab_sock_open(struct fab *f)
         mps_list_init(&s->peers[r].waiting);
         mps_list_init(&s->peers[r].ready);
     }
+    fit_fd_limit(f->size);
     int rc = listen_on(s);
     if (rc == PGC_OK) {
         s->epfd = epoll_create1(EPOLL_CLOEXEC);
@@ -245,35 +280,84 @@ int fab_sock_open(struct fab *f)
             rc = mps_error(PGC_ERR_FABRIC, "fab_open(sock): epoll: %s", strerror(errno));
         }
     }
-    if (rc == PGC_OK) {
-        MPS_DEBUG("fab_open: sock listens on %s port %u", inet_ntoa(s->addr.sin_addr),
-                  (unsigned)ntohs(s->addr.sin_port));
+    if (rc == PGC_OK && mps_log_enabled(MPS_LOG_DEBUG)) {
+        char list[MPS_IFADDR_MAX * (INET_ADDRSTRLEN + 2)];
+        MPS_DEBUG("fab_open: sock listens on port %u, announcing %s", (unsigned)ntohs(s->port),
+                  mps_ifaddr_list(s->addrs, s->naddr, list, sizeof(list)));
     }
     return rc;
 }
 
 size_t fab_sock_addr(const struct fab *f, void *name, size_t cap)
 {
-    if (!f->sock || cap < sizeof(f->sock->addr)) {
+    struct sock_name n = {.magic = SOCK_NAME_MAGIC};
+
+    if (!f->sock || cap < name_len(f->sock->naddr)) {
         return 0;
     }
-    memcpy(name, &f->sock->addr, sizeof(f->sock->addr));
-    return sizeof(f->sock->addr);
+    n.port = f->sock->port;
+    n.naddr = (uint16_t)f->sock->naddr;
+    memcpy(n.addr, f->sock->addrs, (size_t)n.naddr * sizeof(n.addr[0]));
+    memcpy(name, &n, name_len(n.naddr));
+    return name_len(n.naddr);
+}
+
+static const char *node_name(const struct fab *f, int peer, int *len)
+{
+    const char *n = f->nodes + (size_t)peer * f->node_stride;
+
+    *len = (int)strnlen(n, f->node_stride);
+    return n;
+}
+
+/* Which of the peer's addresses this rank connects to: on this node any (the first), on
+ * another one mps_ifaddr_pick's choice; -1 (with the error) when none is reachable. */
+static int pick_peer_addr(const struct fab *f, int peer, const struct sock_name *n)
+{
+    char list[MPS_IFADDR_MAX * (INET_ADDRSTRLEN + 2)];
+    int nlen;
+    const char *node = node_name(f, peer, &nlen);
+    int k = fab_same_node(f, peer, f->rank) ? 0 : mps_ifaddr_pick(n->addr, n->naddr);
+
+    if (k < 0) {
+        mps_error(PGC_ERR_FABRIC,
+                  "fab_connect: rank %d (on node %.*s) announced only addresses this node has "
+                  "itself (%s): a bridge such as docker0 with one address on every node? Set "
+                  "MPISHIM_FABRIC_IFACE to the interface that joins the nodes",
+                  peer, nlen, node, mps_ifaddr_list(n->addr, n->naddr, list, sizeof(list)));
+    }
+    return k;
 }
 
 int fab_sock_connect(struct fab *f, int peer, const void *name, size_t len)
 {
     struct sock_peer *p = &f->sock->peers[peer];
+    struct sock_name n = {0};
+    int k;
 
-    memcpy(&p->addr, name, MPS_MIN(len, sizeof(p->addr)));
-    if (len != sizeof(p->addr) || p->addr.sin_family != AF_INET) {
+    memcpy(&n, name, MPS_MIN(len, sizeof(n)));
+    if (len < name_len(0) || n.magic != SOCK_NAME_MAGIC || n.naddr < 1 ||
+        n.naddr > MPS_IFADDR_MAX || len != name_len(n.naddr)) {
         return mps_error(PGC_ERR_MISMATCH,
                          "fab_connect: rank %d published no sock address (%zu B); do all "
-                         "ranks agree on MPISHIM_FABRIC_PROVIDER/MPISHIM_FABRIC_NET_PROVIDER?",
+                         "ranks agree on MPISHIM_FABRIC_PROVIDER/MPISHIM_FABRIC_NET_PROVIDER, "
+                         "and run one mpishim build?",
                          peer, len);
     }
+    k = pick_peer_addr(f, peer, &n);
+    if (k < 0) {
+        return PGC_ERR_FABRIC;
+    }
+    p->addr.sin_family = AF_INET;
+    p->addr.sin_port = n.port;
+    p->addr.sin_addr = n.addr[k];
     p->on = true;
     return PGC_OK;
+}
+
+const struct sockaddr_in *fab_sock_peer_addr(const struct fab *f, int peer)
+{
+    return &f->sock->peers[peer].addr;
 }
 
 bool fab_sock_peer(const struct fab *f, int peer)
@@ -287,6 +371,21 @@ int fab_sock_wait_fd(const struct fab *f)
 }
 
 /* ---- connections ---- */
+
+/* What to say of an error of socket() or accept4(): its text, and where it is the limit
+ * on open files, that limit and the cure. */
+static const char *fd_error(int err, char *buf, size_t cap)
+{
+    struct rlimit rl = {0};
+
+    if (err != EMFILE && err != ENFILE) {
+        return strerror(err);
+    }
+    (void)getrlimit(RLIMIT_NOFILE, &rl);
+    snprintf(buf, cap, "%s (open files limit %llu: raise `ulimit -n`)", strerror(err),
+             (unsigned long long)rl.rlim_cur);
+    return buf;
+}
 
 static struct sock_conn *conn_new(struct fab_sock *s, int fd, int peer, size_t cap)
 {
@@ -324,14 +423,6 @@ static void conn_end(struct fab_sock *s, struct sock_conn *c)
         close(c->fd);
         c->fd = -1;
     }
-}
-
-static const char *node_name(const struct fab *f, int peer, int *len)
-{
-    const char *n = f->nodes + (size_t)peer * f->node_stride;
-
-    *len = (int)strnlen(n, f->node_stride);
-    return n;
 }
 
 /* The error of a peer found dead, naming it, its node, its address and what was seen. */
@@ -438,7 +529,9 @@ static int get_out(struct fab *f, int peer, struct sock_conn **out)
     }
     fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0) {
-        return mps_error(PGC_ERR_FABRIC, "fab_am_send(sock): socket: %s", strerror(errno));
+        char why[128];
+        return mps_error(PGC_ERR_FABRIC, "fab_am_send(sock): cannot connect to rank %d: socket: %s",
+                         peer, fd_error(errno, why, sizeof(why)));
     }
     if (connect(fd, (struct sockaddr *)&p->addr, sizeof(p->addr)) != 0) {
         err = errno == EINPROGRESS ? connect_wait(fd, f->timeout) : errno;
@@ -457,6 +550,19 @@ static int get_out(struct fab *f, int peer, struct sock_conn **out)
     return PGC_OK;
 }
 
+/* Out of descriptors, a peer's connection stays in the backlog and the listener readable:
+ * stop watching it (no spinning on it) and fail this rank's waits with the cause, not with
+ * a peer's timeout much later. */
+static void accept_failed(struct fab_sock *s, int err)
+{
+    char why[128];
+
+    (void)epoll_ctl(s->epfd, EPOLL_CTL_DEL, s->lfd, NULL);
+    snprintf(s->accept_lost, sizeof(s->accept_lost),
+             "fab_progress(sock): cannot take a peer's connection: %s",
+             fd_error(err, why, sizeof(why)));
+}
+
 static void accept_all(struct fab *f)
 {
     int fd;
@@ -465,6 +571,9 @@ static void accept_all(struct fab *f)
         if (!conn_new(f->sock, fd, -1, f->sock->in_cap)) {
             MPS_ERR("fab_progress(sock): no memory for an incoming connection");
         }
+    }
+    if ((errno == EMFILE || errno == ENFILE) && !f->sock->accept_lost[0]) {
+        accept_failed(f->sock, errno);
     }
 }
 
@@ -1019,6 +1128,9 @@ int fab_sock_health(const struct fab *f)
 {
     if (f->sock && f->sock->reserve.lost[0]) {
         return mps_error(PGC_ERR_NOMEM, "%s", f->sock->reserve.lost);
+    }
+    if (f->sock && f->sock->accept_lost[0]) {
+        return mps_error(PGC_ERR_FABRIC, "%s", f->sock->accept_lost);
     }
     return PGC_OK;
 }

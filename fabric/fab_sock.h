@@ -8,9 +8,9 @@
  * libfabric 1.17 costs each process its providers' start-up (doc/cluster.md), and tcp;ofi_rxm
  * doubled the small-message latency against MPICH's and Open MPI's own TCP paths.
  *
- * Each rank listens on one TCP socket (the interface MPISHIM_FABRIC_IFACE names, else the
- * first IPv4 interface that is up and not loopback, else loopback) whose address is its part
- * of the address blob. Everything fab.h promises holds: AMs in order per peer, tagged data
+ * Each rank listens on one TCP socket: on the address of the interface MPISHIM_FABRIC_IFACE
+ * names, else on every address, announcing those of the interfaces that are up and running
+ * but loopback (else loopback); a peer connects to the one mps_ifaddr_pick chooses. Everything fab.h promises holds: AMs in order per peer, tagged data
  * matched by (peer, tag) with truncation to the posted length, completions from progress,
  * a dead peer named with PGC_ERR_PEER_DEAD. See fab_sock.c for the wire and its choices.
  */
@@ -19,6 +19,7 @@
 
 #include "fab_int.h"
 
+#include <netinet/in.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -28,11 +29,14 @@
 
 /* Opens the listening socket and the epoll set (f->sock); opens no libfabric. */
 int fab_sock_open(struct fab *f);
-/* This rank's listening address (a struct sockaddr_in) into name; its length, or 0. */
+/* This rank's port and the addresses it announces (fab_sock.c's sock_name) into name; its
+ * length, or 0. */
 size_t fab_sock_addr(const struct fab *f, void *name, size_t cap);
-/* Records peer's listening address (len bytes from its blob); the connection is made at the
- * first send to it. */
+/* Records which of peer's announced addresses to reach it at (len bytes from its blob;
+ * mps_ifaddr_pick's choice); the connection is made at the first send to it. */
 int fab_sock_connect(struct fab *f, int peer, const void *name, size_t len);
+/* The address of peer's that fab_sock_connect chose (what the probes watch). */
+const struct sockaddr_in *fab_sock_peer_addr(const struct fab *f, int peer);
 /* Whether peer is reached through this transport. */
 bool fab_sock_peer(const struct fab *f, int peer);
 int fab_sock_am_send(struct fab *f, int peer, const void *hdr, size_t hlen, const void *payload,

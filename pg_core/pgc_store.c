@@ -12,14 +12,13 @@
 #include "boot.h"
 #include "boot_store.h"
 #include "mps_config.h"
+#include "mps_ifaddr.h"
 #include "mps_log.h"
 #include "pg_internal.h"
 #include "pgc_internal.h"
 #include "pgc_status.h"
 
 #include <arpa/inet.h>
-#include <ifaddrs.h>
-#include <net/if.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -463,75 +462,37 @@ pgc_store *pgc_default_store(void)
 }
 
 /* The store's announcement: rank 0's port, node name and IPv4 addresses. */
-#define STORE_ADDRS_MAX 8
 struct store_announce {
     int port; /* -1: rank 0 could not start a server */
     char token[BOOT_STORE_TOKEN_LEN + 1]; /* sent over the process group, never the network */
     char node[BOOT_NODE_MAX];
     bool bound_one; /* MPISHIM_STORE_BIND named one address: addr[0], for everyone */
     int naddr;
-    struct in_addr addr[STORE_ADDRS_MAX];
+    struct in_addr addr[MPS_IFADDR_MAX];
 };
 
-/* Rank 0's IPv4 addresses on interfaces that are up, loopback left out. Its host name is
- * no use here: on many clusters node names do not resolve (Slurm reaches nodes by
- * NodeAddr), and a name that resolves may name another interface than the one the peers
- * reach. The peers pick the address they can reach (pick_store_addr). */
-static void my_addrs(struct store_announce *a)
-{
-    struct ifaddrs *ifs = NULL, *i;
-
-    a->naddr = 0;
-    if (getifaddrs(&ifs) != 0) {
-        return;
-    }
-    for (i = ifs; i && a->naddr < STORE_ADDRS_MAX; i = i->ifa_next) {
-        if (i->ifa_addr && i->ifa_addr->sa_family == AF_INET && (i->ifa_flags & IFF_UP) &&
-            !(i->ifa_flags & IFF_LOOPBACK)) {
-            a->addr[a->naddr++] = ((const struct sockaddr_in *)(void *)i->ifa_addr)->sin_addr;
-        }
-    }
-    freeifaddrs(ifs);
-}
-
-/* True when one of this host's IPv4 interfaces has `a` in its subnet: then `a` is reached
- * directly through that interface, as the fabric's tcp provider reaches that node. */
-static bool on_my_subnet(struct in_addr a, const struct ifaddrs *ifs)
-{
-    for (const struct ifaddrs *i = ifs; i; i = i->ifa_next) {
-        if (i->ifa_addr && i->ifa_netmask && i->ifa_addr->sa_family == AF_INET &&
-            (i->ifa_flags & IFF_UP) && !(i->ifa_flags & IFF_LOOPBACK)) {
-            in_addr_t mine = ((const struct sockaddr_in *)(void *)i->ifa_addr)->sin_addr.s_addr;
-            in_addr_t mask = ((const struct sockaddr_in *)(void *)i->ifa_netmask)->sin_addr.s_addr;
-            if ((mine & mask) == (a.s_addr & mask)) {
-                return true;
-            }
-        }
-    }
-    return false;
-}
-
 /* The address of rank 0 that this rank connects to: loopback on rank 0's node; else the
- * first of rank 0's addresses on a subnet of ours; else its first address (routed). */
-static void pick_store_addr(const struct store_announce *a, char *host, size_t len)
+ * one mps_ifaddr_pick chooses among rank 0's interfaces (not the host name: on many
+ * clusters node names do not resolve, Slurm reaching nodes by NodeAddr, and a name that
+ * resolves may name another interface than the one the peers reach). */
+static int pick_store_addr(const struct store_announce *a, char *host, size_t len)
 {
-    struct ifaddrs *ifs = NULL;
-    int pick = 0;
+    char list[MPS_IFADDR_MAX * (INET_ADDRSTRLEN + 2)];
+    int pick = a->bound_one ? 0 : mps_ifaddr_pick(a->addr, a->naddr);
 
     snprintf(host, len, "127.0.0.1");
-    if (!a->bound_one && (strncmp(a->node, pg_node_name(), BOOT_NODE_MAX) == 0 || a->naddr == 0)) {
-        return;
+    if (!a->bound_one && strncmp(a->node, pg_node_name(), BOOT_NODE_MAX) == 0) {
+        return PGC_OK;
     }
-    if (getifaddrs(&ifs) == 0) {
-        for (int k = 0; k < a->naddr; k++) {
-            if (on_my_subnet(a->addr[k], ifs)) {
-                pick = k;
-                break;
-            }
-        }
-        freeifaddrs(ifs);
+    if (pick < 0) {
+        return mps_error(PGC_ERR_BOOT,
+                         "pgc_default_store: rank 0 (node %s) has no address this rank can "
+                         "reach: it announced only addresses this node has itself (%s); set "
+                         "MPISHIM_STORE_BIND to the address of rank 0 that the nodes share",
+                         a->node, mps_ifaddr_list(a->addr, a->naddr, list, sizeof(list)));
     }
     inet_ntop(AF_INET, &a->addr[pick], host, (socklen_t)len);
+    return PGC_OK;
 }
 
 /* Where rank 0's default store listens: loopback when every rank shares its node, else
@@ -571,11 +532,8 @@ static int serve_default_store(struct pgc_store **out)
             snprintf(a.node, sizeof(a.node), "%s", pg_node_name());
             a.bound_one = *bind && strcmp(bind, "127.0.0.1") != 0 &&
                           inet_pton(AF_INET, bind, &a.addr[0]) == 1;
-            if (a.bound_one) {
-                a.naddr = 1;
-            } else {
-                my_addrs(&a);
-            }
+            a.naddr = a.bound_one ? 1 : mps_ifaddr_mine("", a.addr, MPS_IFADDR_MAX);
+            a.naddr = MPS_MAX(a.naddr, 0);
         }
     }
     if (w->size > 1) {
@@ -590,8 +548,11 @@ static int serve_default_store(struct pgc_store **out)
         }
         a.token[BOOT_STORE_TOKEN_LEN] = '\0';
         a.node[BOOT_NODE_MAX - 1] = '\0';
-        a.naddr = a.naddr < 0 || a.naddr > STORE_ADDRS_MAX ? 0 : a.naddr;
-        pick_store_addr(&a, host, sizeof(host));
+        a.naddr = a.naddr < 0 || a.naddr > MPS_IFADDR_MAX ? 0 : a.naddr;
+        rc = pick_store_addr(&a, host, sizeof(host));
+        if (rc != PGC_OK) {
+            return rc;
+        }
         MPS_DEBUG("default store: rank 0 (node %s) serves on port %d; connecting to %s", a.node,
                   a.port, host);
         rc = tcp_open("pgc_default_store", host, NULL, a.port, a.token, pg_timeout(), out);

@@ -16,6 +16,8 @@
 #   exec NODE CMD...  run CMD inside node NODE (cn2, or 2): its network, host name and
 #           /dev/shm, with the caller's environment.
 #   addr NODE  print node NODE's address.
+#   decoy on|off  give every node's interface dock0 (listed before eth0) one and the same
+#           address, up and running, as docker0 has on real clusters; off: down, no address.
 #   rsh HOST CMD...  an rsh agent for Open MPI's mpirun (--mca plm_rsh_agent "cluster.sh
 #           rsh"): runs the shell command line CMD inside the node named or addressed HOST.
 #
@@ -38,6 +40,34 @@ MUNGE_SOCK=$D/munge.socket
 export SLURM_CONF=$CONF
 
 node_addr() { echo "$NET.$((10 + $1))"; }
+
+# The decoy: an interface of every node, listed before eth0, down and without an address
+# until `decoy on` gives it the same address on every node, as docker0 or virbr0 have on
+# real clusters (up and running once a container runs). Nothing reaches another node
+# through it.
+DECOY=dock0
+DECOY_ADDR=172.31.0.1/16
+
+decoy() {
+    local i
+    for i in $(seq 1 "$N"); do
+        case "$1" in
+            on)
+                ip -n "$NS$i" addr replace "$DECOY_ADDR" dev "$DECOY"
+                ip -n "$NS$i" link set "${DECOY}p" up
+                ip -n "$NS$i" link set "$DECOY" up
+                ;;
+            off)
+                ip -n "$NS$i" addr flush dev "$DECOY"
+                ip -n "$NS$i" link set "$DECOY" down
+                ;;
+            *)
+                echo "usage: $0 decoy on|off" >&2
+                exit 2
+                ;;
+        esac
+    done
+}
 
 write_conf() {
     local i
@@ -155,6 +185,8 @@ make_net() {
     ip link set "$BR" up
     for i in $(seq 1 "$N"); do
         ip netns add "$NS$i"
+        # The decoy first, so that it comes before eth0 in every listing of interfaces.
+        ip -n "$NS$i" link add "$DECOY" type veth peer name "${DECOY}p"
         ip link add "v$NS$i" type veth peer name eth0 netns "$NS$i"
         ip link set "v$NS$i" master "$BR" up
         ip -n "$NS$i" addr add "$(node_addr "$i")/24" dev eth0
@@ -309,6 +341,7 @@ case "${1:-}" in
         exec_on "$@"
         ;;
     addr) node_addr "$(node_index "${2:-}")" ;;
+    decoy) decoy "${2:-}" ;;
     rsh)
         # As ssh does: the words after the host are one command line for a shell.
         [ $# -ge 3 ] || { echo "usage: $0 rsh HOST CMD..." >&2; exit 2; }
@@ -317,7 +350,7 @@ case "${1:-}" in
         exec_on "$host" sh -c "$*"
         ;;
     *)
-        echo "usage: $0 up|down|status|exec NODE CMD...|addr NODE" >&2
+        echo "usage: $0 up|down|status|exec NODE CMD...|addr NODE|decoy on|off" >&2
         exit 2
         ;;
 esac

@@ -5,7 +5,7 @@
 # again, also when a case fails or the script is interrupted.
 #
 # Cases (each checks its own results; the programs exit non-zero on a wrong value):
-#   srun --mpi=pmix -N 2 at 1, 2 and 3 ranks per node and at -n 16: every pair exchanging
+#   srun --mpi=pmix -N 2 at 1, 2 and 3 ranks per node and at -n 16 and 24: every pair exchanging
 #   0 B to 4 MiB (mr_p2p), every collective (mr_coll, mr_coll2), the pgc_ API with its
 #   default store (mr_pgc, mr_pgc_init), blocking and async pgc calls mixed (mr_pgc_mix),
 #   pgc examples, distributed SGD (same checksum as on
@@ -19,7 +19,9 @@
 #   that share a node name on two hosts (own /dev/shm each) fail at once, saying why;
 #   one-sided communication at 2 x 2 (mr_rma: windows of the world span the nodes and take
 #   active messages, windows of a node's communicator take the direct path) and at 2 x 1
-#   (mr_rma_net: puts and gets as libfabric FI_RMA between the nodes, and without it).
+#   (mr_rma_net: puts and gets as libfabric FI_RMA between the nodes, and without it); a
+#   docker0-like interface with one address on every node, listed before eth0 (the ranks
+#   and the default store must pick the address that reaches the other node).
 #
 # Under sanitizers (MPS_SAN_FLAGS set, as `make check` sets it) the programs run several
 # times slower on 2 cores: a reduced set runs (mr_pgc_init at 1 rank per node, mr_coll and
@@ -274,6 +276,26 @@ hydra_job() {
 printf '#!/bin/sh\nexec "%s" rsh "$@"\n' "$cluster" >"$tmp/rsh"
 chmod +x "$tmp/rsh"
 
+# Every node with a docker0-like interface listed before eth0, one address on all of them,
+# up and running (`cluster.sh decoy on`): the ranks must still reach each other through
+# our sockets and rank 0's default store (mps_ifaddr_pick skips addresses a node has
+# itself). N ranks, N/2 per node: with 2 per node the rings within and sockets between.
+# Before the pick every rank announced the decoy's address and took its peers for dead, and
+# the other node's ranks connected to the decoy's address for the store until the timeout.
+decoy_jobs() {
+    local n=$1
+    if ! "$cluster" decoy on >"$tmp/out" 2>&1; then
+        not_ok "cluster.sh decoy on" "$tmp/out"
+        return
+    fi
+    job "mr_coll, a docker0-like interface listed first on every node" "$n" tests/mr/mr_coll
+    job "mr_pgc_init (default store), the same interface" "$n" tests/mr/mr_pgc_init
+    # The store alone: the fabric told its interface, the store's address still picked.
+    job "mr_pgc_init (default store), the same interface, fabric on eth0" "$n" \
+        env MPISHIM_FABRIC_IFACE=eth0 tests/mr/mr_pgc_init
+    "$cluster" decoy off >/dev/null 2>&1 || not_ok "cluster.sh decoy off"
+}
+
 sbatch_job() {
     local id rc out
     id=$(timeout 120 sbatch --parsable --wait --export=ALL,SGD=./examples/pgc_sgd \
@@ -310,6 +332,7 @@ if [[ "${MPS_SAN_FLAGS:-}" == *sanitize* ]]; then
     finalize_failure
     env_launch
     shared_node_name
+    decoy_jobs 2
 else
     # 1 rank per node: every pair 0 B..4 MiB, every collective.
     job "mr_p2p" 2 tests/mr/mr_p2p
@@ -358,6 +381,18 @@ else
     # 8 ranks per node: start-up, every rank's segment, and the collectives at scale.
     job "mr_smoke" 16 tests/mr/mr_smoke
     job "mr_coll2" 16 tests/mr/mr_coll2
+    # More than 16 ranks: 12 per node (-O: 12 to a CPU on this machine), every pair and every
+    # collective. Here a wait that napped once idle for 10 ms made mr_coll take up to 28 s
+    # (3 of 12 runs past 6 s, against 3.6-4.1 s): naps now need a CPU to spare and an idle
+    # wait (pg_progress.c).
+    job "mr_p2p (12 ranks per node)" 24 -O tests/mr/mr_p2p
+    job "mr_coll (12 ranks per node)" 24 -O tests/mr/mr_coll
+    # A soft limit on open files too low for the job, as 1,024 is for an all-to-all of 500
+    # ranks, scaled down: every rank starts under `ulimit -Sn 20`, and the library lifts it
+    # toward 2 per rank + 256 (fab_sock.c, fit_fd_limit). Without that, rank 0 failed with
+    # "socket: Too many open files" at 22.
+    job "mr_coll under ulimit -Sn 20 (12 ranks per node)" 24 -O \
+        sh -c 'ulimit -Sn 20 && exec "$0"' tests/mr/mr_coll
     if [ -x examples/pgc_sgd ]; then
         timeout -k 5 120 srun --mpi=pmix -N 2 -n 8 examples/pgc_sgd --epochs 4 --quiet --reducer \
             </dev/null >"$tmp/out" 2>&1
@@ -373,6 +408,7 @@ else
     init_failure
     finalize_failure
     shared_node_name
+    decoy_jobs 4
 fi
 
 echo "$failures failed"
