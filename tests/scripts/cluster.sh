@@ -278,14 +278,26 @@ kill_node_procs() {
     done
 }
 
+# The highest node index that may be up: N, or more where a cluster of more nodes was
+# brought up with another MPISHIM_CLUSTER_NODES (its namespaces and pid files say so).
+nodes_to_clean() {
+    local top=$N i
+    for i in $(ip netns list 2>/dev/null | sed -n "s/^$NS\([0-9][0-9]*\).*/\1/p") \
+        $(ls "$D" 2>/dev/null | sed -n 's/^slurmd\.cn\([0-9][0-9]*\)\.pid$/\1/p'); do
+        [ "$i" -gt "$top" ] && top=$i
+    done
+    echo "$top"
+}
+
 down() {
-    local i pid
+    local i pid top
     set +e
+    top=$(nodes_to_clean)
     cancel_jobs
-    for i in $(seq 1 "$N"); do
+    for i in $(seq 1 "$top"); do
         stop_pidfile "$D/slurmd.cn$i.pid"
     done
-    for i in $(seq 1 "$N"); do
+    for i in $(seq 1 "$top"); do
         kill_node_procs "$i"
     done
     stop_pidfile "$D/slurmctld.pid"
@@ -295,7 +307,7 @@ down() {
         [ "$(ps -o comm= -p "$pid" 2>/dev/null)" = munged ] && stop_pidfile "$D/munged.pid"
         rm -f "$D/munged.pid"
     fi
-    for i in $(seq 1 "$N"); do
+    for i in $(seq 1 "$top"); do
         ip link del "v$NS$i" 2>/dev/null # the pair goes now even if the netns lingers
         ip netns del "$NS$i" 2>/dev/null
     done

@@ -21,7 +21,8 @@
 #   active messages, windows of a node's communicator take the direct path) and at 2 x 1
 #   (mr_rma_net: puts and gets as libfabric FI_RMA between the nodes, and without it); a
 #   docker0-like interface with one address on every node, listed before eth0 (the ranks
-#   and the default store must pick the address that reaches the other node).
+#   and the default store must pick the address that reaches the other node); last, three
+#   nodes of uneven sizes (node-aware collectives with three leaders, mr_pgc_mix at 8).
 #
 # Under sanitizers (MPS_SAN_FLAGS set, as `make check` sets it) the programs run several
 # times slower on 2 cores: a reduced set runs (mr_pgc_init at 1 rank per node, mr_coll and
@@ -84,16 +85,17 @@ not_ok() {
     failures=$((failures + 1))
 }
 
-# job NAME NTASKS PROG ARGS...: srun across both nodes; must exit 0.
+# job NAME NTASKS PROG ARGS...: srun across the cluster's $nodes nodes; must exit 0.
+nodes=2
 job() {
     local name=$1 n=$2 rc
     shift 2
-    timeout -k 5 150 srun --mpi=pmix -N 2 -n "$n" "$@" </dev/null >"$tmp/out" 2>&1
+    timeout -k 5 150 srun --mpi=pmix -N "$nodes" -n "$n" "$@" </dev/null >"$tmp/out" 2>&1
     rc=$?
     if [ $rc = 0 ]; then
-        ok "srun -N 2 -n $n $name"
+        ok "srun -N $nodes -n $n $name"
     else
-        not_ok "srun -N 2 -n $n $name (exit $rc)" "$tmp/out"
+        not_ok "srun -N $nodes -n $n $name (exit $rc)" "$tmp/out"
     fi
 }
 
@@ -296,6 +298,25 @@ decoy_jobs() {
     "$cluster" decoy off >/dev/null 2>&1 || not_ok "cluster.sh decoy off"
 }
 
+# Three nodes, brought up in place of the two: the node-aware collectives with three leaders
+# (no power of two) over nodes of 3, 3 and 2 ranks, block and cyclic, and pgc's blocking
+# and async calls mixed over them (mr_pgc_mix, whose buffers were sized for 5 ranks until
+# this case ran it at 8 and it read wrong data). The exit's `cluster.sh down` finds every
+# node that is up, whatever MPISHIM_CLUSTER_NODES says.
+three_nodes() {
+    "$cluster" down >/dev/null 2>&1
+    if ! MPISHIM_CLUSTER_NODES=3 "$cluster" up >"$tmp/out" 2>&1; then
+        not_ok "cluster.sh up with 3 nodes" "$tmp/out"
+        return
+    fi
+    nodes=3
+    job "mr_coll_hier (3 + 3 + 2)" 8 env MRT_EXPECT_HIER=1 tests/mr/mr_coll_hier
+    job "mr_coll_hier (cyclic)" 8 -m cyclic env MRT_EXPECT_HIER=1 tests/mr/mr_coll_hier
+    job "mr_pgc_mix (cyclic)" 8 -m cyclic tests/mr/mr_pgc_mix
+    job "mr_coll (3 + 2 + 2)" 7 tests/mr/mr_coll
+    nodes=2
+}
+
 sbatch_job() {
     local id rc out
     id=$(timeout 120 sbatch --parsable --wait --export=ALL,SGD=./examples/pgc_sgd \
@@ -409,6 +430,7 @@ else
     finalize_failure
     shared_node_name
     decoy_jobs 4
+    three_nodes
 fi
 
 echo "$failures failed"
