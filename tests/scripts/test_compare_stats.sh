@@ -113,4 +113,29 @@ expect "4 rounds: the paired median is still there" "0.750" "$(field allreduce 8
 expect "4 rounds: no interval" "" "$(field allreduce 8 paired_ci_low)"
 expect "4 rounds 50 % slower every time: unsure, not REGRESSED" "unsure" "$(flag allreduce 8)"
 
+# The run order: over 2k rounds of k = 5 libraries (10 for an odd k), each runs first twice
+# and follows each other library twice; over k rounds of an even k, once each.
+balance() {
+    python3 - "$srcdir/bench/compare" "$1" <<'PY'
+import collections, importlib.machinery, importlib.util, sys
+loader = importlib.machinery.SourceFileLoader("compare", sys.argv[1])
+spec = importlib.util.spec_from_loader("compare", loader)
+compare = importlib.util.module_from_spec(spec)
+loader.exec_module(compare)
+k = int(sys.argv[2])
+items = ["lib%d" % i for i in range(k)]
+first, follows = collections.Counter(), collections.Counter()
+for rnd in range(k if k % 2 == 0 else 2 * k):
+    order = compare.balanced_order(items, rnd, "allreduce-4")
+    assert sorted(order) == items, order
+    first[order[0]] += 1
+    follows.update(zip(order, order[1:]))
+print(sorted(set(first.values())), sorted(set(follows.values())), len(follows))
+PY
+}
+expect "5 libraries, 10 rounds: first twice each, every pair twice, all 20 pairs" \
+    "[2] [2] 20" "$(balance 5)"
+expect "4 libraries, 4 rounds: first once each, every pair once, all 12 pairs" \
+    "[1] [1] 12" "$(balance 4)"
+
 expect_done
