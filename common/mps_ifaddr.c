@@ -92,7 +92,7 @@ int mps_ifaddr_pick(const struct in_addr *peer, int n)
     if (list) {
         freeifaddrs(list);
     }
-    return direct >= 0 ? direct : first;
+    return direct >= 0 ? direct : first >= 0 ? first : n > 0 ? 0 : -1;
 }
 
 const char *mps_ifaddr_list(const struct in_addr *peer, int n, char *buf, size_t cap)

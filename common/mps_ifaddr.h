@@ -8,8 +8,8 @@
  * ways that show up as a dead peer or a hang. So a rank announces every address of an
  * interface that is up and running (loopback left out), and the peer picks: never an
  * address it has itself (the peer is on another node, so such an address is a copy on a
- * virtual bridge, not the peer), first one on a subnet of its own interfaces, else the
- * first one left (reached through a router). Open MPI's btl/tcp matches subnets the same
+ * virtual bridge, not the peer, unless the peer has no other), first one on a subnet of its
+ * own interfaces, else the first one left (reached through a router). Open MPI's btl/tcp matches subnets the same
  * way; MPICH asks the user (-iface).
  */
 #ifndef MPS_IFADDR_H
@@ -30,8 +30,9 @@ int mps_ifaddr_mine(const char *iface, struct in_addr *out, int max);
 
 /* The index among peer[0..n-1] (addresses a rank on another node announced) of the one to
  * connect to: addresses this host has itself are skipped; the first on a subnet of one of
- * this host's interfaces wins, else the first left. -1 when none is left (every one is
- * also ours) or n is 0. */
+ * this host's interfaces wins, else the first left. When every one is also ours, 0: the
+ * peer shares this host's addresses (the same host under another node name, as the tests'
+ * MPISHIM_NODE_NAME makes it, or containers on the host's network). -1 when n is 0. */
 int mps_ifaddr_pick(const struct in_addr *peer, int n);
 
 /* peer's n addresses as "a, b, c" into buf (for messages); buf. */

@@ -310,25 +310,6 @@ static const char *node_name(const struct fab *f, int peer, int *len)
     return n;
 }
 
-/* Which of the peer's addresses this rank connects to: on this node any (the first), on
- * another one mps_ifaddr_pick's choice; -1 (with the error) when none is reachable. */
-static int pick_peer_addr(const struct fab *f, int peer, const struct sock_name *n)
-{
-    char list[MPS_IFADDR_MAX * (INET_ADDRSTRLEN + 2)];
-    int nlen;
-    const char *node = node_name(f, peer, &nlen);
-    int k = fab_same_node(f, peer, f->rank) ? 0 : mps_ifaddr_pick(n->addr, n->naddr);
-
-    if (k < 0) {
-        mps_error(PGC_ERR_FABRIC,
-                  "fab_connect: rank %d (on node %.*s) announced only addresses this node has "
-                  "itself (%s): a bridge such as docker0 with one address on every node? Set "
-                  "MPISHIM_FABRIC_IFACE to the interface that joins the nodes",
-                  peer, nlen, node, mps_ifaddr_list(n->addr, n->naddr, list, sizeof(list)));
-    }
-    return k;
-}
-
 int fab_sock_connect(struct fab *f, int peer, const void *name, size_t len)
 {
     struct sock_peer *p = &f->sock->peers[peer];
@@ -344,10 +325,8 @@ int fab_sock_connect(struct fab *f, int peer, const void *name, size_t len)
                          "and run one mpishim build?",
                          peer, len);
     }
-    k = pick_peer_addr(f, peer, &n);
-    if (k < 0) {
-        return PGC_ERR_FABRIC;
-    }
+    /* On this node any address reaches the peer (the first); else mps_ifaddr_pick's. */
+    k = fab_same_node(f, peer, f->rank) ? 0 : mps_ifaddr_pick(n.addr, n.naddr);
     p->addr.sin_family = AF_INET;
     p->addr.sin_port = n.port;
     p->addr.sin_addr = n.addr[k];

@@ -477,7 +477,6 @@ struct store_announce {
  * resolves may name another interface than the one the peers reach). */
 static int pick_store_addr(const struct store_announce *a, char *host, size_t len)
 {
-    char list[MPS_IFADDR_MAX * (INET_ADDRSTRLEN + 2)];
     int pick = a->bound_one ? 0 : mps_ifaddr_pick(a->addr, a->naddr);
 
     snprintf(host, len, "127.0.0.1");
@@ -486,10 +485,10 @@ static int pick_store_addr(const struct store_announce *a, char *host, size_t le
     }
     if (pick < 0) {
         return mps_error(PGC_ERR_BOOT,
-                         "pgc_default_store: rank 0 (node %s) has no address this rank can "
-                         "reach: it announced only addresses this node has itself (%s); set "
-                         "MPISHIM_STORE_BIND to the address of rank 0 that the nodes share",
-                         a->node, mps_ifaddr_list(a->addr, a->naddr, list, sizeof(list)));
+                         "pgc_default_store: rank 0 (node %s) announced no address (no "
+                         "interface up and running but loopback there); set "
+                         "MPISHIM_STORE_BIND to an address of rank 0 that the nodes reach",
+                         a->node);
     }
     inet_ntop(AF_INET, &a->addr[pick], host, (socklen_t)len);
     return PGC_OK;
