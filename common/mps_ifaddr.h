@@ -9,8 +9,8 @@
  * interface that is up and running (loopback left out), and the peer picks: never an
  * address it has itself (the peer is on another node, so such an address is a copy on a
  * virtual bridge, not the peer, unless the peer has no other), first one on a subnet of its
- * own interfaces, else the first one left (reached through a router). Open MPI's btl/tcp matches subnets the same
- * way; MPICH asks the user (-iface).
+ * own interfaces, else the first one left (reached through a router). Open MPI's btl/tcp
+ * matches subnets the same way; MPICH asks the user (-iface).
  */
 #ifndef MPS_IFADDR_H
 #define MPS_IFADDR_H

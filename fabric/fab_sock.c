@@ -143,8 +143,8 @@ struct sock_peer {
 struct fab_sock {
     int lfd, epfd;
     in_port_t port;                       /* where lfd listens (network order) */
-    int naddr;                            /* addresses announced (sock_name) */
-    struct in_addr addrs[MPS_IFADDR_MAX];
+    int naddr;                            /* addresses announced (sock_name): */
+    struct in_addr addrs[MPS_IFADDR_MAX]; /* these */
     struct sock_peer *peers;
     struct sock_conn *conns;            /* all, for fab_sock_close */
     size_t in_cap;                      /* receive buffer of every connection */

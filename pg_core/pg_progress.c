@@ -197,8 +197,8 @@ static void net_idle(struct wait_state *w)
 }
 
 /* One step of a wait: poll, and after spin_count polls give the CPU away (for a while when
- * the wait has been idle for long and the machine has a CPU to spare). The lock is dropped around the yield so that other threads can
- * progress (and complete our request). */
+ * the wait has been idle for long and the machine has a CPU to spare). The lock is dropped
+ * around the yield so that other threads can progress (and complete our request). */
 static void wait_poll(struct wait_state *w)
 {
     int events = progress_events();

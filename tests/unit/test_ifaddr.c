@@ -2,8 +2,9 @@
  * addresses a rank announces, and which of a peer's it picks. The peer's lists are built
  * from what getifaddrs says here, so each expected index is known independently: an
  * address of ours is not picked while the peer has another, one on our subnet beats one
- * that needs a router, and the first one left wins otherwise. The multi-node suite (tests/scripts/test_cluster.sh,
- * decoy_jobs) runs the same choice between two emulated nodes. */
+ * that needs a router, and the first one left wins otherwise. The multi-node suite
+ * (tests/scripts/test_cluster.sh, decoy_jobs) runs the same choice between two emulated
+ * nodes. */
 #include "config.h"
 
 #include <arpa/inet.h>
