@@ -77,20 +77,28 @@ static bool on_my_subnet(in_addr_t a, const struct ifaddrs *list)
 int mps_ifaddr_pick(const struct in_addr *peer, int n)
 {
     struct ifaddrs *list = NULL;
-    int first = -1, direct = -1;
+    int k;
 
     if (getifaddrs(&list) != 0) {
         list = NULL; /* nothing known of ours: the first address */
     }
+    k = mps_ifaddr_pick_in(list, peer, n);
+    if (list) {
+        freeifaddrs(list);
+    }
+    return k;
+}
+
+int mps_ifaddr_pick_in(const struct ifaddrs *list, const struct in_addr *peer, int n)
+{
+    int first = -1, direct = -1;
+
     for (int k = 0; k < n && direct < 0; k++) {
         if (is_mine(peer[k].s_addr, list)) {
             continue;
         }
         first = first < 0 ? k : first;
         direct = on_my_subnet(peer[k].s_addr, list) ? k : -1;
-    }
-    if (list) {
-        freeifaddrs(list);
     }
     return direct >= 0 ? direct : first >= 0 ? first : n > 0 ? 0 : -1;
 }

@@ -35,6 +35,12 @@ int mps_ifaddr_mine(const char *iface, struct in_addr *out, int max);
  * MPISHIM_NODE_NAME makes it, or containers on the host's network). -1 when n is 0. */
 int mps_ifaddr_pick(const struct in_addr *peer, int n);
 
+struct ifaddrs;
+/* mps_ifaddr_pick against mine, a getifaddrs list the caller keeps (NULL: none known), for
+ * a rank that picks for many peers: a getifaddrs costs about 40 us here, once per peer of
+ * another node at start-up. */
+int mps_ifaddr_pick_in(const struct ifaddrs *mine, const struct in_addr *peer, int n);
+
 /* peer's n addresses as "a, b, c" into buf (for messages); buf. */
 const char *mps_ifaddr_list(const struct in_addr *peer, int n, char *buf, size_t cap);
 

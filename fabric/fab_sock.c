@@ -59,6 +59,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <ifaddrs.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -145,6 +146,8 @@ struct fab_sock {
     in_port_t port;                       /* where lfd listens (network order) */
     int naddr;                            /* addresses announced (sock_name): */
     struct in_addr addrs[MPS_IFADDR_MAX]; /* these */
+    struct ifaddrs *ifs;                  /* this host's, for picking peers' addresses */
+    bool ifs_taken;                       /* ifs was asked for (NULL if getifaddrs failed) */
     struct sock_peer *peers;
     struct sock_conn *conns;            /* all, for fab_sock_close */
     size_t in_cap;                      /* receive buffer of every connection */
@@ -325,8 +328,15 @@ int fab_sock_connect(struct fab *f, int peer, const void *name, size_t len)
                          "and run one mpishim build?",
                          peer, len);
     }
-    /* On this node any address reaches the peer (the first); else mps_ifaddr_pick's. */
-    k = fab_same_node(f, peer, f->rank) ? 0 : mps_ifaddr_pick(n.addr, n.naddr);
+    /* On this node any address reaches the peer (the first); else mps_ifaddr_pick's, against
+     * one listing of this host's interfaces for all the peers. */
+    if (!f->sock->ifs_taken && !fab_same_node(f, peer, f->rank)) {
+        f->sock->ifs_taken = true;
+        if (getifaddrs(&f->sock->ifs) != 0) {
+            f->sock->ifs = NULL;
+        }
+    }
+    k = fab_same_node(f, peer, f->rank) ? 0 : mps_ifaddr_pick_in(f->sock->ifs, n.addr, n.naddr);
     p->addr.sin_family = AF_INET;
     p->addr.sin_port = n.port;
     p->addr.sin_addr = n.addr[k];
@@ -1161,6 +1171,9 @@ void fab_sock_close(struct fab *f)
     }
     if (s->epfd >= 0) {
         close(s->epfd);
+    }
+    if (s->ifs) {
+        freeifaddrs(s->ifs);
     }
     free(s->peers);
     free(s);
