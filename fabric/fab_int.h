@@ -146,6 +146,9 @@ static inline bool fab_same_node(const struct fab *f, int a, int b)
 /* Converts a -FI_E* code to PGC_ERR_* and records the cause naming the call; the
  * fi_strerror text is logged once per (call, code). */
 int fab_fi_error(int fi_rc, const char *call, int peer);
+/* MPI_Init's error for an MPISHIM_FABRIC_IFACE (iface) that this node cannot use: err is
+ * EINVAL where it is malformed, else nothing on this node matches it. */
+int fab_iface_error(const char *iface, int err);
 /* Whether class_dir (the kernel's RDMA device class, /sys/class/infiniband) lists a device:
  * 0 when it is absent or empty while its parent exists, 1 otherwise (a device, or no sysfs
  * to tell by). */

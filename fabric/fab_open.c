@@ -13,10 +13,12 @@
 #include "fab_shm.h"
 #include "fab_sock.h"
 #include "mps_config.h"
+#include "mps_ifaddr.h"
 #include "mps_log.h"
 #include "pgc_status.h"
 
 #include <dirent.h>
+#include <errno.h>
 #include <net/if.h>
 #include <rdma/fi_cm.h>
 #include <rdma/fi_errno.h>
@@ -54,6 +56,21 @@ static bool socket_provider(const char *prov)
     return prov && (strstr(prov, "tcp") || strstr(prov, "sockets") || strstr(prov, "net"));
 }
 
+/* The interface MPISHIM_FABRIC_IFACE selects on this node: the name it gives, or, for a
+ * subnet ("10.1.0.0/16"), the interface of this node's address within it ("" unless set). */
+static char iface_name[IF_NAMESIZE + 1];
+
+int fab_iface_error(const char *iface, int err)
+{
+    return mps_error(PGC_ERR_INVALID_ARG, "fab_open: MPISHIM_FABRIC_IFACE=%s: %s", iface,
+                     err == EINVAL ? "neither an interface's name nor a subnet "
+                                     "(address/prefix-length)"
+                     : strchr(iface, '/')
+                         ? "no address of this node is within that subnet"
+                         : "this node has no such network interface, or none with an "
+                           "address that is up (link-local IPv6 ones do not count)");
+}
+
 /* libfabric 1.17's tcp and net providers ignore the domain name of the hints and take their
  * addresses from FI_TCP_IFACE / FI_NET_IFACE, read when the providers load (the first
  * fi_getinfo), and a name the node lacks makes them fall back to every interface without a
@@ -65,14 +82,13 @@ static int apply_iface(void)
     if (!*iface) {
         return PGC_OK;
     }
-    if (if_nametoindex(iface) == 0) {
-        return mps_error(PGC_ERR_INVALID_ARG,
-                         "fab_open: MPISHIM_FABRIC_IFACE=%s: this node has no such network "
-                         "interface",
-                         iface);
+    if (mps_ifaddr_iface_of(iface, iface_name, sizeof(iface_name)) != 0 ||
+        if_nametoindex(iface_name) == 0) {
+        iface_name[0] = '\0';
+        return fab_iface_error(iface, errno);
     }
-    setenv("FI_TCP_IFACE", iface, 0);
-    setenv("FI_NET_IFACE", iface, 0);
+    setenv("FI_TCP_IFACE", iface_name, 0);
+    setenv("FI_NET_IFACE", iface_name, 0);
     return PGC_OK;
 }
 
@@ -94,9 +110,8 @@ struct fi_info *fab_make_hints(const char *prov)
         hints->fabric_attr->prov_name = strdup(prov);
     }
     /* The interface matters only for the socket providers (their domain is the netdev). */
-    const char *iface = mps_config_str(MPS_CFG_FABRIC_IFACE);
-    if (*iface && socket_provider(prov)) {
-        hints->domain_attr->name = strdup(iface);
+    if (*iface_name && socket_provider(prov)) {
+        hints->domain_attr->name = strdup(iface_name);
     }
     return hints;
 }
@@ -580,8 +595,9 @@ static int connect_sock(struct fab *f, int r, const struct fab_blob *b)
     }
     int rc = fab_sock_connect(f, r, b->name[FAB_SLOT_NET], b->len[FAB_SLOT_NET]);
     if (rc == PGC_OK) {
-        fab_probe_note_prov(f, r, FAB_SOCK_NAME, fab_sock_peer_addr(f, r),
-                            sizeof(struct sockaddr_in));
+        socklen_t len;
+        const struct sockaddr *sa = fab_sock_peer_addr(f, r, &len);
+        fab_probe_note_prov(f, r, FAB_SOCK_NAME, sa, len);
     }
     return rc;
 }

@@ -37,6 +37,7 @@
 
 #include "fab_int.h"
 #include "fab_sock.h"
+#include "mps_ifaddr.h"
 #include "mps_log.h"
 #include "pgc_status.h"
 
@@ -185,22 +186,15 @@ static enum verdict probe_check(struct fab *f, struct fab_probe *p, double now)
 /* The error of a peer found dead, naming it, its node and its address. */
 static int dead_error(const struct fab *f, int peer)
 {
-    const struct fab_probe *p = &f->probes[peer];
-    const void *ip = p->addr.ss_family == AF_INET
-                         ? (const void *)&((const struct sockaddr_in *)&p->addr)->sin_addr
-                         : (const void *)&((const struct sockaddr_in6 *)&p->addr)->sin6_addr;
-    in_port_t port = p->addr.ss_family == AF_INET
-                         ? ((const struct sockaddr_in *)&p->addr)->sin_port
-                         : ((const struct sockaddr_in6 *)&p->addr)->sin6_port;
-    char host[INET6_ADDRSTRLEN] = "?";
+    const struct sockaddr *sa = (const struct sockaddr *)&f->probes[peer].addr;
+    char host[MPS_INADDR_STRLEN];
 
-    inet_ntop(p->addr.ss_family, ip, host, sizeof(host));
     return mps_error(PGC_ERR_PEER_DEAD,
                      "rank %d (on node %.*s) is gone: its endpoint at %s port %u refuses "
                      "connections (connection refused: its process has exited); this rank was "
                      "waiting for it or for a peer that needs it",
-                     peer, (int)f->node_stride, f->nodes + (size_t)peer * f->node_stride, host,
-                     (unsigned)ntohs(port));
+                     peer, (int)f->node_stride, f->nodes + (size_t)peer * f->node_stride,
+                     mps_sockaddr_host(sa, host, sizeof(host)), mps_sockaddr_port(sa));
 }
 
 /* One look at peer: collects its probe's answer, or starts one when it is due. */

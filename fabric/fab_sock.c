@@ -122,7 +122,8 @@ struct sock_cts {
 };
 
 struct sock_peer {
-    struct sockaddr_in addr;
+    union mps_sockaddr addr; /* the one announced address this rank connects to */
+    socklen_t alen;
     bool on;                 /* reached through this transport */
     bool dead;               /* a connection ended without a goodbye */
     int err;                 /* errno of that end (0: end of stream) */
@@ -143,11 +144,11 @@ struct sock_peer {
 
 struct fab_sock {
     int lfd, epfd;
-    in_port_t port;                       /* where lfd listens (network order) */
-    int naddr;                            /* addresses announced (sock_name): */
-    struct in_addr addrs[MPS_IFADDR_MAX]; /* these */
-    struct ifaddrs *ifs;                  /* this host's, for picking peers' addresses */
-    bool ifs_taken;                       /* ifs was asked for (NULL if getifaddrs failed) */
+    in_port_t port;                          /* where lfd listens (network order) */
+    int naddr;                               /* addresses announced (sock_name): */
+    struct mps_inaddr addrs[MPS_IFADDR_MAX]; /* these */
+    struct ifaddrs *ifs;                     /* this host's, for picking peers' addresses */
+    bool ifs_taken;                          /* ifs was asked for (NULL if getifaddrs failed) */
     struct sock_peer *peers;
     struct sock_conn *conns;            /* all, for fab_sock_close */
     size_t in_cap;                      /* receive buffer of every connection */
@@ -176,63 +177,114 @@ static struct fab_req *req_of(struct mps_list *link)
 
 /* ---- addresses and listening ---- */
 
-/* What a rank publishes (the net slot of its address blob): its port and every address it
- * listens on (mps_ifaddr.h); only the addresses used are sent. */
-#define SOCK_NAME_MAGIC 0x6d70736bu /* "mpsk" */
+/* What a rank publishes (the net slot of its address blob): its port and the addresses it
+ * listens on (mps_ifaddr.h), n4 IPv4 ones then n6 IPv6 ones, packed: only the addresses
+ * used are sent, and as many as fit the slot (FAB_NAME_MAX: every IPv4 address, and six
+ * IPv6 ones beside two IPv4). */
+#define SOCK_NAME_MAGIC 0x6d707336u /* "mps6": the name of a build without IPv6 differs */
 struct sock_name {
     uint32_t magic;
     uint16_t port; /* network order */
-    uint16_t naddr;
-    struct in_addr addr[MPS_IFADDR_MAX];
+    uint8_t n4, n6;
+    uint8_t addr[FAB_NAME_MAX - 8]; /* n4 struct in_addr, then n6 struct in6_addr */
 };
 _Static_assert(sizeof(struct sock_name) <= FAB_NAME_MAX, "sock name fits the blob");
 
-static size_t name_len(int naddr)
+static size_t name_len(int n4, int n6)
 {
-    return offsetof(struct sock_name, addr) + (size_t)naddr * sizeof(struct in_addr);
+    return offsetof(struct sock_name, addr) + (size_t)n4 * sizeof(struct in_addr) +
+           (size_t)n6 * sizeof(struct in6_addr);
 }
 
-/* The addresses to announce: MPISHIM_FABRIC_IFACE's, else every interface that is up and
- * running but loopback, else loopback (a host without a network: its own ranks only). */
+/* Keeps of s->addrs what the listener serves (IPv6 only on an IPv6 socket) and what fits a
+ * name, in order. */
+static void keep_announceable(struct fab_sock *s, bool v6_ok)
+{
+    int kept = 0, n4 = 0, n6 = 0;
+
+    for (int k = 0; k < s->naddr; k++) {
+        bool v4 = s->addrs[k].family == AF_INET;
+        if ((!v4 && !v6_ok) || name_len(n4 + v4, n6 + !v4) > sizeof(struct sock_name)) {
+            continue;
+        }
+        n4 += v4;
+        n6 += !v4;
+        s->addrs[kept++] = s->addrs[k];
+    }
+    s->naddr = kept;
+}
+
+/* The addresses to announce: the first that MPISHIM_FABRIC_IFACE selects (an interface or
+ * a subnet: the one it listens on), else every interface's that is up and running but
+ * loopback, else loopback (a host without a network: its own ranks only). */
 static int my_addrs(struct fab_sock *s, const char *iface)
 {
-    s->naddr = mps_ifaddr_mine(iface, s->addrs, MPS_IFADDR_MAX);
+    s->naddr = mps_ifaddr_mine(iface, s->addrs, *iface ? 1 : MPS_IFADDR_MAX);
+    if ((s->naddr < 0 && errno == EINVAL) || (s->naddr == 0 && *iface)) {
+        return fab_iface_error(iface, s->naddr < 0 ? EINVAL : ENODEV);
+    }
     if (s->naddr < 0) {
         return mps_error(PGC_ERR_FABRIC, "fab_open(sock): getifaddrs: %s", strerror(errno));
     }
-    if (s->naddr == 0 && *iface) {
-        return mps_error(PGC_ERR_INVALID_ARG,
-                         "fab_open(sock): MPISHIM_FABRIC_IFACE=%s: no such interface with an "
-                         "IPv4 address that is up on this node",
-                         iface);
-    }
     if (s->naddr == 0) {
-        s->addrs[s->naddr++].s_addr = htonl(INADDR_LOOPBACK);
+        mps_inaddr_parse("127.0.0.1", &s->addrs[s->naddr++]);
     }
     return PGC_OK;
 }
 
-/* Listens on MPISHIM_FABRIC_IFACE's address, else on every address (one port for all). */
+/* A listening socket on sa (any port); the descriptor, or -1 with errno set. Where sa is
+ * IPv6's any address, the socket takes IPv4 connections too (v6only off), so one port
+ * serves both families whatever net.ipv6.bindv6only says. */
+static int listen_one(union mps_sockaddr *sa, socklen_t len)
+{
+    int fd = socket(sa->sa.sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    int off = 0, err;
+
+    if (fd < 0) {
+        return -1;
+    }
+    if (sa->sa.sa_family == AF_INET6 && IN6_IS_ADDR_UNSPECIFIED(&sa->in6.sin6_addr)) {
+        (void)setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &off, sizeof(off));
+    }
+    if (bind(fd, &sa->sa, len) == 0 && listen(fd, SOMAXCONN) == 0 &&
+        getsockname(fd, &sa->sa, &len) == 0) {
+        return fd;
+    }
+    err = errno;
+    close(fd);
+    errno = err;
+    return -1;
+}
+
+/* Listens on MPISHIM_FABRIC_IFACE's address, else on every address of both families (one
+ * port for all): IPv6's any address, or IPv4's where the host has no IPv6 (a kernel booted
+ * with ipv6.disable=1), announcing then its IPv4 addresses only. */
 static int listen_on(struct fab_sock *s)
 {
     const char *iface = mps_config_str(MPS_CFG_FABRIC_IFACE);
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_ANY)};
-    socklen_t len = sizeof(sa);
+    struct mps_inaddr any;
+    union mps_sockaddr sa;
+    socklen_t len;
     int rc = my_addrs(s, iface);
 
     if (rc != PGC_OK) {
         return rc;
     }
-    if (*iface) {
-        sa.sin_addr = s->addrs[0];
+    mps_inaddr_parse("::", &any);
+    len = mps_inaddr_sockaddr(*iface ? &s->addrs[0] : &any, 0, &sa);
+    s->lfd = listen_one(&sa, len);
+    if (s->lfd < 0 && !*iface) {
+        mps_inaddr_parse("0.0.0.0", &any);
+        len = mps_inaddr_sockaddr(&any, 0, &sa);
+        s->lfd = listen_one(&sa, len);
     }
-    s->lfd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (s->lfd < 0 || bind(s->lfd, (struct sockaddr *)&sa, sizeof(sa)) != 0 ||
-        listen(s->lfd, SOMAXCONN) != 0 || getsockname(s->lfd, (struct sockaddr *)&sa, &len) != 0) {
+    if (s->lfd < 0) {
+        char host[MPS_INADDR_STRLEN];
         return mps_error(PGC_ERR_FABRIC, "fab_open(sock): cannot listen on %s: %s",
-                         inet_ntoa(sa.sin_addr), strerror(errno));
+                         mps_sockaddr_host(&sa.sa, host, sizeof(host)), strerror(errno));
     }
-    s->port = sa.sin_port;
+    keep_announceable(s, sa.sa.sa_family == AF_INET6);
+    s->port = htons((uint16_t)mps_sockaddr_port(&sa.sa));
     return PGC_OK;
 }
 
@@ -284,7 +336,7 @@ int fab_sock_open(struct fab *f)
         }
     }
     if (rc == PGC_OK && mps_log_enabled(MPS_LOG_DEBUG)) {
-        char list[MPS_IFADDR_MAX * (INET_ADDRSTRLEN + 2)];
+        char list[MPS_IFADDR_MAX * (MPS_INADDR_STRLEN + 2)];
         MPS_DEBUG("fab_open: sock listens on port %u, announcing %s", (unsigned)ntohs(s->port),
                   mps_ifaddr_list(s->addrs, s->naddr, list, sizeof(list)));
     }
@@ -293,16 +345,40 @@ int fab_sock_open(struct fab *f)
 
 size_t fab_sock_addr(const struct fab *f, void *name, size_t cap)
 {
+    const struct fab_sock *s = f->sock;
     struct sock_name n = {.magic = SOCK_NAME_MAGIC};
+    uint8_t *at = n.addr;
 
-    if (!f->sock || cap < name_len(f->sock->naddr)) {
+    for (int k = 0; s && k < s->naddr; k++) { /* IPv4 ones come first (mps_ifaddr_mine) */
+        size_t len =
+            s->addrs[k].family == AF_INET ? sizeof(struct in_addr) : sizeof(struct in6_addr);
+        memcpy(at, &s->addrs[k].a, len);
+        at += len;
+        n.n4 += s->addrs[k].family == AF_INET;
+        n.n6 += s->addrs[k].family != AF_INET;
+    }
+    if (!s || cap < name_len(n.n4, n.n6)) {
         return 0;
     }
-    n.port = f->sock->port;
-    n.naddr = (uint16_t)f->sock->naddr;
-    memcpy(n.addr, f->sock->addrs, (size_t)n.naddr * sizeof(n.addr[0]));
-    memcpy(name, &n, name_len(n.naddr));
-    return name_len(n.naddr);
+    n.port = s->port;
+    memcpy(name, &n, name_len(n.n4, n.n6));
+    return name_len(n.n4, n.n6);
+}
+
+/* The addresses of a peer's name (checked by the caller) into out; their count. */
+static int name_addrs(const struct sock_name *n, struct mps_inaddr *out)
+{
+    const uint8_t *at = n->addr;
+    int k = 0;
+
+    for (; k < n->n4 + n->n6; k++) {
+        size_t len = k < n->n4 ? sizeof(struct in_addr) : sizeof(struct in6_addr);
+        memset(&out[k], 0, sizeof(out[k]));
+        out[k].family = k < n->n4 ? AF_INET : AF_INET6;
+        memcpy(&out[k].a, at, len);
+        at += len;
+    }
+    return k;
 }
 
 static const char *node_name(const struct fab *f, int peer, int *len)
@@ -317,17 +393,19 @@ int fab_sock_connect(struct fab *f, int peer, const void *name, size_t len)
 {
     struct sock_peer *p = &f->sock->peers[peer];
     struct sock_name n = {0};
-    int k;
+    struct mps_inaddr addrs[MPS_IFADDR_MAX];
+    int k, naddr;
 
     memcpy(&n, name, MPS_MIN(len, sizeof(n)));
-    if (len < name_len(0) || n.magic != SOCK_NAME_MAGIC || n.naddr < 1 ||
-        n.naddr > MPS_IFADDR_MAX || len != name_len(n.naddr)) {
+    if (len < name_len(0, 0) || n.magic != SOCK_NAME_MAGIC || n.n4 + n.n6 < 1 ||
+        n.n4 + n.n6 > MPS_IFADDR_MAX || len != name_len(n.n4, n.n6)) {
         return mps_error(PGC_ERR_MISMATCH,
                          "fab_connect: rank %d published no sock address (%zu B); do all "
                          "ranks agree on MPISHIM_FABRIC_PROVIDER/MPISHIM_FABRIC_NET_PROVIDER, "
                          "and run one mpishim build?",
                          peer, len);
     }
+    naddr = name_addrs(&n, addrs);
     /* On this node any address reaches the peer (the first); else mps_ifaddr_pick's, against
      * one listing of this host's interfaces for all the peers. */
     if (!f->sock->ifs_taken && !fab_same_node(f, peer, f->rank)) {
@@ -336,17 +414,16 @@ int fab_sock_connect(struct fab *f, int peer, const void *name, size_t len)
             f->sock->ifs = NULL;
         }
     }
-    k = fab_same_node(f, peer, f->rank) ? 0 : mps_ifaddr_pick_in(f->sock->ifs, n.addr, n.naddr);
-    p->addr.sin_family = AF_INET;
-    p->addr.sin_port = n.port;
-    p->addr.sin_addr = n.addr[k];
+    k = fab_same_node(f, peer, f->rank) ? 0 : mps_ifaddr_pick_in(f->sock->ifs, addrs, naddr);
+    p->alen = mps_inaddr_sockaddr(&addrs[k], n.port, &p->addr);
     p->on = true;
     return PGC_OK;
 }
 
-const struct sockaddr_in *fab_sock_peer_addr(const struct fab *f, int peer)
+const struct sockaddr *fab_sock_peer_addr(const struct fab *f, int peer, socklen_t *len)
 {
-    return &f->sock->peers[peer].addr;
+    *len = f->sock->peers[peer].alen;
+    return &f->sock->peers[peer].addr.sa;
 }
 
 bool fab_sock_peer(const struct fab *f, int peer)
@@ -418,18 +495,17 @@ static void conn_end(struct fab_sock *s, struct sock_conn *c)
 static int dead_error(const struct fab *f, int peer)
 {
     const struct sock_peer *p = &f->sock->peers[peer];
-    char host[INET_ADDRSTRLEN] = "?";
+    char host[MPS_INADDR_STRLEN];
     int nlen;
     const char *node = node_name(f, peer, &nlen);
 
-    inet_ntop(AF_INET, &p->addr.sin_addr, host, sizeof(host));
     return mps_error(
         PGC_ERR_PEER_DEAD,
         "rank %d (on node %.*s) is gone: its sock connection (%s port %u) failed "
         "or ended without a goodbye (%s); this rank was waiting for it or for a peer that "
         "needs it",
-        peer, nlen, node, host, (unsigned)ntohs(p->addr.sin_port),
-        p->err ? strerror(p->err) : "end of stream");
+        peer, nlen, node, mps_sockaddr_host(&p->addr.sa, host, sizeof(host)),
+        mps_sockaddr_port(&p->addr.sa), p->err ? strerror(p->err) : "end of stream");
 }
 
 static void fail_list(struct mps_list *list, int status)
@@ -516,13 +592,13 @@ static int get_out(struct fab *f, int peer, struct sock_conn **out)
         *out = p->out;
         return PGC_OK;
     }
-    fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    fd = socket(p->addr.sa.sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0) {
         char why[128];
         return mps_error(PGC_ERR_FABRIC, "fab_am_send(sock): cannot connect to rank %d: socket: %s",
                          peer, fd_error(errno, why, sizeof(why)));
     }
-    if (connect(fd, (struct sockaddr *)&p->addr, sizeof(p->addr)) != 0) {
+    if (connect(fd, &p->addr.sa, p->alen) != 0) {
         err = errno == EINPROGRESS ? connect_wait(fd, f->timeout) : errno;
     }
     if (err) {

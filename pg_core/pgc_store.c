@@ -461,14 +461,14 @@ pgc_store *pgc_default_store(void)
     return default_store;
 }
 
-/* The store's announcement: rank 0's port, node name and IPv4 addresses. */
+/* The store's announcement: rank 0's port, node name and addresses (IPv4, then IPv6). */
 struct store_announce {
     int port; /* -1: rank 0 could not start a server */
     char token[BOOT_STORE_TOKEN_LEN + 1]; /* sent over the process group, never the network */
     char node[BOOT_NODE_MAX];
     bool bound_one; /* MPISHIM_STORE_BIND named one address: addr[0], for everyone */
     int naddr;
-    struct in_addr addr[MPS_IFADDR_MAX];
+    struct mps_inaddr addr[MPS_IFADDR_MAX];
 };
 
 /* The address of rank 0 that this rank connects to: loopback on rank 0's node; else the
@@ -490,7 +490,7 @@ static int pick_store_addr(const struct store_announce *a, char *host, size_t le
                          "MPISHIM_STORE_BIND to an address of rank 0 that the nodes reach",
                          a->node);
     }
-    inet_ntop(AF_INET, &a->addr[pick], host, (socklen_t)len);
+    mps_inaddr_str(&a->addr[pick], host, len);
     return PGC_OK;
 }
 
@@ -514,7 +514,7 @@ static int serve_default_store(struct pgc_store **out)
 {
     struct pg_group *w = pg_world_group();
     struct store_announce a;
-    char host[INET_ADDRSTRLEN];
+    char host[MPS_INADDR_STRLEN];
     int rc = PGC_OK;
 
     memset(&a, 0, sizeof(a));
@@ -529,8 +529,8 @@ static int serve_default_store(struct pgc_store **out)
         if (rc == PGC_OK) {
             a.port = (*out)->port;
             snprintf(a.node, sizeof(a.node), "%s", pg_node_name());
-            a.bound_one = *bind && strcmp(bind, "127.0.0.1") != 0 &&
-                          inet_pton(AF_INET, bind, &a.addr[0]) == 1;
+            a.bound_one =
+                *bind && strcmp(bind, "127.0.0.1") != 0 && mps_inaddr_parse(bind, &a.addr[0]);
             a.naddr = a.bound_one ? 1 : mps_ifaddr_mine("", a.addr, MPS_IFADDR_MAX);
             a.naddr = MPS_MAX(a.naddr, 0);
         }

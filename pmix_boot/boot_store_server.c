@@ -824,39 +824,60 @@ static void *server_main(void *arg)
 
 /* Start and stop. */
 
-static int bind_any(const char *host, int port, int *fd_out)
+/* A listening socket on the first of host's addresses (family: AF_UNSPEC, or one) that
+ * binds; the descriptor, or -1 with *err the errno (a getaddrinfo failure: *gai). The
+ * wildcard IPv6 address also takes IPv4 connections (v6only off), whatever
+ * net.ipv6.bindv6only says. */
+static int listen_first(const char *host, int family, const char *port, int *err, int *gai)
 {
-    struct addrinfo hints = {.ai_family = AF_UNSPEC,
-                             .ai_socktype = SOCK_STREAM,
-                             .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
+    struct addrinfo hints = {
+        .ai_family = family, .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
     struct addrinfo *res = NULL, *ai;
-    char portstr[16];
-    int fd = -1, one = 1, err = 0;
+    int fd = -1, one = 1, off = 0;
 
-    snprintf(portstr, sizeof(portstr), "%d", port);
-    if (!host || !*host) {
-        hints.ai_family = AF_INET; /* every IPv4 address; "localhost" clients try both */
-        host = NULL;
+    if ((*gai = getaddrinfo(host, port, &hints, &res)) != 0) {
+        return -1;
     }
-    if ((err = getaddrinfo(host, portstr, &hints, &res)) != 0) {
-        return mps_error(PGC_ERR_INVALID_ARG, "boot_store_server_start: cannot resolve %s: %s",
-                         host, gai_strerror(err));
-    }
-    for (ai = res; ai; ai = ai->ai_next) {
+    for (ai = res; ai && fd < 0; ai = ai->ai_next) {
         fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
         if (fd < 0) {
-            err = errno;
+            *err = errno;
             continue;
         }
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-        if (bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 && listen(fd, 1024) == 0) {
-            break;
+        if (ai->ai_family == AF_INET6 && !host) {
+            setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &off, sizeof(off));
         }
-        err = errno;
-        close(fd);
-        fd = -1;
+        if (bind(fd, ai->ai_addr, ai->ai_addrlen) != 0 || listen(fd, 1024) != 0) {
+            *err = errno;
+            close(fd);
+            fd = -1;
+        }
     }
     freeaddrinfo(res);
+    return fd;
+}
+
+/* Listens on host:port, or on every address of both families where host is empty: IPv6's
+ * wildcard, else IPv4's (a host without IPv6). */
+static int bind_any(const char *host, int port, int *fd_out)
+{
+    char portstr[16];
+    int fd, err = 0, gai = 0;
+
+    snprintf(portstr, sizeof(portstr), "%d", port);
+    if (!host || !*host) {
+        host = NULL;
+        fd = listen_first(NULL, AF_INET6, portstr, &err, &gai);
+        fd = fd >= 0 ? fd : listen_first(NULL, AF_INET, portstr, &err, &gai);
+    } else {
+        fd = listen_first(host, AF_UNSPEC, portstr, &err, &gai);
+    }
+    if (fd < 0 && gai != 0) {
+        return mps_error(PGC_ERR_INVALID_ARG, "boot_store_server_start: cannot resolve %s: %s",
+                         host ? host : "*",
+                         gai == EAI_SYSTEM ? strerror(errno) : gai_strerror(gai));
+    }
     if (fd < 0) {
         return mps_error(err == EADDRINUSE ? PGC_ERR_BOOT : PGC_ERR_IO,
                          "boot_store_server_start: cannot listen on %s:%d: %s", host ? host : "*",

@@ -15,7 +15,7 @@
 #   status  print "up SLURM_CONF=..." and exit 0, or "down" and exit 1.
 #   exec NODE CMD...  run CMD inside node NODE (cn2, or 2): its network, host name and
 #           /dev/shm, with the caller's environment.
-#   addr NODE  print node NODE's address.
+#   addr NODE  print node NODE's address; addr6 NODE its IPv6 address.
 #   decoy on|off  give every node's interface dock0 (listed before eth0) one and the same
 #           address, up and running, as docker0 has on real clusters; off: down, no address.
 #   rsh HOST CMD...  an rsh agent for Open MPI's mpirun (--mca plm_rsh_agent "cluster.sh
@@ -23,6 +23,7 @@
 #
 # Settings (environment): MPISHIM_CLUSTER_NODES (2), MPISHIM_CLUSTER_DIR
 # (/tmp/mpishim-cluster), MPISHIM_CLUSTER_NET (10.77.0: the bridge is .1, node i is .10+i),
+# MPISHIM_CLUSTER_NET6 (fd00:77: node i's eth0 also has fd00:77::<10+i>/64),
 # MPISHIM_CLUSTER_PORT (7917: slurmctld; slurmd takes PORT+1; away from the one-node test
 # Slurm of slurm_cluster.sh, 6917, and Slurm's 6817), MPISHIM_CLUSTER_CPUS (8 per node).
 # Exits 77 with one line "SKIP: ..." where root or namespaces are not available.
@@ -40,6 +41,12 @@ MUNGE_SOCK=$D/munge.socket
 export SLURM_CONF=$CONF
 
 node_addr() { echo "$NET.$((10 + $1))"; }
+
+# Every node's eth0 has an IPv6 address too, on one /64 (no duplicate address detection, so
+# that it is usable at once): the suite's IPv6 cases select it by subnet. Where IPv6 is off
+# (a kernel booted with ipv6.disable=1) the nodes have none, and those cases skip.
+NET6=${MPISHIM_CLUSTER_NET6:-fd00:77}
+node_addr6() { echo "$NET6::$((10 + $1))"; }
 
 # The decoy: an interface of every node, listed before eth0, down and without an address
 # until `decoy on` gives it the same address on every node, as docker0 or virbr0 have on
@@ -190,6 +197,7 @@ make_net() {
         ip link add "v$NS$i" type veth peer name eth0 netns "$NS$i"
         ip link set "v$NS$i" master "$BR" up
         ip -n "$NS$i" addr add "$(node_addr "$i")/24" dev eth0
+        ip -n "$NS$i" -6 addr add "$(node_addr6 "$i")/64" dev eth0 nodad 2>/dev/null || true
         ip -n "$NS$i" link set eth0 up
         ip -n "$NS$i" link set lo up
     done
@@ -353,6 +361,7 @@ case "${1:-}" in
         exec_on "$@"
         ;;
     addr) node_addr "$(node_index "${2:-}")" ;;
+    addr6) node_addr6 "$(node_index "${2:-}")" ;;
     decoy) decoy "${2:-}" ;;
     rsh)
         # As ssh does: the words after the host are one command line for a shell.
@@ -362,7 +371,7 @@ case "${1:-}" in
         exec_on "$host" sh -c "$*"
         ;;
     *)
-        echo "usage: $0 up|down|status|exec NODE CMD...|addr NODE|decoy on|off" >&2
+        echo "usage: $0 up|down|status|exec NODE CMD...|addr NODE|addr6 NODE|decoy on|off" >&2
         exit 2
         ;;
 esac

@@ -186,11 +186,13 @@ communicators node-aware)" "$tmp/out"
 }
 
 # torch-style env:// launch, one rank per node started by hand (`cluster.sh exec`): rank 0
-# on cn2 serves the store at MASTER_ADDR, cn2's address; rank 1 on cn1 reaches it there.
+# on cn2 serves the store at MASTER_ADDR, cn2's address ($1: addr or addr6); rank 1 on cn1
+# reaches it there. Further words: VAR=VALUE settings of both ranks.
 env_launch() {
-    local addr rc0 rc1 common
-    addr=$("$cluster" addr cn2)
-    common="WORLD_SIZE=2 MASTER_ADDR=$addr MASTER_PORT=29517"
+    local kind=${1:-addr} addr rc0 rc1 common
+    shift
+    addr=$("$cluster" "$kind" cn2)
+    common="WORLD_SIZE=2 MASTER_ADDR=$addr MASTER_PORT=29517 $*"
     # shellcheck disable=SC2086 # the words are split on purpose
     "$cluster" exec cn2 env RANK=0 $common timeout 60 tests/mr/mr_pgc_init \
         --init-method env:// >"$tmp/env.0" 2>&1 &
@@ -204,10 +206,38 @@ env_launch() {
     cat "$tmp/env.0" "$tmp/env.1" >"$tmp/out"
     if [ $rc0 = 0 ] && [ $rc1 = 0 ] && grep -qi 'rank 0' "$tmp/env.0" &&
         grep -qi 'rank 1' "$tmp/env.1"; then
-        ok "env:// launch across nodes, MASTER_ADDR=$addr (the other node for rank 1)"
+        ok "env:// launch across nodes, MASTER_ADDR=$addr (the other node for rank 1) $*"
     else
-        not_ok "env:// launch across nodes, MASTER_ADDR=$addr (exit codes $rc0 $rc1)" "$tmp/out"
+        not_ok "env:// launch across nodes, MASTER_ADDR=$addr (exit codes $rc0 $rc1) $*" "$tmp/out"
     fi
+}
+
+# IPv6 between the nodes: the fabric on the nodes' IPv6 subnet (MPISHIM_FABRIC_IFACE takes
+# a subnet, the same on every node where interface names may differ), every rank announcing
+# its IPv6 address alone; the default store on rank 0's IPv6 address; a torch-style env://
+# launch whose MASTER_ADDR is the other node's IPv6 address. Before, sock and the default
+# store knew IPv4 only: an IPv6-only network could not be used between nodes.
+ipv6_jobs() {
+    local net6 a1 n
+    a1=$("$cluster" addr6 cn1)
+    net6="${a1%::*}::/64"
+    if ! "$cluster" exec cn1 ip -6 addr show dev eth0 2>/dev/null | grep -q "inet6 $a1/"; then
+        echo "skip - IPv6 between the nodes: cn1 has no IPv6 address (IPv6 off in this kernel?)"
+        return
+    fi
+    job "mr_p2p over IPv6 (MPISHIM_FABRIC_IFACE=$net6)" 2 \
+        env MPISHIM_FABRIC_IFACE="$net6" MPISHIM_LOG_LEVEL=debug tests/mr/mr_p2p
+    n=$(grep -c "sock listens on port [0-9]*, announcing ${a1%::*}::1[12]\$" "$tmp/out")
+    [ "$n" = 2 ] && ok "mr_p2p over IPv6: both ranks announce their IPv6 address alone" ||
+        not_ok "mr_p2p over IPv6: both ranks announce their IPv6 address alone ($n of 2)" "$tmp/out"
+    job "mr_coll2 over IPv6" 4 env MPISHIM_FABRIC_IFACE="$net6" tests/mr/mr_coll2
+    job "mr_pgc_init, the default store on rank 0's IPv6 address" 4 \
+        env MPISHIM_FABRIC_IFACE="$net6" MPISHIM_STORE_BIND="$a1" MPISHIM_LOG_LEVEL=debug \
+        tests/mr/mr_pgc_init
+    n=$(grep -c "default store: .* connecting to $a1\$" "$tmp/out")
+    [ "$n" = 3 ] && ok "mr_pgc_init: ranks 1-3 reach the store at $a1" ||
+        not_ok "mr_pgc_init: ranks 1-3 reach the store at $a1 ($n of 3)" "$tmp/out"
+    env_launch addr6 MPISHIM_FABRIC_IFACE="$net6"
 }
 
 # The "cannot open rank 8's segment: No such file" of issue 39: every node has its own
@@ -351,7 +381,7 @@ if [[ "${MPS_SAN_FLAGS:-}" == *sanitize* ]]; then
     hier_job 4 block
     init_failure
     finalize_failure
-    env_launch
+    env_launch addr
     shared_node_name
     decoy_jobs 2
 else
@@ -425,11 +455,12 @@ else
     openmpi_job "mr_coll" 4 tests/mr/mr_coll
     openmpi_job "mr_pgc_init (pgc world and default store)" 4 tests/mr/mr_pgc_init
     hydra_job "mr_p2p" 4 tests/mr/mr_p2p
-    env_launch
+    env_launch addr
     init_failure
     finalize_failure
     shared_node_name
     decoy_jobs 4
+    ipv6_jobs
     three_nodes
 fi
 

@@ -156,5 +156,23 @@ else
     echo "skip - examples/pgc_all_reduce is not built"
 fi
 
+# 7. IPv6: MASTER_ADDR and tcp:// given as IPv6 addresses (torch takes both), the store on
+# ::1 and the ranks' sockets between two node names on this host over ::1 too (the fabric
+# told the subnet ::1/128), where this host has IPv6 loopback.
+if grep -q '^0\{31\}1 ' /proc/net/if_inet6 2>/dev/null; then
+    port=$(free_port)
+    env_common="WORLD_SIZE=2 MASTER_ADDR=::1 MASTER_PORT=$port MPISHIM_FABRIC_IFACE=::1/128"
+    two "env:// with MASTER_ADDR=::1, two node names, sockets over ::1" "$PROG" \
+        "RANK=0 $env_common MPISHIM_NODE_NAME=v6a -- --init-method env://" \
+        "RANK=1 $env_common MPISHIM_NODE_NAME=v6b -- --init-method env://"
+    port=$(free_port)
+    url="tcp://[::1]:$port"
+    two "$url with --rank and --world-size" "$PROG" \
+        "-- --init-method $url --rank 0 --world-size 2" \
+        "-- --init-method $url --rank 1 --world-size 2"
+else
+    echo "skip - IPv6 launches: this host has no IPv6 loopback (::1 in /proc/net/if_inet6)"
+fi
+
 [ $failures = 0 ] || { echo "$failures failed"; exit 1; }
 echo "all passed"

@@ -96,6 +96,34 @@ else
         "$(loaded_libfabric two_nodes_default)"
 fi
 
+# MPISHIM_FABRIC_IFACE as a subnet (the same on every node, where interface names may
+# differ): sock between the two node names over IPv6 loopback (where this host has it), every
+# rank announcing ::1 alone; libfabric's tcp told the interface that holds 127.0.0.0/8; and
+# a subnet that is malformed or holds no address of this node: MPI_Init fails, saying so.
+if grep -q '^0\{31\}1 ' /proc/net/if_inet6 2>/dev/null; then
+    run v6_sock SPLIT=1 MPISHIM_FABRIC_NET_PROVIDER=sock MPISHIM_FABRIC_IFACE=::1/128 \
+        MPISHIM_LOG_LEVEL=debug MPISHIM_FABRIC_LIB=$missing
+    expect "two nodes over sock on ::1/128: the ring ends" 0 "$(cat "$tmp/v6_sock.rc")"
+    expect "two nodes over sock on ::1/128: both ranks announce ::1 alone" 2 \
+        "$(grep -c 'sock listens on port [0-9]*, announcing ::1$' "$tmp/v6_sock.out")"
+else
+    echo "skip - sock over IPv6: this host has no IPv6 loopback (::1 in /proc/net/if_inet6)"
+fi
+run rxm_subnet SPLIT=1 "MPISHIM_FABRIC_NET_PROVIDER=tcp;ofi_rxm" MPISHIM_FABRIC_IFACE=127.0.0.0/8 \
+    MPISHIM_FABRIC_LIB=$libdir/libfabric.so.1
+expect "two nodes over tcp;ofi_rxm on 127.0.0.0/8: the ring ends" 0 "$(cat "$tmp/rxm_subnet.rc")"
+# failed_saying NAME TEXT: the run failed, and its output has TEXT.
+failed_saying() {
+    [ "$(cat "$tmp/$1.rc")" != 0 ] && grep -q "$2" "$tmp/$1.out" && echo yes || echo no
+}
+run bad_subnet MPISHIM_FABRIC_PROVIDER=sock MPISHIM_FABRIC_IFACE=10.0.0.0/99
+expect "forced sock, MPISHIM_FABRIC_IFACE=10.0.0.0/99: MPI_Init fails saying why" yes \
+    "$(failed_saying bad_subnet 'MPI_Init (rank [01]): .*MPISHIM_FABRIC_IFACE=10.0.0.0/99: neither an interface.s name nor a subnet')"
+run far_subnet SPLIT=1 "MPISHIM_FABRIC_NET_PROVIDER=tcp;ofi_rxm" \
+    MPISHIM_FABRIC_IFACE=203.0.113.0/24 MPISHIM_FABRIC_LIB=$libdir/libfabric.so.1
+expect "tcp;ofi_rxm, a subnet without an address of this node: MPI_Init fails saying so" yes \
+    "$(failed_saying far_subnet 'MPISHIM_FABRIC_IFACE=203.0.113.0/24: no address of this node is within that subnet')"
+
 if [ "$failures" -ne 0 ]; then
     for f in "$tmp"/*.out; do
         echo "== $f"
