@@ -6,7 +6,8 @@
  * both directions. Each rank writes to a peer on one connection only, set at its first
  * send and never changed, so the order of its AMs is the order of that one stream; it reads
  * every connection of the peer. When both sides send their first frame at once there are
- * two, until the higher rank moves onto the lower rank's (MOVED and HERE below); nothing is
+ * two, until the higher rank moves onto the lower rank's (MOVED and HERE below) and closes
+ * its own, whose end the peer takes as a goodbye once it has read the MOVED; nothing is
  * dropped or retried, as Open MPI's btl/tcp must (it keeps the lower rank's connection and
  * drops the other). Each connection has a receive buffer of in_cap, since any may carry
  * the peer's frames. One connection both ways is what makes a
@@ -25,9 +26,9 @@
  *    DATA_TRUNC when the sender had more than the receiver's len;
  *  - BYE: "this connection ends because I close", so that its end is not a death;
  *  - MOVED, HERE: the higher rank of a pair that connected both ways at once moves onto the
- *    lower rank's connection at its next send: MOVED is the last frame it writes on its own,
- *    HERE the first on the other. The receiver parses nothing after a HERE until it has read
- *    the MOVED, so the sender's frames stay in order across the move.
+ *    lower rank's connection at its next send: MOVED is the last frame it writes on its own
+ *    (then closed), HERE the first on the other. The receiver parses nothing after a HERE until it
+ * has read the MOVED, so the sender's frames stay in order across the move.
  *
  * Tagged data is pulled: fab_tsend only queues, fab_trecv posts the receive and sends a CTS,
  * and the sender streams the data when the CTS comes. fab.h lets the sender post its data
@@ -784,13 +785,19 @@ static int move_out(struct fab *f, int peer, struct sock_conn **c, struct fab_wa
     struct sock_hdr moved = {.src = (uint32_t)f->rank, .kind = K_MOVED};
     struct sock_hdr here = {.src = (uint32_t)f->rank, .kind = K_HERE};
     struct iovec v[2] = {{&moved, sizeof(moved)}, {&here, sizeof(here)}};
-    int rc = write_whole(f, peer, *c, &v[0], 1, w, call);
+    struct sock_conn *old = *c;
+    int rc = write_whole(f, peer, old, &v[0], 1, w, call);
 
     if (rc == PGC_OK) {
         MPS_DEBUG("fab_am_send(sock): moves onto the connection rank %d made", peer);
         want_out(f->sock, p, false); /* room is asked for on the connection written to */
         p->out = p->in;
         *c = p->out;
+        /* Nothing comes on old any more (the peer writes on its own) and nothing goes: close
+         * it, so that a pair holds one descriptor each, not two (an all-to-all makes every
+         * pair connect both ways at once). The peer reads K_MOVED, then the end, which the
+         * K_MOVED made a goodbye. */
+        conn_end(f->sock, old);
         rc = write_whole(f, peer, *c, &v[1], 1, w, call);
     }
     return rc;
@@ -1082,6 +1089,7 @@ static int frame_in(struct fab *f, struct sock_conn *c)
         c->bye = true;
         return 1;
     case K_MOVED:
+        c->bye = true; /* the peer's last frame on c: its end is no death (move_out) */
         return moved_in(f, c->peer);
     case K_HERE:
         return 1;

@@ -43,16 +43,21 @@ static void ring_blocking(int count)
 static void any_source(void)
 {
     if (rank == 0) {
-        int seen = 0;
-        for (int k = 1; k < size; k++) {
+        char *seen = calloc((size_t)size, 1);
+        CHECK(seen != NULL, "no memory for %d ranks", size);
+        for (int k = 1; seen && k < size; k++) {
             int v[2];
             MPI_Status st;
             CHECK_MPI(MPI_Recv(v, 2, MPI_INT, MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &st));
             CHECK(v[0] == st.MPI_SOURCE && v[1] == st.MPI_TAG, "payload %d/%d vs envelope %d/%d",
                   v[0], v[1], st.MPI_SOURCE, st.MPI_TAG);
-            CHECK(!(seen & (1 << st.MPI_SOURCE)), "rank %d seen twice", st.MPI_SOURCE);
-            seen |= 1 << st.MPI_SOURCE;
+            CHECK(st.MPI_SOURCE > 0 && st.MPI_SOURCE < size && !seen[st.MPI_SOURCE],
+                  "rank %d seen twice", st.MPI_SOURCE);
+            if (st.MPI_SOURCE > 0 && st.MPI_SOURCE < size) {
+                seen[st.MPI_SOURCE] = 1;
+            }
         }
+        free(seen);
     } else {
         int v[2] = {rank, 100 + rank};
         CHECK_MPI(MPI_Send(v, 2, MPI_INT, 0, 100 + rank, MPI_COMM_WORLD));

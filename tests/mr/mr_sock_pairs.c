@@ -12,11 +12,24 @@
  * it holds at once: before that, the pair waited for good whenever the held frames were
  * all in the receiver's buffer (seen in about one run in twenty at 2 ranks; at 6 ranks each
  * run has 15 pairs to try it). Any provider runs it as a plain ordering test.
+ *
+ * --one-per-pair (over sock): after the move the connection left idle is closed, so in
+ * the end each rank holds at most one established TCP connection per peer, plus those of
+ * its launcher's bootstrap (at most BOOT_CONNS); before, a pair that connected both ways
+ * kept both, 2 per peer after the all-at-once hello.
  */
 #include "mrtest.h"
 
+#include <dirent.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
 #define ROUNDS 20
-#define PER 6 /* messages to each peer per round */
+#define PER 6        /* messages to each peer per round */
+#define BOOT_CONNS 2 /* the bootstrap's own TCP connections (a store client, a launcher's) */
 
 static const int sizes[3] = {8, 1024, 40 * 1024};
 
@@ -111,6 +124,31 @@ static void round_trip(int rank, int size, int rnd, unsigned char **sbuf, unsign
     }
 }
 
+/* This process's TCP connections in the ESTABLISHED state (one the peer closed is not). */
+static int established_tcp(void)
+{
+    DIR *d = opendir("/proc/self/fd");
+    struct dirent *e;
+    int n = 0;
+
+    CHECK(d != NULL, "cannot list /proc/self/fd");
+    while (d && (e = readdir(d)) != NULL) {
+        int fd = atoi(e->d_name), type = 0;
+        struct tcp_info ti;
+        socklen_t tl = sizeof(type), il = sizeof(ti);
+        if (e->d_name[0] != '.' && fd != dirfd(d) &&
+            getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &tl) == 0 && type == SOCK_STREAM &&
+            getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &il) == 0 &&
+            ti.tcpi_state == TCP_ESTABLISHED) {
+            n++;
+        }
+    }
+    if (d) {
+        closedir(d);
+    }
+    return n;
+}
+
 int main(int argc, char **argv)
 {
     int rank, size;
@@ -134,6 +172,16 @@ int main(int argc, char **argv)
     }
     for (int rnd = 0; rnd < ROUNDS; rnd++) {
         round_trip(rank, size, rnd, sbuf, rbuf);
+    }
+    if (argc > 1 && strcmp(argv[1], "--one-per-pair") == 0) {
+        /* Two barriers: the ends of moved-from connections are read in the first's waits. */
+        CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
+        CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
+        int n = established_tcp();
+        CHECK(n <= size - 1 + BOOT_CONNS,
+              "%d established TCP connections for %d peers (at most %d bootstrap ones): the "
+              "connection left by a move stayed open",
+              n, size - 1, BOOT_CONNS);
     }
     for (int i = 0; i < size * PER; i++) {
         free(sbuf[i]);

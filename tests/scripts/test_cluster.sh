@@ -56,7 +56,7 @@ export MPISHIM_TIMEOUT=${MPISHIM_TIMEOUT:-60}
 
 for p in tests/mr/mr_p2p tests/mr/mr_coll tests/mr/mr_coll2 tests/mr/mr_pgc tests/mr/mr_pgc_init \
     tests/mr/mr_smoke tests/mr/mr_coll_hier tests/mr/mr_pgc_mix tests/mr/mr_rma \
-    tests/mr/mr_rma_net; do
+    tests/mr/mr_rma_net tests/mr/mr_sock_pairs; do
     [ -x "$top_builddir/$p" ] || { echo "test_cluster.sh: $top_builddir/$p is not built"; exit 99; }
 done
 
@@ -444,6 +444,13 @@ else
     # "socket: Too many open files" at 22.
     job "mr_coll under ulimit -Sn 20 (12 ranks per node)" 24 -O \
         sh -c 'ulimit -Sn 20 && exec "$0"' tests/mr/mr_coll
+    # 32 ranks per node, 64 in all: every pair (any-source receives from 63 senders included;
+    # the test's own bitmask of senders stopped at 32 until this case ran it).
+    job "mr_p2p (32 ranks per node)" 64 -O tests/mr/mr_p2p
+    # Every pair of the 16 connects both ways at once; the higher rank moves onto the lower
+    # rank's connection and closes its own, so each rank ends with one established TCP
+    # connection per peer on the other node (before: two for most pairs).
+    job "mr_sock_pairs --one-per-pair" 16 tests/mr/mr_sock_pairs --one-per-pair
     if [ -x examples/pgc_sgd ]; then
         timeout -k 5 120 srun --mpi=pmix -N 2 -n 8 examples/pgc_sgd --epochs 4 --quiet --reducer \
             </dev/null >"$tmp/out" 2>&1
