@@ -218,33 +218,65 @@ static bool on_my_subnet(const struct mps_inaddr *a, const struct ifaddrs *list)
     return false;
 }
 
-int mps_ifaddr_pick(const struct mps_inaddr *peer, int n)
+bool mps_ifaddr_same_subnet(const struct ifaddrs *list, const struct mps_inaddr *a,
+                            const struct mps_inaddr *b)
+{
+    for (const struct ifaddrs *i = list; i; i = i->ifa_next) {
+        if (announced(i, a->family, NULL) && matches(i, a, true) && matches(i, b, true)) {
+            return true;
+        }
+    }
+    return false;
+}
+
+int mps_ifaddr_order(const struct mps_inaddr *peer, int n, int *order)
 {
     struct ifaddrs *list = NULL;
-    int k;
+    int m;
 
     if (getifaddrs(&list) != 0) {
-        list = NULL; /* nothing known of ours: the first address */
+        list = NULL; /* nothing known of ours: the announced order */
     }
-    k = mps_ifaddr_pick_in(list, peer, n);
+    m = mps_ifaddr_order_in(list, peer, n, order);
     if (list) {
         freeifaddrs(list);
     }
-    return k;
+    return m;
+}
+
+int mps_ifaddr_order_in(const struct ifaddrs *list, const struct mps_inaddr *peer, int n,
+                        int *order)
+{
+    int m = 0;
+
+    /* First those on a subnet of ours (reached directly), then the routed ones; never ours. */
+    for (int routed = 0; routed < 2; routed++) {
+        for (int k = 0; k < n; k++) {
+            if (!is_mine(&peer[k], list) && on_my_subnet(&peer[k], list) == !routed) {
+                order[m++] = k;
+            }
+        }
+    }
+    if (m == 0 && n > 0) {
+        order[m++] = 0; /* every one is ours too: the peer shares this host's addresses */
+    }
+    return m;
 }
 
 int mps_ifaddr_pick_in(const struct ifaddrs *list, const struct mps_inaddr *peer, int n)
 {
-    int first = -1, direct = -1;
+    int order[MPS_IFADDR_MAX];
 
-    for (int k = 0; k < n && direct < 0; k++) {
-        if (is_mine(&peer[k], list)) {
-            continue;
-        }
-        first = first < 0 ? k : first;
-        direct = on_my_subnet(&peer[k], list) ? k : -1;
-    }
-    return direct >= 0 ? direct : first >= 0 ? first : n > 0 ? 0 : -1;
+    n = n < MPS_IFADDR_MAX ? n : MPS_IFADDR_MAX;
+    return n > 0 && mps_ifaddr_order_in(list, peer, n, order) > 0 ? order[0] : -1;
+}
+
+int mps_ifaddr_pick(const struct mps_inaddr *peer, int n)
+{
+    int order[MPS_IFADDR_MAX];
+
+    n = n < MPS_IFADDR_MAX ? n : MPS_IFADDR_MAX;
+    return n > 0 && mps_ifaddr_order(peer, n, order) > 0 ? order[0] : -1;
 }
 
 const char *mps_inaddr_str(const struct mps_inaddr *a, char *buf, size_t cap)

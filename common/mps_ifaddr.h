@@ -59,18 +59,34 @@ int mps_ifaddr_mine(const char *iface, struct mps_inaddr *out, int max);
  * address of this host within it). */
 int mps_ifaddr_iface_of(const char *iface, char *name, size_t cap);
 
-/* The index among peer[0..n-1] (addresses a rank on another node announced) of the one to
- * connect to: addresses this host has itself are skipped; the first on a subnet of one of
- * this host's interfaces wins, else the first left. When every one is also ours, 0: the
- * peer shares this host's addresses (the same host under another node name, as the tests'
- * MPISHIM_NODE_NAME makes it, or containers on the host's network). -1 when n is 0. */
+/* The index among peer[0..n-1] (addresses a rank on another node announced, n at most
+ * MPS_IFADDR_MAX) of the one to connect to: addresses this host has itself are skipped;
+ * the first on a subnet of one of this host's interfaces wins, else the first left. When
+ * every one is also ours, 0: the peer shares this host's addresses (the same host under
+ * another node name, as the tests' MPISHIM_NODE_NAME makes it, or containers on the host's
+ * network). -1 when n is 0. */
 int mps_ifaddr_pick(const struct mps_inaddr *peer, int n);
 
+/* The order to try peer's addresses in, its first the pick above: those on a subnet of
+ * ours, then the routed ones, each in the announced order, never one of ours (which would
+ * reach this host), or {0} when every one is ours. The next is for when one fails: an
+ * address on a subnet of ours may be another node's private network that nobody routes
+ * (per-node container networks carved from one pool). Fills order[0..count); the count
+ * (0 when n is 0). */
+int mps_ifaddr_order(const struct mps_inaddr *peer, int n, int *order);
+
 struct ifaddrs;
-/* mps_ifaddr_pick against mine, a getifaddrs list the caller keeps (NULL: none known), for
- * a rank that picks for many peers: a getifaddrs costs about 40 us here, once per peer of
- * another node at start-up. */
+/* mps_ifaddr_pick and mps_ifaddr_order against mine, a getifaddrs list the caller keeps
+ * (NULL: none known), for a rank that picks for many peers: a getifaddrs costs about 40 us
+ * here, once per peer of another node at start-up. */
 int mps_ifaddr_pick_in(const struct ifaddrs *mine, const struct mps_inaddr *peer, int n);
+int mps_ifaddr_order_in(const struct ifaddrs *mine, const struct mps_inaddr *peer, int n,
+                        int *order);
+
+/* Whether a and b lie on the subnet of one of mine's interfaces that carry traffic: both
+ * are reached through it (where one was not, the other most likely is not either). */
+bool mps_ifaddr_same_subnet(const struct ifaddrs *mine, const struct mps_inaddr *a,
+                            const struct mps_inaddr *b);
 
 /* a as text ("10.0.0.1", "fd00::1": no brackets, what getaddrinfo takes); buf. */
 const char *mps_inaddr_str(const struct mps_inaddr *a, char *buf, size_t cap);

@@ -129,12 +129,17 @@ static void probe_end(struct fab *f, struct fab_probe *p)
     f->probes_out--;
 }
 
-static enum verdict verdict_of(int err)
+static enum verdict verdict_of(struct fab *f, const struct fab_probe *p, int err)
 {
     if (err == 0) {
         return PROBE_ALIVE;
     }
-    return err == ECONNREFUSED ? PROBE_DEAD : PROBE_UNKNOWN;
+    if (err != ECONNREFUSED) {
+        return PROBE_UNKNOWN;
+    }
+    /* A sock peer not yet reached may have been refused at another host's address: its next
+     * address is watched then (fab_sock_next_address), no death yet. */
+    return fab_sock_next_address(f, (int)(p - f->probes)) ? PROBE_UNKNOWN : PROBE_DEAD;
 }
 
 /* Starts a connect to p's address; the verdict when the kernel gave it at once. */
@@ -157,9 +162,9 @@ static enum verdict probe_start(struct fab *f, struct fab_probe *p, double now)
     if (errno == EINPROGRESS) {
         return PROBE_PENDING;
     }
-    enum verdict v = verdict_of(errno);
+    int err = errno;
     probe_end(f, p);
-    return v;
+    return verdict_of(f, p, err);
 }
 
 /* Looks whether p's connect has an answer yet, without waiting. */
@@ -180,7 +185,7 @@ static enum verdict probe_check(struct fab *f, struct fab_probe *p, double now)
         err = errno;
     }
     probe_end(f, p);
-    return verdict_of(err);
+    return verdict_of(f, p, err);
 }
 
 /* The error of a peer found dead, naming it, its node and its address. */

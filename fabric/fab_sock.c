@@ -76,6 +76,7 @@
 #define CHUNK (256u * 1024u) /* data bytes per frame */
 #define EVENTS 32            /* epoll events read per progress */
 #define CTS_RESERVE 64       /* early CTS records for a malloc that fails (cts_in) */
+#define TRY_S 5.0            /* longest connect to one address while the peer has others to try */
 
 enum { K_AM = 1, K_CTS, K_DATA, K_BYE, K_MOVED, K_HERE };
 enum { F_LAST = 1, F_TRUNC = 2 };
@@ -123,8 +124,12 @@ struct sock_cts {
 };
 
 struct sock_peer {
-    union mps_sockaddr addr; /* the one announced address this rank connects to */
+    union mps_sockaddr addr; /* the announced address this rank connects to */
     socklen_t alen;
+    /* Until a connection to it is made, the peer's addresses in the order to try them
+     * (mps_ifaddr_order; addr is cand[at]); NULL when it has one worth trying. */
+    struct mps_inaddr *cand;
+    uint8_t ncand, at;
     bool on;                 /* reached through this transport */
     bool dead;               /* a connection ended without a goodbye */
     int err;                 /* errno of that end (0: end of stream) */
@@ -157,6 +162,11 @@ struct fab_sock {
     struct sock_cts spare[CTS_RESERVE]; /* for a malloc that fails (cts_in) */
     struct fab_reserve reserve;         /* spare behind malloc (fab_reserve.h) */
     char accept_lost[160];              /* set once accept4 ran out of descriptors */
+    /* The last addresses that could not be reached (no route, no answer): a peer's
+     * candidates on their subnets go last (prefer_reachable). */
+    struct mps_inaddr unreached[4];
+    int nunreached;         /* how many of them are filled */
+    unsigned unreached_out; /* where the next goes (a ring) */
 };
 
 /* AM frames are padded to 8 bytes on the wire, so the next frame's payload stays aligned. */
@@ -390,12 +400,30 @@ static const char *node_name(const struct fab *f, int peer, int *len)
     return n;
 }
 
+/* Puts addrs[0..n) in the order to try them (mps_ifaddr_order) into p->cand, and the first
+ * of them into addrs[0]; p->cand stays NULL where only one is worth trying (or no memory:
+ * that one alone then, as before there were others). */
+static void keep_candidates(struct sock_peer *p, struct mps_inaddr *addrs, int n,
+                            const struct ifaddrs *mine)
+{
+    int order[MPS_IFADDR_MAX];
+    int m = n > 1 ? mps_ifaddr_order_in(mine, addrs, n, order) : 1;
+
+    if (m > 1 && (p->cand = malloc((size_t)m * sizeof(*p->cand))) != NULL) {
+        for (int k = 0; k < m; k++) {
+            p->cand[k] = addrs[order[k]];
+        }
+        p->ncand = (uint8_t)m;
+    }
+    addrs[0] = addrs[n > 1 ? order[0] : 0];
+}
+
 int fab_sock_connect(struct fab *f, int peer, const void *name, size_t len)
 {
     struct sock_peer *p = &f->sock->peers[peer];
     struct sock_name n = {0};
     struct mps_inaddr addrs[MPS_IFADDR_MAX];
-    int k, naddr;
+    int naddr;
 
     memcpy(&n, name, MPS_MIN(len, sizeof(n)));
     if (len < name_len(0, 0) || n.magic != SOCK_NAME_MAGIC || n.n4 + n.n6 < 1 ||
@@ -407,16 +435,17 @@ int fab_sock_connect(struct fab *f, int peer, const void *name, size_t len)
                          peer, len);
     }
     naddr = name_addrs(&n, addrs);
-    /* On this node any address reaches the peer (the first); else mps_ifaddr_pick's, against
-     * one listing of this host's interfaces for all the peers. */
+    /* On this node any address reaches the peer (the first); else mps_ifaddr_order's first,
+     * the others kept to try where it fails, against one listing of this host's interfaces
+     * for all the peers. */
     if (!f->sock->ifs_taken && !fab_same_node(f, peer, f->rank)) {
         f->sock->ifs_taken = true;
         if (getifaddrs(&f->sock->ifs) != 0) {
             f->sock->ifs = NULL;
         }
     }
-    k = fab_same_node(f, peer, f->rank) ? 0 : mps_ifaddr_pick_in(f->sock->ifs, addrs, naddr);
-    p->alen = mps_inaddr_sockaddr(&addrs[k], n.port, &p->addr);
+    keep_candidates(p, addrs, fab_same_node(f, peer, f->rank) ? 1 : naddr, f->sock->ifs);
+    p->alen = mps_inaddr_sockaddr(&addrs[0], n.port, &p->addr);
     p->on = true;
     return PGC_OK;
 }
@@ -576,6 +605,133 @@ static int connect_wait(int fd, double timeout)
     return err;
 }
 
+/* One connect to p's address, waiting at most limit seconds: 0 with the descriptor, the
+ * errno of the connect, or minus socket()'s errno. */
+static int connect_once(const struct sock_peer *p, double limit, int *fd_out)
+{
+    int fd = socket(p->addr.sa.sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    int err = 0;
+
+    if (fd < 0) {
+        return -errno;
+    }
+    if (connect(fd, &p->addr.sa, p->alen) != 0) {
+        err = errno == EINPROGRESS ? connect_wait(fd, limit) : errno;
+    }
+    if (err) {
+        close(fd);
+        return err;
+    }
+    *fd_out = fd;
+    return 0;
+}
+
+/* peer's address becomes its candidate at (the port stays); the probes follow it. */
+static void use_candidate(struct fab *f, int peer)
+{
+    struct sock_peer *p = &f->sock->peers[peer];
+    in_port_t port = htons((uint16_t)mps_sockaddr_port(&p->addr.sa));
+
+    p->alen = mps_inaddr_sockaddr(&p->cand[p->at], port, &p->addr);
+    fab_probe_note_prov(f, peer, FAB_SOCK_NAME, &p->addr.sa, p->alen);
+}
+
+/* Whether a is on the subnet of an address this rank found unreachable. */
+static bool near_unreached(const struct fab_sock *s, const struct mps_inaddr *a)
+{
+    for (int k = 0; k < s->nunreached; k++) {
+        if (mps_ifaddr_same_subnet(s->ifs, a, &s->unreached[k])) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Before the first connect to peer: its candidates on the subnet of an address found
+ * unreachable (another peer's, on a private network of its node) go last, so that only
+ * the first peer pays the wait for "no route" (about 3 s of unanswered ARP). */
+static void prefer_reachable(struct fab *f, int peer)
+{
+    struct sock_peer *p = &f->sock->peers[peer];
+    struct mps_inaddr sorted[MPS_IFADDR_MAX];
+    int m = 0;
+
+    if (p->ncand < 2 || f->sock->nunreached == 0) {
+        return;
+    }
+    for (int late = 0; late < 2; late++) {
+        for (int k = 0; k < p->ncand; k++) {
+            if (near_unreached(f->sock, &p->cand[k]) == (bool)late) {
+                sorted[m++] = p->cand[k];
+            }
+        }
+    }
+    memcpy(p->cand, sorted, (size_t)m * sizeof(*p->cand));
+    p->at = 0;
+    use_candidate(f, peer);
+}
+
+/* After a connect to peer's address failed with err: its next candidate, if it has one.
+ * An address that refused or is unreachable is dropped; one that did not answer in time
+ * goes last, to be tried again while the timeout lasts (a listen queue overflowing at
+ * scale drops connects too). One not reached is remembered (prefer_reachable). */
+static bool next_candidate(struct fab *f, int peer, int err)
+{
+    struct fab_sock *s = f->sock;
+    struct sock_peer *p = &s->peers[peer];
+    char was[MPS_INADDR_STRLEN], now[MPS_INADDR_STRLEN];
+
+    if (p->ncand < 2) {
+        return false;
+    }
+    if (err == EHOSTUNREACH || err == ENETUNREACH || err == ETIMEDOUT) {
+        s->unreached[s->unreached_out++ % 4] = p->cand[p->at];
+        s->nunreached = MPS_MIN(s->nunreached + 1, 4);
+    }
+    mps_sockaddr_host(&p->addr.sa, was, sizeof(was));
+    if (err == ETIMEDOUT) {
+        p->at = (uint8_t)((p->at + 1) % p->ncand);
+    } else {
+        p->ncand--;
+        memmove(&p->cand[p->at], &p->cand[p->at + 1],
+                (size_t)(p->ncand - p->at) * sizeof(*p->cand));
+        p->at = p->at == p->ncand ? 0 : p->at;
+    }
+    use_candidate(f, peer);
+    MPS_INFO("fab_am_send(sock): rank %d not reached at %s (%s); trying %s", peer, was,
+             strerror(err), mps_inaddr_str(&p->cand[p->at], now, sizeof(now)));
+    return true;
+}
+
+/* Connects to peer at its address, or at its other candidates in turn where that fails,
+ * each try at most TRY_S while others remain (a firewall that drops a connect says
+ * nothing), all within the timeout. 0 with the descriptor, else as connect_once. Once
+ * connected the address is the peer's for good: the candidates go. */
+static int connect_any(struct fab *f, int peer, int *fd_out)
+{
+    struct sock_peer *p = &f->sock->peers[peer];
+    double deadline = mps_now() + f->timeout;
+    int err;
+
+    prefer_reachable(f, peer);
+    do {
+        double left = deadline - mps_now();
+        err = left > 0 ? connect_once(p, p->ncand > 1 && left > TRY_S ? TRY_S : left, fd_out)
+                       : ETIMEDOUT;
+    } while (err > 0 && mps_now() < deadline && next_candidate(f, peer, err));
+    if (err == 0) {
+        free(p->cand);
+        p->cand = NULL;
+        p->ncand = 0;
+    }
+    return err;
+}
+
+bool fab_sock_next_address(struct fab *f, int peer)
+{
+    return f->sock && peer >= 0 && peer < f->size && next_candidate(f, peer, ECONNREFUSED);
+}
+
 /* The connection to peer, made at the first send. */
 static int get_out(struct fab *f, int peer, struct sock_conn **out)
 {
@@ -593,17 +749,13 @@ static int get_out(struct fab *f, int peer, struct sock_conn **out)
         *out = p->out;
         return PGC_OK;
     }
-    fd = socket(p->addr.sa.sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (fd < 0) {
+    err = connect_any(f, peer, &fd);
+    if (err < 0) {
         char why[128];
         return mps_error(PGC_ERR_FABRIC, "fab_am_send(sock): cannot connect to rank %d: socket: %s",
-                         peer, fd_error(errno, why, sizeof(why)));
-    }
-    if (connect(fd, &p->addr.sa, p->alen) != 0) {
-        err = errno == EINPROGRESS ? connect_wait(fd, f->timeout) : errno;
+                         peer, fd_error(-err, why, sizeof(why)));
     }
     if (err) {
-        close(fd);
         peer_dead(f, peer, err);
         return dead_error(f, peer);
     }
@@ -1258,6 +1410,9 @@ void fab_sock_close(struct fab *f)
     }
     if (s->ifs) {
         freeifaddrs(s->ifs);
+    }
+    for (int r = 0; r < f->size; r++) {
+        free(s->peers[r].cand);
     }
     free(s->peers);
     free(s);

@@ -471,26 +471,35 @@ struct store_announce {
     struct mps_inaddr addr[MPS_IFADDR_MAX];
 };
 
-/* The address of rank 0 that this rank connects to: loopback on rank 0's node; else the
- * one mps_ifaddr_pick chooses among rank 0's interfaces (not the host name: on many
- * clusters node names do not resolve, Slurm reaching nodes by NodeAddr, and a name that
- * resolves may name another interface than the one the peers reach). */
+/* The addresses of rank 0 that this rank connects to, comma separated, tried in turn
+ * (boot_store_tcp.c): loopback on rank 0's node; else rank 0's interfaces in the order
+ * mps_ifaddr_order gives (not the host name: on many clusters node names do not resolve,
+ * Slurm reaching nodes by NodeAddr, and a name that resolves may name another interface
+ * than the one the peers reach; and the first address on a subnet of ours may be rank 0's
+ * private network that nobody routes). */
 static int pick_store_addr(const struct store_announce *a, char *host, size_t len)
 {
-    int pick = a->bound_one ? 0 : mps_ifaddr_pick(a->addr, a->naddr);
+    int order[MPS_IFADDR_MAX];
+    int m = a->bound_one ? 1 : mps_ifaddr_order(a->addr, a->naddr, order);
+    size_t used = 0;
 
     snprintf(host, len, "127.0.0.1");
     if (!a->bound_one && strncmp(a->node, pg_node_name(), BOOT_NODE_MAX) == 0) {
         return PGC_OK;
     }
-    if (pick < 0) {
+    if (m <= 0) {
         return mps_error(PGC_ERR_BOOT,
                          "pgc_default_store: rank 0 (node %s) announced no address (no "
                          "interface up and running but loopback there); set "
                          "MPISHIM_STORE_BIND to an address of rank 0 that the nodes reach",
                          a->node);
     }
-    mps_inaddr_str(&a->addr[pick], host, len);
+    for (int k = 0; k < m && used + MPS_INADDR_STRLEN + 1 < len; k++) {
+        char one[MPS_INADDR_STRLEN];
+        used += (size_t)snprintf(
+            host + used, len - used, "%s%s", k ? "," : "",
+            mps_inaddr_str(&a->addr[a->bound_one ? 0 : order[k]], one, sizeof(one)));
+    }
     return PGC_OK;
 }
 
@@ -514,7 +523,7 @@ static int serve_default_store(struct pgc_store **out)
 {
     struct pg_group *w = pg_world_group();
     struct store_announce a;
-    char host[MPS_INADDR_STRLEN];
+    char host[MPS_IFADDR_MAX * (MPS_INADDR_STRLEN + 1)];
     int rc = PGC_OK;
 
     memset(&a, 0, sizeof(a));

@@ -391,33 +391,58 @@ static int connect_one(const struct addrinfo *ai, double deadline)
     return fd;
 }
 
-/* Tries every address of host:port until one connects or the deadline passes, sleeping a
- * little between rounds (the server may not listen yet). */
-static int connect_retry(const char *host, int port, double deadline, int *fd_out, int *err)
+/* The longest connect to one host while others are listed: a firewall that drops the
+ * connect answers nothing, and the next host may be the one that serves. */
+#define HOST_TRY_S 5.0
+
+/* One round over the addresses of host:port, each connect bounded by deadline; PGC_OK with
+ * the descriptor, else *err the last errno. */
+static int try_host(const char *host, const char *port, double deadline, int *fd_out, int *err)
 {
     struct addrinfo hints = {
         .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV};
+    struct addrinfo *res = NULL;
+    int g = getaddrinfo(host, port, &hints, &res);
+
+    for (struct addrinfo *ai = g == 0 ? res : NULL; ai; ai = ai->ai_next) {
+        int fd = connect_one(ai, deadline);
+        if (fd >= 0) {
+            freeaddrinfo(res);
+            *fd_out = fd;
+            return PGC_OK;
+        }
+        *err = errno;
+    }
+    if (g != 0) {
+        *err = g == EAI_SYSTEM ? errno : EHOSTUNREACH; /* name not resolvable (yet) */
+    } else {
+        freeaddrinfo(res);
+    }
+    return PGC_ERR_UNREACHABLE;
+}
+
+/* Tries every address of host:port until one connects or the deadline passes, sleeping a
+ * little between rounds (the server may not listen yet). hosts may list several, comma
+ * separated (the default store's candidates for rank 0, pgc_store.c): each round tries
+ * them in order, each for at most HOST_TRY_S. */
+static int connect_retry(const char *hosts, int port, double deadline, int *fd_out, int *err)
+{
     char portstr[16];
     struct timespec pause = {0, 50 * 1000 * 1000};
+    bool several = strchr(hosts, ',') != NULL;
 
     snprintf(portstr, sizeof(portstr), "%d", port);
     *err = 0;
     do {
-        struct addrinfo *res = NULL;
-        int g = getaddrinfo(host, portstr, &hints, &res);
-        for (struct addrinfo *ai = g == 0 ? res : NULL; ai; ai = ai->ai_next) {
-            int fd = connect_one(ai, deadline);
-            if (fd >= 0) {
-                freeaddrinfo(res);
-                *fd_out = fd;
+        for (const char *h = hosts; *h;) {
+            char host[256];
+            size_t len = strcspn(h, ",");
+            double until = several ? MPS_MIN(deadline, mps_now() + HOST_TRY_S) : deadline;
+            snprintf(host, sizeof(host), "%.*s", (int)MPS_MIN(len, sizeof(host) - 1), h);
+            h += len + (h[len] == ',');
+            if (try_host(host, portstr, until, fd_out, err) == PGC_OK) {
                 return PGC_OK;
             }
-            *err = errno;
-        }
-        if (g != 0) {
-            *err = g == EAI_SYSTEM ? errno : EHOSTUNREACH; /* name not resolvable (yet) */
-        } else {
-            freeaddrinfo(res);
         }
         nanosleep(&pause, NULL);
     } while (mps_now() < deadline);

@@ -16,8 +16,9 @@
 #   exec NODE CMD...  run CMD inside node NODE (cn2, or 2): its network, host name and
 #           /dev/shm, with the caller's environment.
 #   addr NODE  print node NODE's address; addr6 NODE its IPv6 address.
-#   decoy on|off  give every node's interface dock0 (listed before eth0) one and the same
-#           address, up and running, as docker0 has on real clusters; off: down, no address.
+#   decoy on|apart|off  give every node's interface dock0 (listed before eth0) one and the
+#           same address, up and running, as docker0 has on real clusters; apart: one of
+#           its own on every node, on one /16 that nobody routes; off: down, no address.
 #   rsh HOST CMD...  an rsh agent for Open MPI's mpirun (--mca plm_rsh_agent "cluster.sh
 #           rsh"): runs the shell command line CMD inside the node named or addressed HOST.
 #
@@ -59,8 +60,16 @@ decoy() {
     local i
     for i in $(seq 1 "$N"); do
         case "$1" in
-            on)
-                ip -n "$NS$i" addr replace "$DECOY_ADDR" dev "$DECOY"
+            on | apart)
+                # apart: an address of its own on every node (172.31.<i>.1), all on one /16,
+                # as per-node container networks carved from one pool are: every node sees
+                # the others' on a subnet of its own, and reaches none of them.
+                ip -n "$NS$i" addr flush dev "$DECOY"
+                if [ "$1" = apart ]; then
+                    ip -n "$NS$i" addr add "172.31.$i.1/16" dev "$DECOY"
+                else
+                    ip -n "$NS$i" addr add "$DECOY_ADDR" dev "$DECOY"
+                fi
                 ip -n "$NS$i" link set "${DECOY}p" up
                 ip -n "$NS$i" link set "$DECOY" up
                 ;;
@@ -69,7 +78,7 @@ decoy() {
                 ip -n "$NS$i" link set "$DECOY" down
                 ;;
             *)
-                echo "usage: $0 decoy on|off" >&2
+                echo "usage: $0 decoy on|apart|off" >&2
                 exit 2
                 ;;
         esac
@@ -371,7 +380,7 @@ case "${1:-}" in
         exec_on "$host" sh -c "$*"
         ;;
     *)
-        echo "usage: $0 up|down|status|exec NODE CMD...|addr NODE|addr6 NODE|decoy on|off" >&2
+        echo "usage: $0 up|down|status|exec NODE CMD...|addr NODE|addr6 NODE|decoy on|apart|off" >&2
         exit 2
         ;;
 esac

@@ -325,6 +325,22 @@ decoy_jobs() {
     # The store alone: the fabric told its interface, the store's address still picked.
     job "mr_pgc_init (default store), the same interface, fabric on eth0" "$n" \
         env MPISHIM_FABRIC_IFACE=eth0 tests/mr/mr_pgc_init
+    # Per-node private networks carved from one pool (dock0: 172.31.<node>.1/16, listed
+    # first): every rank sees its peers' on a subnet of its own and picks it, and no route
+    # leads there ("No route to host" after about 3 s of unanswered ARP). The next address
+    # must be tried, by the ranks' sockets and by the default store's clients; before, the
+    # ranks took their peers on the other node for dead at once.
+    if ! "$cluster" decoy apart >"$tmp/out" 2>&1; then
+        not_ok "cluster.sh decoy apart" "$tmp/out"
+    else
+        job "mr_coll, per-node networks on one /16 listed first on every node" "$n" \
+            env MPISHIM_LOG_LEVEL=info tests/mr/mr_coll
+        grep -q "not reached at 172\.31\.[0-9]*\.1 (No route to host); trying 10\." "$tmp/out" &&
+            ok "mr_coll: a rank not reached at the first address was tried at the next" ||
+            not_ok "mr_coll: a rank not reached at the first address was tried at the next" \
+                "$tmp/out"
+        job "mr_pgc_init (default store), the same networks" "$n" tests/mr/mr_pgc_init
+    fi
     "$cluster" decoy off >/dev/null 2>&1 || not_ok "cluster.sh decoy off"
 }
 

@@ -227,6 +227,33 @@ static void picks_ipv6_by_the_same_rules(void **state)
     assert_int_equal(mps_ifaddr_pick_in(&h[0].ifa, peer, 2), 0);
 }
 
+/* The order to try a peer's addresses in: on a subnet of ours first, then routed ones, each
+ * as announced, never ours; and which addresses share one of our subnets. */
+static void orders_what_to_try_next(void **state)
+{
+    struct fake_if h[3];
+    /* Ours (the bridge), routed, on our /64, routed, on our /64. */
+    struct mps_inaddr peer[5] = {ip("fd00:99::1"), ip("2001:db8::5"), ip("fd00:77::11"),
+                                 ip("2001:db8::6"), ip("fd00:77::13")};
+    int order[5];
+    (void)state;
+
+    v6_host(h);
+    assert_int_equal(mps_ifaddr_order_in(&h[0].ifa, peer, 5, order), 4);
+    assert_int_equal(order[0], 2);
+    assert_int_equal(order[1], 4);
+    assert_int_equal(order[2], 1);
+    assert_int_equal(order[3], 3);
+    /* Only ours: the first alone. None: nothing. */
+    assert_int_equal(mps_ifaddr_order_in(&h[0].ifa, peer, 1, order), 1);
+    assert_int_equal(order[0], 0);
+    assert_int_equal(mps_ifaddr_order_in(&h[0].ifa, peer, 0, order), 0);
+    /* fd00:77::11 and ::13 share our eth1's /64; a routed one shares none of ours. */
+    assert_true(mps_ifaddr_same_subnet(&h[0].ifa, &peer[2], &peer[4]));
+    assert_false(mps_ifaddr_same_subnet(&h[0].ifa, &peer[1], &peer[3]));
+    assert_false(mps_ifaddr_same_subnet(&h[0].ifa, &peer[2], &peer[1]));
+}
+
 static void ipv4_and_ipv6_are_told_apart(void **state)
 {
     struct fake_if h[3];
@@ -262,6 +289,7 @@ int main(void)
         cmocka_unit_test(lists_for_messages),
         cmocka_unit_test(picks_ipv6_by_the_same_rules),
         cmocka_unit_test(ipv4_and_ipv6_are_told_apart),
+        cmocka_unit_test(orders_what_to_try_next),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
