@@ -27,8 +27,8 @@
  *  - BYE: "this connection ends because I close", so that its end is not a death;
  *  - MOVED, HERE: the higher rank of a pair that connected both ways at once moves onto the
  *    lower rank's connection at its next send: MOVED is the last frame it writes on its own
- *    (then closed), HERE the first on the other. The receiver parses nothing after a HERE until it
- * has read the MOVED, so the sender's frames stay in order across the move.
+ *    (then closed), HERE the first on the other. The receiver parses nothing after a HERE
+ *    until it has read the MOVED, so the sender's frames stay in order across the move.
  *
  * Tagged data is pulled: fab_tsend only queues, fab_trecv posts the receive and sends a CTS,
  * and the sender streams the data when the CTS comes. fab.h lets the sender post its data
