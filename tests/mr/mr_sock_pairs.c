@@ -21,14 +21,15 @@
 #include "mrtest.h"
 
 #include <dirent.h>
+#include <linux/tcp.h> /* the kernel's struct tcp_info: its data segment counts */
 #include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 
 #define ROUNDS 20
-#define PER 6        /* messages to each peer per round */
+#define PER 6                   /* messages to each peer per round */
+#define TCP_STATE_ESTABLISHED 1 /* tcpi_state (the kernel's TCP_ESTABLISHED) */
 #define BOOT_CONNS 2 /* the bootstrap's own TCP connections (a store client, a launcher's) */
 
 static const int sizes[3] = {8, 1024, 40 * 1024};
@@ -124,7 +125,9 @@ static void round_trip(int rank, int size, int rnd, unsigned char **sbuf, unsign
     }
 }
 
-/* This process's TCP connections in the ESTABLISHED state (one the peer closed is not). */
+/* This process's TCP connections in the ESTABLISHED state that carried data: one the peer
+ * closed is not, nor a liveness probe (fab_probe.c: a connect, and a reset once collected),
+ * which a rank of a loaded machine may have in flight either way when this counts. */
 static int established_tcp(void)
 {
     DIR *d = opendir("/proc/self/fd");
@@ -136,10 +139,12 @@ static int established_tcp(void)
         int fd = atoi(e->d_name), type = 0;
         struct tcp_info ti;
         socklen_t tl = sizeof(type), il = sizeof(ti);
+        memset(&ti, 0, sizeof(ti));
         if (e->d_name[0] != '.' && fd != dirfd(d) &&
             getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &tl) == 0 && type == SOCK_STREAM &&
             getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &il) == 0 &&
-            ti.tcpi_state == TCP_ESTABLISHED) {
+            ti.tcpi_state == TCP_STATE_ESTABLISHED &&
+            ti.tcpi_data_segs_in + ti.tcpi_data_segs_out > 0) {
             n++;
         }
     }
