@@ -69,7 +69,7 @@ alive() {
 
 node_idle() {
     [ -f "$CONF" ] || return 1
-    timeout 10 sinfo -h -N -t idle -o %N 2>/dev/null | grep -qx "$NODE"
+    grep -qx "$NODE" <<<"$(timeout 10 sinfo -h -N -t idle -o %N 2>/dev/null)"
 }
 
 status() {
@@ -84,7 +84,7 @@ status() {
 # The node answers (idle, or running jobs: mixed/allocated).
 node_idle_or_busy() {
     [ -f "$CONF" ] || return 1
-    timeout 10 sinfo -h -N -t idle,mixed,allocated -o %N 2>/dev/null | grep -qx "$NODE"
+    grep -qx "$NODE" <<<"$(timeout 10 sinfo -h -N -t idle,mixed,allocated -o %N 2>/dev/null)"
 }
 
 start_munge() {

@@ -205,7 +205,7 @@ srun_kill
 env_kill
 file_kill
 link_down
-if "$cluster" down >"$tmp/down" 2>&1 && ! ip netns list | grep -q '^mpsc'; then
+if "$cluster" down >"$tmp/down" 2>&1 && ! grep -q '^mpsc' <<<"$(ip netns list)"; then
     ok "cluster.sh down takes everything down after the faults"
 else
     not_ok "cluster.sh down after the faults" "$tmp/down"

@@ -64,8 +64,8 @@ expect "--all lists every variable" "" "$missing"
 expect "--all gives each variable a default" "$(wc -l <"$tmp/table")" \
     "$(grep -c '^      default: ' "$tmp/all")"
 expect "--all shows a value set in the environment" yes \
-    "$(grep -A1 '^  MPISHIM_LOG_LEVEL (' "$tmp/all" | grep -q 'current: "error"' && echo yes ||
-        echo no)"
+    "$(grep -q 'current: "error"' <<<"$(grep -A1 '^  MPISHIM_LOG_LEVEL (' "$tmp/all")" &&
+        echo yes || echo no)"
 
 "$info" --bogus >"$tmp/out" 2>&1
 expect "an unknown option exits 2 and names the option" "2 yes" \

@@ -60,7 +60,7 @@ out=$("$MPICC" -v 2>&1)
 expect "mpicc -v first names mpishim and its version" "mpicc for mpishim $version" \
     "$(echo "$out" | head -1)"
 expect "mpicc -v then runs the compiler with -v (its version line follows)" yes \
-    "$(echo "$out" | tail -n +2 | grep -qi ' version ' && echo yes || echo no)"
+    "$(grep -qi ' version ' <<<"$(tail -n +2 <<<"$out")" && echo yes || echo no)"
 out=$(MPISHIM_CXX=g++ "$MPICXX" -v 2>&1)
 expect "mpicxx -v names mpishim too" "mpicxx for mpishim $version" "$(echo "$out" | head -1)"
 
