@@ -263,27 +263,11 @@ int mps_ifaddr_order_in(const struct ifaddrs *list, const struct mps_inaddr *pee
     return m;
 }
 
-int mps_ifaddr_pick_in(const struct ifaddrs *list, const struct mps_inaddr *peer, int n)
-{
-    int order[MPS_IFADDR_MAX];
-
-    n = n < MPS_IFADDR_MAX ? n : MPS_IFADDR_MAX;
-    return n > 0 && mps_ifaddr_order_in(list, peer, n, order) > 0 ? order[0] : -1;
-}
-
-int mps_ifaddr_pick(const struct mps_inaddr *peer, int n)
-{
-    int order[MPS_IFADDR_MAX];
-
-    n = n < MPS_IFADDR_MAX ? n : MPS_IFADDR_MAX;
-    return n > 0 && mps_ifaddr_order(peer, n, order) > 0 ? order[0] : -1;
-}
-
 const char *mps_inaddr_str(const struct mps_inaddr *a, char *buf, size_t cap)
 {
-    if (!inet_ntop(a->family,
-                   a->family == AF_INET ? (const void *)&a->a.v4 : (const void *)&a->a.v6, buf,
-                   (socklen_t)cap)) {
+    size_t len;
+
+    if (!inet_ntop(a->family, inaddr_bytes(a, &len), buf, (socklen_t)cap)) {
         snprintf(buf, cap, "?");
     }
     return buf;

@@ -59,27 +59,22 @@ int mps_ifaddr_mine(const char *iface, struct mps_inaddr *out, int max);
  * address of this host within it). */
 int mps_ifaddr_iface_of(const char *iface, char *name, size_t cap);
 
-/* The index among peer[0..n-1] (addresses a rank on another node announced, n at most
- * MPS_IFADDR_MAX) of the one to connect to: addresses this host has itself are skipped;
- * the first on a subnet of one of this host's interfaces wins, else the first left. When
- * every one is also ours, 0: the peer shares this host's addresses (the same host under
+/* The order to try peer[0..n-1] in (addresses a rank on another node announced, n at most
+ * MPS_IFADDR_MAX): addresses this host has itself are left out (the peer is on another
+ * node, so such an address is a copy on a virtual bridge); those on a subnet of one of this
+ * host's interfaces come first, then the routed ones, each in the announced order. When
+ * every one is also ours, {0}: the peer shares this host's addresses (the same host under
  * another node name, as the tests' MPISHIM_NODE_NAME makes it, or containers on the host's
- * network). -1 when n is 0. */
-int mps_ifaddr_pick(const struct mps_inaddr *peer, int n);
-
-/* The order to try peer's addresses in, its first the pick above: those on a subnet of
- * ours, then the routed ones, each in the announced order, never one of ours (which would
- * reach this host), or {0} when every one is ours. The next is for when one fails: an
- * address on a subnet of ours may be another node's private network that nobody routes
- * (per-node container networks carved from one pool). Fills order[0..count); the count
- * (0 when n is 0). */
+ * network). The first is the one to connect to; the next is for when one fails: an address
+ * on a subnet of ours may be another node's private network that nobody routes (per-node
+ * container networks carved from one pool). Fills order[0..count); the count (0 when n is
+ * 0). */
 int mps_ifaddr_order(const struct mps_inaddr *peer, int n, int *order);
 
 struct ifaddrs;
-/* mps_ifaddr_pick and mps_ifaddr_order against mine, a getifaddrs list the caller keeps
- * (NULL: none known), for a rank that picks for many peers: a getifaddrs costs about 40 us
- * here, once per peer of another node at start-up. */
-int mps_ifaddr_pick_in(const struct ifaddrs *mine, const struct mps_inaddr *peer, int n);
+/* mps_ifaddr_order against mine, a getifaddrs list the caller keeps (NULL: none known), for
+ * a rank that orders for many peers: a getifaddrs costs about 40 us here, once per peer of
+ * another node at start-up. */
 int mps_ifaddr_order_in(const struct ifaddrs *mine, const struct mps_inaddr *peer, int n,
                         int *order);
 

@@ -8,13 +8,13 @@
  * libfabric 1.17 costs each process its providers' start-up (doc/cluster.md), and tcp;ofi_rxm
  * doubled the small-message latency against MPICH's and Open MPI's own TCP paths.
  *
- * Each rank listens on one TCP socket: on the first address of the interface
- * MPISHIM_FABRIC_IFACE names, else on every address of both families, announcing those of
- * the interfaces that are up and running but loopback, IPv4 and IPv6 (else loopback); a
- * peer connects to the one mps_ifaddr_pick chooses. Everything fab.h promises holds: AMs in order
- * per peer, tagged data matched by (peer, tag) with truncation to the posted length, completions
- * from progress, a dead peer named with PGC_ERR_PEER_DEAD. See fab_sock.c for the wire and its
- * choices.
+ * Each rank listens on one TCP socket: on the first address MPISHIM_FABRIC_IFACE selects,
+ * else on every address of both families, announcing those of the interfaces that are up
+ * and running but loopback, IPv4 and IPv6 (else loopback); a peer connects to the first in
+ * mps_ifaddr_order's order, and to the next where it fails. Everything fab.h promises
+ * holds: AMs in order per peer, tagged data matched by (peer, tag) with truncation to the
+ * posted length, completions from progress, a dead peer named with PGC_ERR_PEER_DEAD. See
+ * fab_sock.c for the wire and its choices.
  */
 #ifndef FAB_SOCK_H
 #define FAB_SOCK_H
@@ -35,7 +35,8 @@ int fab_sock_open(struct fab *f);
  * length, or 0. */
 size_t fab_sock_addr(const struct fab *f, void *name, size_t cap);
 /* Records which of peer's announced addresses to reach it at (len bytes from its blob;
- * mps_ifaddr_pick's choice); the connection is made at the first send to it. */
+ * mps_ifaddr_order's first, the others kept to try); the connection is made at the first
+ * send to it. */
 int fab_sock_connect(struct fab *f, int peer, const void *name, size_t len);
 /* The address of peer's that fab_sock_connect chose (what the probes watch). */
 const struct sockaddr *fab_sock_peer_addr(const struct fab *f, int peer, socklen_t *len);

@@ -479,7 +479,7 @@ struct store_announce {
  * private network that nobody routes). */
 static int pick_store_addr(const struct store_announce *a, char *host, size_t len)
 {
-    int order[MPS_IFADDR_MAX];
+    int order[MPS_IFADDR_MAX] = {0}; /* bound_one: addr[0] alone */
     int m = a->bound_one ? 1 : mps_ifaddr_order(a->addr, a->naddr, order);
     size_t used = 0;
 
@@ -496,9 +496,8 @@ static int pick_store_addr(const struct store_announce *a, char *host, size_t le
     }
     for (int k = 0; k < m && used + MPS_INADDR_STRLEN + 1 < len; k++) {
         char one[MPS_INADDR_STRLEN];
-        used += (size_t)snprintf(
-            host + used, len - used, "%s%s", k ? "," : "",
-            mps_inaddr_str(&a->addr[a->bound_one ? 0 : order[k]], one, sizeof(one)));
+        used += (size_t)snprintf(host + used, len - used, "%s%s", k ? "," : "",
+                                 mps_inaddr_str(&a->addr[order[k]], one, sizeof(one)));
     }
     return PGC_OK;
 }
