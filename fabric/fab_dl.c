@@ -8,7 +8,9 @@
 
 #include <dlfcn.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
+#include <string.h>
 
 struct fab_fi_api fab_fi;
 
@@ -42,9 +44,44 @@ static void *open_library(void)
     return h;
 }
 
+/* Debian's libfabric links the psm provider's libinfinipath, whose constructor takes SIGINT,
+ * SIGILL, SIGABRT, SIGBUS, SIGSEGV and SIGTERM with a handler that prints a backtrace and
+ * calls exit(). A rank that mpiexec ends with SIGTERM then runs the atexit handlers and the
+ * libraries' destructors inside a signal handler (it can deadlock on a lock the interrupted
+ * code held, and ThreadSanitizer reports each call), a crash no longer dumps core or tells
+ * its signal, and the program's own handlers installed before MPI_Init are replaced.
+ * Opening a transport must not change how the process takes signals: every disposition the
+ * load changed is put back. */
+static bool same_action(const struct sigaction *a, const struct sigaction *b)
+{
+    return a->sa_handler == b->sa_handler && a->sa_flags == b->sa_flags;
+}
+
+static void *open_keeping_signals(void)
+{
+    static struct sigaction before[NSIG];
+    static bool known[NSIG];
+    void *h;
+
+    for (int s = 1; s < NSIG; s++) {
+        known[s] = sigaction(s, NULL, &before[s]) == 0;
+    }
+    h = open_library();
+    for (int s = 1; s < NSIG; s++) {
+        struct sigaction now;
+
+        if (known[s] && sigaction(s, NULL, &now) == 0 && !same_action(&now, &before[s])) {
+            sigaction(s, &before[s], NULL);
+            MPS_DEBUG("loading libfabric replaced the handler of signal %d (%s): put back", s,
+                      strsignal(s));
+        }
+    }
+    return h;
+}
+
 static void load(void)
 {
-    void *h = open_library();
+    void *h = open_keeping_signals();
 
     if (!h) {
         return;
