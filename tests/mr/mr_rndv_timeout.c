@@ -13,7 +13,9 @@
  * and MPI_Request_free waited a second timeout and put the request back in the pool while
  * the transfer still named it. Rank 1 checks each message's bytes against the values
  * computed here (rank 0's buffers stay as they were), rank 0 the pattern; then 20 more
- * messages each way must arrive intact.
+ * messages each way must arrive intact. Every wait meant to succeed is polled (MPI_Test,
+ * which no timeout ends): a ThreadSanitizer build over tcp;ofi_rxm took 0.3-0.6 s here to
+ * move the two messages, and longer than the 1 s timeout on a slower machine.
  */
 #include "mrtest.h"
 
@@ -65,12 +67,14 @@ static __attribute__((noinline)) void guarded_wait(void)
 {
     volatile unsigned char pad[PAD];
     int note = 0;
+    MPI_Request r;
 
     for (size_t i = 0; i < PAD; i++) {
         pad[i] = (unsigned char)(i * 13 + 5);
     }
     mrt_polled_barrier();
-    CHECK_MPI(MPI_Recv(&note, 1, MPI_INT, 1, 9, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+    CHECK_MPI(MPI_Irecv(&note, 1, MPI_INT, 1, 9, MPI_COMM_WORLD, &r));
+    mrt_polled_wait(&r);
     CHECK(note == 2, "rank 1's note says %d messages", note);
     for (size_t i = 0; i < PAD; i++) {
         if (pad[i] != (unsigned char)(i * 13 + 5)) {
@@ -82,6 +86,7 @@ static __attribute__((noinline)) void guarded_wait(void)
 int main(int argc, char **argv)
 {
     int size, v, got;
+    MPI_Request r[2];
 
     mrt_init(&argc, &argv);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
@@ -99,20 +104,25 @@ int main(int argc, char **argv)
         mrt_polled_barrier();
         memset(a, 0, BIG);
         memset(b, 0, BIG);
-        CHECK_MPI(MPI_Recv(a, BIG, MPI_BYTE, 0, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
-        CHECK_MPI(MPI_Recv(b, BIG, MPI_BYTE, 0, 2, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+        CHECK_MPI(MPI_Irecv(a, BIG, MPI_BYTE, 0, 1, MPI_COMM_WORLD, &r[0]));
+        mrt_polled_wait(&r[0]);
+        CHECK_MPI(MPI_Irecv(b, BIG, MPI_BYTE, 0, 2, MPI_COMM_WORLD, &r[0]));
+        mrt_polled_wait(&r[0]);
         expect(a, 1);
         expect(b, 2);
         v = 2;
-        CHECK_MPI(MPI_Send(&v, 1, MPI_INT, 0, 9, MPI_COMM_WORLD));
+        CHECK_MPI(MPI_Isend(&v, 1, MPI_INT, 0, 9, MPI_COMM_WORLD, &r[0]));
+        mrt_polled_wait(&r[0]);
     }
     for (int i = 0; i < 20; i++) {
         v = mrt_rank * 100 + i;
-        CHECK_MPI(MPI_Sendrecv(&v, 1, MPI_INT, 1 - mrt_rank, 10, &got, 1, MPI_INT, 1 - mrt_rank,
-                               10, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+        CHECK_MPI(MPI_Irecv(&got, 1, MPI_INT, 1 - mrt_rank, 10, MPI_COMM_WORLD, &r[0]));
+        CHECK_MPI(MPI_Isend(&v, 1, MPI_INT, 1 - mrt_rank, 10, MPI_COMM_WORLD, &r[1]));
+        mrt_polled_wait(&r[0]);
+        mrt_polled_wait(&r[1]);
         CHECK(got == (1 - mrt_rank) * 100 + i, "round %d: %d", i, got);
     }
-    CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
+    mrt_polled_barrier();
     free(a);
     free(b);
     return mrt_finish("mr_rndv_timeout");

@@ -60,17 +60,24 @@ static inline void mrt_init(int *argc, char ***argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &mrt_rank);
 }
 
-/* A barrier polled with MPI_Test: a rank can wait here longer than a blocking wait may
- * (MPISHIM_TIMEOUT), while another's calls time out. */
+/* A wait polled with MPI_Test, and a barrier waited so: a rank can wait here longer than a
+ * blocking wait may (MPISHIM_TIMEOUT), while another's calls time out, or while a slow
+ * machine (a sanitizer's build) takes longer than a short MPISHIM_TIMEOUT. */
+static inline void mrt_polled_wait(MPI_Request *r)
+{
+    int done = 0;
+
+    while (!done) {
+        CHECK_MPI(MPI_Test(r, &done, MPI_STATUS_IGNORE));
+    }
+}
+
 static inline void mrt_polled_barrier(void)
 {
     MPI_Request r;
-    int done = 0;
 
     CHECK_MPI(MPI_Ibarrier(MPI_COMM_WORLD, &r));
-    while (!done) {
-        CHECK_MPI(MPI_Test(&r, &done, MPI_STATUS_IGNORE));
-    }
+    mrt_polled_wait(&r);
 }
 
 /* An MPI_T counter of this process, read with mrt_counter_read (MPI_T initialized by the
