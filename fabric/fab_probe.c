@@ -61,6 +61,8 @@ enum verdict { PROBE_PENDING, PROBE_ALIVE, PROBE_DEAD, PROBE_UNKNOWN };
 struct fab_probe {
     struct sockaddr_storage addr;
     socklen_t len;  /* 0: this peer is not probed (this rank, shm, another provider) */
+    struct sockaddr_storage refused; /* the last of its addresses that refused a probe */
+    socklen_t refused_len;           /* 0: none did */
     int fd;         /* the connect in flight, or -1 */
     double started; /* when fd's connect began */
     double next;    /* the earliest start of this peer's next probe */
@@ -129,17 +131,37 @@ static void probe_end(struct fab *f, struct fab_probe *p)
     f->probes_out--;
 }
 
-static enum verdict verdict_of(struct fab *f, const struct fab_probe *p, int err)
+/* A refusal is a death where it came from the peer's only address. A sock peer not yet
+ * reached has others, though: the refusal may be another host's, on a network that reuses
+ * the subnet, and an address that is silent or unrouted (a private network of the peer's
+ * node) tells nothing. Its next address is watched then (fab_sock_next_address, which drops
+ * the refusing and the unrouted ones as a failed connect does). When the address left last
+ * is silent or unrouted too, after another refused, no address of the peer's accepts and
+ * one refused: a death, as the connect would conclude. Before, a first address that never
+ * answered was watched for ever, and a peer that died before anyone connected to it went
+ * unseen until the timeout. */
+static enum verdict verdict_of(struct fab *f, struct fab_probe *p, int err)
 {
+    enum fab_sock_next next;
+
     if (err == 0) {
         return PROBE_ALIVE;
     }
-    if (err != ECONNREFUSED) {
+    if (err == ECONNREFUSED) {
+        memcpy(&p->refused, &p->addr, p->len);
+        p->refused_len = p->len;
+    }
+    next = fab_sock_next_address(f, (int)(p - f->probes), err);
+    if (next == FAB_SOCK_NEXT_MOVED) {
         return PROBE_UNKNOWN;
     }
-    /* A sock peer not yet reached may have been refused at another host's address: its next
-     * address is watched then (fab_sock_next_address), no death yet. */
-    return fab_sock_next_address(f, (int)(p - f->probes)) ? PROBE_UNKNOWN : PROBE_DEAD;
+    if (err == ECONNREFUSED) {
+        return PROBE_DEAD;
+    }
+    return next == FAB_SOCK_NEXT_LAST && p->refused_len > 0 &&
+                   (err == ETIMEDOUT || err == EHOSTUNREACH || err == ENETUNREACH)
+               ? PROBE_DEAD
+               : PROBE_UNKNOWN;
 }
 
 /* Starts a connect to p's address; the verdict when the kernel gave it at once. */
@@ -179,7 +201,7 @@ static enum verdict probe_check(struct fab *f, struct fab_probe *p, double now)
             return PROBE_PENDING;
         }
         probe_end(f, p);
-        return PROBE_UNKNOWN;
+        return verdict_of(f, p, ETIMEDOUT);
     }
     if (getsockopt(p->fd, SOL_SOCKET, SO_ERROR, &err, &elen) != 0) {
         err = errno;
@@ -191,7 +213,7 @@ static enum verdict probe_check(struct fab *f, struct fab_probe *p, double now)
 /* The error of a peer found dead, naming it, its node and its address. */
 static int dead_error(const struct fab *f, int peer)
 {
-    const struct sockaddr *sa = (const struct sockaddr *)&f->probes[peer].addr;
+    const struct sockaddr *sa = (const struct sockaddr *)&f->probes[peer].refused;
     char host[MPS_INADDR_STRLEN];
 
     return mps_error(PGC_ERR_PEER_DEAD,

@@ -727,9 +727,16 @@ static int connect_any(struct fab *f, int peer, int *fd_out)
     return err;
 }
 
-bool fab_sock_next_address(struct fab *f, int peer)
+enum fab_sock_next fab_sock_next_address(struct fab *f, int peer, int err)
 {
-    return f->sock && peer >= 0 && peer < f->size && next_candidate(f, peer, ECONNREFUSED);
+    if (!f->sock || peer < 0 || peer >= f->size) {
+        return FAB_SOCK_NEXT_NONE;
+    }
+    if (next_candidate(f, peer, err)) {
+        return FAB_SOCK_NEXT_MOVED;
+    }
+    /* The candidates go once connected (connect_any); one left is the last of several. */
+    return f->sock->peers[peer].cand ? FAB_SOCK_NEXT_LAST : FAB_SOCK_NEXT_NONE;
 }
 
 /* The connection to peer, made at the first send. */

@@ -42,10 +42,18 @@ int fab_sock_connect(struct fab *f, int peer, const void *name, size_t len);
 const struct sockaddr *fab_sock_peer_addr(const struct fab *f, int peer, socklen_t *len);
 /* Whether peer is reached through this transport. */
 bool fab_sock_peer(const struct fab *f, int peer);
-/* A liveness probe of peer's address was refused: where no connection to peer was made yet
- * and it announced other addresses worth trying, moves to the next (the refusal may be
- * another host's, on a network that reuses the subnet) and true; else false (a death). */
-bool fab_sock_next_address(struct fab *f, int peer);
+/* What fab_sock_next_address did. */
+enum fab_sock_next {
+    FAB_SOCK_NEXT_NONE,  /* peer is connected, or had one address: its address stays */
+    FAB_SOCK_NEXT_MOVED, /* the probes and the next connect go to peer's next address */
+    FAB_SOCK_NEXT_LAST,  /* peer, not reached yet, has this address left alone */
+};
+/* A liveness probe of peer's address failed with err (ECONNREFUSED, EHOSTUNREACH, or
+ * ETIMEDOUT: no answer): where no connection to peer was made yet and it announced other
+ * addresses worth trying, moves to the next, as a failed connect would (a refusal may be
+ * another host's, on a network that reuses the subnet; silence, an unrouted private
+ * network's). */
+enum fab_sock_next fab_sock_next_address(struct fab *f, int peer, int err);
 int fab_sock_am_send(struct fab *f, int peer, const void *hdr, size_t hlen, const void *payload,
                      size_t plen);
 int fab_sock_tsend(struct fab *f, int peer, const void *buf, size_t len, uint64_t tag,

@@ -7,6 +7,13 @@
  *   PHASE  before    the victim dies before MPI_Init; the survivor waits in MPI_Init
  *          init      the victim dies inside MPI_Init, once its shared-memory segment exists
  *          after     the victim dies right after MPI_Init; the survivor is in a barrier
+ *          first_recv  the same on 4 ranks, ranks 0 and 2 on one node, 1 and 3 on another:
+ *                    rank 2 waits in a receive from the victim, ranks 0 and 3 sleep 15 s
+ *                    outside MPI (they would see the death first: rank 0 on its connection
+ *                    to the victim, rank 3 beside it). MPI_Init's one allreduce (recursive
+ *                    doubling: pairs 0-1, 2-3, 0-2, 1-3) never made rank 2 and the victim
+ *                    exchange a message, so rank 2 has no connection to it that could end:
+ *                    only its probes of the victim's addresses can tell
  *          loop      nobody dies: allreduces for up to 60 s (a link is cut meanwhile)
  *          recv, rndv, allreduce_small, allreduce_large, barrier, finalize
  *                    the victim dies inside that call (a receive nobody serves, a 2 MiB
@@ -176,11 +183,19 @@ int main(int argc, char **argv)
     }
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    if (victim && (!strcmp(phase, "init") || !strcmp(phase, "after"))) {
+    if (victim && (!strcmp(phase, "init") || !strcmp(phase, "after") ||
+                   !strcmp(phase, "first_recv"))) {
         die();
     }
     if (!strcmp(phase, "loop")) {
         loop(rank);
+    } else if (!strcmp(phase, "first_recv")) {
+        double y;
+        if (rank == 2) {
+            MPI_Recv(&y, 1, MPI_DOUBLE, 1, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        } else {
+            sleep_ms(15000);
+        }
     } else if (strcmp(phase, "before") && strcmp(phase, "init") && strcmp(phase, "after")) {
         MPI_Barrier(MPI_COMM_WORLD);
         if (victim) {

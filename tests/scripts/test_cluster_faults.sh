@@ -18,6 +18,9 @@
 #   - the same under a file:// start (a rendezvous file both nodes see): no launcher and no
 #     store server watch the ranks there, so only the probe can tell (without it rank 0
 #     waits out the timeout): the case that proves the probe across nodes;
+#   - a file:// start of 4 ranks where rank 1 dies before rank 2 ever exchanged a message with
+#     it and its first address is on a network no route leads to (per-node private networks
+#     listed first): rank 2's probe moves on to its next address and finds it refused;
 #   - srun -N 2 -n 2 with MPISHIM_TIMEOUT=10: cn2's link goes down in the middle of a loop
 #     of allreduces; the ranks give up within the timeout with an error (a probe that gets no
 #     answer says nothing: a node cut off is not a dead process), the link comes back up 20 s
@@ -172,6 +175,52 @@ file_kill() {
     fi
 }
 
+# A file:// start of 4 ranks (0 and 2 on cn1, 1 and 3 on cn2) with per-node private
+# networks carved from one pool listed first on every node (`cluster.sh decoy apart`:
+# dock0 = 172.31.<node>.1/16): rank 1 dies right after MPI_Init while rank 2 waits in a
+# receive from it and the others sleep (kill_victim's first_recv). No message went between
+# ranks 2 and 1, so rank 2 has no connection to rank 1 that could end, and its probe begins
+# at the first of rank 1's addresses, on dock0, where nothing answers. The probe must move
+# on to the next address (the log says so), find it refused, and call rank 1 dead; before,
+# it watched the silent address until the timeout (60 s here).
+file_kill_unrouted() {
+    local rc2 t end url r
+    if ! "$cluster" decoy apart >"$tmp/out" 2>&1; then
+        not_ok "cluster.sh decoy apart" "$tmp/out"
+        return
+    fi
+    url=file://$tmp/rendezvous-unrouted
+    for r in 0 1 3; do
+        ("$cluster" exec "cn$((r % 2 + 1))" env RANK=$r WORLD_SIZE=4 \
+            MPISHIM_BOOT_METHOD="$url" timeout 60 "$prog" first_recv kill \
+            >"$tmp/unrouted.$r" 2>&1) &
+    done
+    "$cluster" exec cn1 env RANK=2 WORLD_SIZE=4 MPISHIM_BOOT_METHOD="$url" \
+        MPISHIM_LOG_LEVEL=info timeout 60 "$prog" first_recv kill >"$tmp/unrouted.2" 2>&1
+    rc2=$?
+    end=$(now_ms)
+    wait
+    "$cluster" decoy off >/dev/null 2>&1 || not_ok "cluster.sh decoy off"
+    cat "$tmp"/unrouted.[0-3] >"$tmp/out"
+    t=$(since_death "$tmp/out" "$end")
+    if [ $rc2 = 0 ] || [ $rc2 = 124 ] || [ $rc2 = 137 ]; then
+        not_ok "file:// across nodes, first address unrouted: rank 2 ends when rank 1 dies on \
+cn2, never connected to (exit $rc2)" "$tmp/out"
+    elif ! grep -q 'rank 1 not reached at 172\.31\.2\.1 .*; trying ' "$tmp/unrouted.2"; then
+        not_ok "file:// across nodes, first address unrouted: the probe moved to rank 1's next \
+address" "$tmp/out"
+    elif ! grep -q 'MPI_Recv (rank 2): rank 1 (on node cn2) is gone' "$tmp/unrouted.2"; then
+        not_ok "file:// across nodes, first address unrouted: rank 2's message names rank 1 on \
+cn2" "$tmp/out"
+    elif [ "${t%%.*}" = "?" ] || [ "${t%%.*}" -ge 20 ]; then
+        not_ok "file:// across nodes, first address unrouted: rank 2 ended $t s after the death \
+(limit 20 s)" "$tmp/out"
+    else
+        ok "file:// across nodes, first address unrouted: rank 2 (cn1) names rank 1 (cn2), never \
+connected to, gone, $t s after (exit $rc2)"
+    fi
+}
+
 link_down() {
     local rc p cut end
     MPISHIM_TIMEOUT=10 timeout -k 5 120 srun --mpi=pmix -N 2 -n 2 "$prog" loop none </dev/null \
@@ -204,6 +253,7 @@ link_down() {
 srun_kill
 env_kill
 file_kill
+file_kill_unrouted
 link_down
 if "$cluster" down >"$tmp/down" 2>&1 && ! grep -q '^mpsc' <<<"$(ip netns list)"; then
     ok "cluster.sh down takes everything down after the faults"
