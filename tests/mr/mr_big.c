@@ -49,11 +49,10 @@ static void expect(const unsigned char *b, size_t n, const char *what)
         uint32_t m;
 
         memcpy(&m, b + p * PAGE + PAGE / 2, sizeof(m));
-        if (b[p * PAGE] != first_of(p) || b[p * PAGE + PAGE - 1] != last_of(p) ||
-            m != mid_of(p)) {
-            CHECK(0, "%s: page %zu (byte %zu of %zu) differs: %u %u %u, expected %u %u %u", what,
-                  p, p * PAGE, n, b[p * PAGE], b[p * PAGE + PAGE - 1], m, first_of(p),
-                  last_of(p), mid_of(p));
+        if (b[p * PAGE] != first_of(p) || b[p * PAGE + PAGE - 1] != last_of(p) || m != mid_of(p)) {
+            CHECK(0, "%s: page %zu (byte %zu of %zu) differs: %u %u %u, expected %u %u %u", what, p,
+                  p * PAGE, n, b[p * PAGE], b[p * PAGE + PAGE - 1], m, first_of(p), last_of(p),
+                  mid_of(p));
         }
     }
 }
