@@ -21,7 +21,9 @@ void mps_log_set_rank(int rank)
  * it: a message of a failing start-up must still say which rank failed. -1 if none. */
 static int launcher_rank(void)
 {
-    static const char *vars[] = {"PMIX_RANK", "PMI_RANK", "OMPI_COMM_WORLD_RANK", "RANK"};
+    /* srun's task number last: its variables also reach what a batch script starts. */
+    static const char *vars[] = {"PMIX_RANK", "PMI_RANK", "OMPI_COMM_WORLD_RANK", "RANK",
+                                 "SLURM_PROCID"};
 
     for (size_t i = 0; i < sizeof(vars) / sizeof(*vars); i++) {
         const char *v = getenv(vars[i]);

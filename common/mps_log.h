@@ -13,7 +13,8 @@
 enum mps_log_level { MPS_LOG_ERROR = 0, MPS_LOG_WARN, MPS_LOG_INFO, MPS_LOG_DEBUG };
 
 /* The rank printed in log lines. Until the bootstrap sets it, the rank a launcher put in
- * the environment (PMIX_RANK, PMI_RANK, OMPI_COMM_WORLD_RANK, RANK); -1 (none) prints none. */
+ * the environment (PMIX_RANK, PMI_RANK, OMPI_COMM_WORLD_RANK, RANK, SLURM_PROCID); -1
+ * (none) prints none. */
 void mps_log_set_rank(int rank);
 int mps_log_get_rank(void);
 int mps_log_enabled(enum mps_log_level level);

@@ -77,10 +77,33 @@ static const char *auto_method(void)
     return "singleton";
 }
 
+/* A task of an srun step of several tasks that found no PMI, PMIx or torch-style variables:
+ * srun served none (--mpi=none, or a cluster whose MpiDefault is none). As a singleton each
+ * task would run the whole program alone, N copies that each report success: refused, as
+ * Open MPI refuses it. A batch script or an salloc shell (no step) stays a singleton, and
+ * MPISHIM_BOOT_METHOD=singleton asks for one. */
+static int refuse_srun_without_pmi(void)
+{
+    const char *tasks = getenv("SLURM_STEP_NUM_TASKS"), *task = getenv("SLURM_PROCID");
+
+    if (!tasks || !task || atoi(tasks) < 2) {
+        return PGC_OK;
+    }
+    return mps_error(PGC_ERR_BOOT,
+                     "boot_init: started by srun as task %.16s of %.16s, but srun serves these "
+                     "processes no PMIx or PMI (srun --mpi=none, or MpiDefault=none in "
+                     "slurm.conf), so no task can find the others; run srun --mpi=pmix (or "
+                     "--mpi=pmi2), or set MpiDefault=pmix (doc/running.md)",
+                     task, tasks);
+}
+
 static int start_method(struct boot *b, const char *method, const struct boot_opts *o)
 {
     if (is(method, "auto")) {
         method = auto_method();
+        if (is(method, "singleton") && refuse_srun_without_pmi() != PGC_OK) {
+            return PGC_ERR_BOOT;
+        }
     }
     if (is(method, "pmix")) {
         return boot_pmix_start(b);

@@ -9,7 +9,8 @@
 #   0 B to 4 MiB (mr_p2p), every collective (mr_coll, mr_coll2), the pgc_ API with its
 #   default store (mr_pgc, mr_pgc_init), blocking and async pgc calls mixed (mr_pgc_mix),
 #   pgc examples, distributed SGD (same checksum as on
-#   one node); sbatch of examples/slurm/pgc_sgd.sbatch; salloc + srun; Open MPI's mpirun
+#   one node); srun --mpi=none refused by MPI_Init on every task (no singletons), and
+#   srun --mpi=pmi2; sbatch of examples/slurm/pgc_sgd.sbatch; salloc + srun; Open MPI's mpirun
 #   with a host file and `cluster.sh rsh` as its rsh agent, and MPICH's hydra
 #   (mpiexec.mpich, PMI-1) with the same agent; a torch-style env://
 #   launch, one rank per node, whose MASTER_ADDR is the other node's address; a rank that
@@ -143,6 +144,36 @@ init_failure() {
         not_ok "a rank failing in MPI_Init names rank 3 in its message" "$tmp/out"
     else
         ok "a rank failing in MPI_Init ends the step (exit $rc) and names rank 3"
+    fi
+}
+
+# srun with no PMI (--mpi=none, as on a cluster whose MpiDefault is none): every task used to
+# run as a singleton, the whole program alone, and the step "succeeded" N times over. Each
+# must now fail in MPI_Init naming its task and the remedy. And --mpi=pmi2, whose server
+# also answers the PMI-1 wire protocol our pmi1 client speaks: a job across the nodes.
+srun_mpi_plugins() {
+    local rc
+    timeout -k 5 60 srun --mpi=none -N 2 -n 2 tests/mr/mr_smoke </dev/null >"$tmp/out" 2>&1
+    rc=$?
+    if [ $rc = 0 ] || [ $rc = 124 ] || [ $rc = 137 ] || grep -q 'passed on 1 ranks' "$tmp/out"; then
+        not_ok "srun --mpi=none -N 2 -n 2: MPI_Init refuses to run as singletons (exit $rc)" \
+            "$tmp/out"
+    elif ! grep -q 'MPI_Init (rank 1): boot_init: started by srun as task 1 of 2, .*--mpi=pmix' \
+        "$tmp/out"; then
+        not_ok "srun --mpi=none -N 2 -n 2: rank 1's message names its task and srun --mpi=pmix" \
+            "$tmp/out"
+    else
+        ok "srun --mpi=none -N 2 -n 2: MPI_Init fails on every task, naming it (exit $rc)"
+    fi
+    timeout -k 5 120 srun --mpi=pmi2 -N 2 -n 4 env MPISHIM_LOG_LEVEL=info tests/mr/mr_coll \
+        </dev/null >"$tmp/out" 2>&1
+    rc=$?
+    if [ $rc != 0 ]; then
+        not_ok "srun --mpi=pmi2 -N 2 -n 4 mr_coll (exit $rc)" "$tmp/out"
+    elif [ "$(grep -c "bootstrap: method pmi1" "$tmp/out")" != 4 ]; then
+        not_ok "srun --mpi=pmi2 -N 2 -n 4 mr_coll: not every rank booted by pmi1" "$tmp/out"
+    else
+        ok "srun --mpi=pmi2 -N 2 -n 4 mr_coll (PMI-1 wire protocol to Slurm's pmi2 plugin)"
     fi
 }
 
@@ -405,6 +436,7 @@ if [[ "${MPS_SAN_FLAGS:-}" == *sanitize* ]]; then
 else
     # 1 rank per node: every pair 0 B..4 MiB, every collective.
     job "mr_p2p" 2 tests/mr/mr_p2p
+    srun_mpi_plugins
     job "mr_coll" 2 tests/mr/mr_coll
     # 2 ranks per node: shared memory within a node, our sockets between.
     job "mr_coll2" 4 tests/mr/mr_coll2
