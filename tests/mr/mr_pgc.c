@@ -68,20 +68,31 @@ static float from_bf16(uint16_t h)
     return f;
 }
 
+/* v, an integer a double holds exactly, modulo 2^64: the low bits that a sum or product
+ * wrapping in an integer type keeps (mr_pgc's int32 product wraps from 64 ranks, 2^32; a
+ * double out of an integer type's range does not convert). */
+static uint64_t low_bits(double v)
+{
+    const double two64 = 18446744073709551616.0;
+    double m = fmod(v, two64);
+
+    return (uint64_t)(m < 0 ? m + two64 : m);
+}
+
 static void set_elem(void *buf, pgc_dtype dt, size_t i, double v)
 {
     switch (dt) {
     case PGC_INT8:
-        ((int8_t *)buf)[i] = (int8_t)v;
+        ((int8_t *)buf)[i] = (int8_t)(uint8_t)low_bits(v);
         break;
     case PGC_UINT8:
-        ((uint8_t *)buf)[i] = (uint8_t)v;
+        ((uint8_t *)buf)[i] = (uint8_t)low_bits(v);
         break;
     case PGC_INT32:
-        ((int32_t *)buf)[i] = (int32_t)v;
+        ((int32_t *)buf)[i] = (int32_t)(uint32_t)low_bits(v);
         break;
     case PGC_INT64:
-        ((int64_t *)buf)[i] = (int64_t)v;
+        ((int64_t *)buf)[i] = (int64_t)low_bits(v);
         break;
     case PGC_FLOAT16:
         ((_Float16 *)buf)[i] = (_Float16)(float)v;
@@ -133,7 +144,7 @@ static double in_dtype(pgc_dtype dt, double v)
 static double contrib(pgc_reduce_op op, int rank, size_t i)
 {
     if (op == PGC_PRODUCT) {
-        return 1 + (double)((rank + i) % 2); /* products stay <= 32: exact everywhere */
+        return 1 + (double)((rank + i) % 2); /* 2^(ranks/2): wraps int8 from 16 ranks */
     }
     if (op == PGC_BAND || op == PGC_BOR || op == PGC_BXOR) {
         return (double)((rank * 37 + i * 11 + 5) & 0x7f);

@@ -494,9 +494,11 @@ else
     # "socket: Too many open files" at 22.
     job "mr_coll under ulimit -Sn 20 (12 ranks per node)" 24 -O \
         sh -c 'ulimit -Sn 20 && exec "$0"' tests/mr/mr_coll
-    # 32 ranks per node, 64 in all: every pair (any-source receives from 63 senders included;
-    # the test's own bitmask of senders stopped at 32 until this case ran it).
-    job "mr_p2p (32 ranks per node)" 64 -O tests/mr/mr_p2p
+    # 64 ranks per node, 128 in all: every pair (any-source receives from 127 senders
+    # included; the test's own bitmask of senders stopped at 32 until a case ran it). 8 s
+    # here; by hand also mr_p2p at 2 x 128 (24 s), mr_coll and mr_coll_hier at 2 x 64
+    # (38 s each) and mr_pgc at 2 x 32 (71 s; its int32 product wraps there).
+    job "mr_p2p (64 ranks per node)" 128 -O tests/mr/mr_p2p
     # Every pair of the 16 connects both ways at once; the higher rank moves onto the lower
     # rank's connection and closes its own, so each rank ends with one established TCP
     # connection per peer on the other node (before: two for most pairs).
