@@ -698,8 +698,8 @@ static bool next_candidate(struct fab *f, int peer, int err)
         p->at = p->at == p->ncand ? 0 : p->at;
     }
     use_candidate(f, peer);
-    MPS_INFO("fab_am_send(sock): rank %d not reached at %s (%s); trying %s", peer, was,
-             strerror(err), mps_inaddr_str(&p->cand[p->at], now, sizeof(now)));
+    MPS_INFO("fab_sock: rank %d not reached at %s (%s); trying %s", peer, was, strerror(err),
+             mps_inaddr_str(&p->cand[p->at], now, sizeof(now)));
     return true;
 }
 
