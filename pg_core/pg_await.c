@@ -100,6 +100,7 @@ static bool message_awaited(const struct pg_req *req, struct pg_awaited *a)
 bool pg_req_awaited(const struct pg_req *req, struct pg_awaited *a)
 {
     a->g = NULL; /* known only to the accounts of the collectives of a group */
+    a->device = false;
     if (pg_dev_awaited(req, a)) {
         return true;
     }

@@ -30,11 +30,17 @@
  * sub-groups' sequences fall out of step when the parent's ranks run different
  * collectives), and fails on the parent's abort.
  *
+ * A NCCL collective's wait (pg_device.c) cannot tell whom it waits for: NCCL's kernels just
+ * wait. Its roll call asks every other member instead how many of the group's device
+ * collectives it has started (PG_COLL_DEV_ASK, answered by every rank that runs progress);
+ * a timeout's message then names the ranks that had not started it, or did not answer.
+ *
  * Nothing here runs in a wait that ends within ROLL_AFTER, and the only cost on the fast path
  * is the signature store at a collective's start.
  */
 #include "config.h"
 
+#include "pg_device.h"
 #include "pg_internal.h"
 #include "pgc_status.h"
 
@@ -145,6 +151,13 @@ int pg_roll_look(const struct pg_awaited *a, bool want_ask)
     int world[PG_AWAITED_SHOWN + 1], nw = 0;
 
     if (!g) {
+        return PGC_OK;
+    }
+    if (a->device) {
+        /* A NCCL collective: nothing here can abort it, its account names the ranks. */
+        if (want_ask) {
+            pg_dev_roll_ask(g, a->seq);
+        }
         return PGC_OK;
     }
     /* Asked even where the answer is known here: a wait that cannot end early (a rendezvous

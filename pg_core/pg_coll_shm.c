@@ -367,6 +367,7 @@ static bool shm_who(void *arg, struct pg_awaited *a, bool *may_fail)
     }
     shm_awaited(w, a);
     a->g = w->g;
+    a->device = false;
     a->seq = (w->g->coll_seq - 1) & ((1u << PG_COLL_SEQ_BITS) - 1);
     *may_fail = true;
     return true;

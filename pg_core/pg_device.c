@@ -581,7 +581,11 @@ enum { DEV_G_UNKNOWN, DEV_G_NCCL, DEV_G_STAGING, DEV_G_BROKEN };
 struct pg_group_dev {
     int path; /* DEV_G_*: what the first device collective agreed on */
     int device;
-    uint64_t ncalls; /* device collectives started on the group (a timeout names the one) */
+    uint64_t ncalls; /* device collectives started on the group (atomic: the roll call reads it) */
+    /* The device roll call (pg_dev_roll_ask), under the world lock: the collective it asks
+     * about, and per group rank 1 + the count it answered (0: no answer yet). */
+    uint32_t asked_seq;
+    uint64_t *heard;
     cudaStream_t stream;
 #if HAVE_NCCL
     ncclComm_t comm;
@@ -613,7 +617,7 @@ static int group_dev(struct pg_group *g, struct pg_group_dev **out)
             free(d);
             d = NULL;
         }
-        g->dev = d;
+        __atomic_store_n(&g->dev, d, __ATOMIC_RELEASE); /* pg_dev_started reads it unlocked */
     }
     pthread_mutex_unlock(&gdev_lock);
     *out = d;
@@ -633,6 +637,7 @@ void pg_dev_group_free(struct pg_group *g)
     }
 #endif
     rt.cudaStreamDestroy(d->stream);
+    free(d->heard);
     free(d);
     g->dev = NULL;
 }
@@ -1324,7 +1329,7 @@ static int dev_start(struct pg_group *g, struct coll_desc *d, struct pg_req *req
     }
     o->gd = gd;
     o->nccl = nccl;
-    o->seq = ++gd->ncalls;
+    o->seq = __atomic_add_fetch(&gd->ncalls, 1, __ATOMIC_RELAXED);
     op_activate(o, g, req, PG_REQ_COLL);
 #if HAVE_NCCL
     if (nccl) {
@@ -1559,24 +1564,139 @@ void pg_dev_detach(struct pg_req *req)
     }
 }
 
+uint64_t pg_dev_started(const struct pg_group *g)
+{
+    const struct pg_group_dev *gd = __atomic_load_n(&g->dev, __ATOMIC_ACQUIRE);
+
+    return gd ? __atomic_load_n(&gd->ncalls, __ATOMIC_RELAXED) : 0;
+}
+
+void pg_dev_roll_ask(struct pg_group *g, uint32_t seq)
+{
+    struct pg_group_dev *gd = g->dev;
+
+    if (!gd || g->size < 2) {
+        return;
+    }
+    if (!gd->heard && (gd->heard = calloc((size_t)g->size, sizeof(*gd->heard))) == NULL) {
+        return; /* no memory: the account names no rank, as before the roll call */
+    }
+    if (gd->asked_seq != seq) { /* answers about an earlier collective say nothing of this one */
+        memset(gd->heard, 0, sizeof(*gd->heard) * (size_t)g->size);
+        gd->asked_seq = seq;
+    }
+    pg_roll_ask_device(g);
+}
+
+void pg_dev_heard(struct pg_group *g, int rank, uint32_t count)
+{
+    struct pg_group_dev *gd = g->dev;
+
+    if (gd && gd->heard && rank >= 0 && rank < g->size) {
+        gd->heard[rank] = 1 + (uint64_t)count;
+    }
+}
+
+/* The first group ranks of one kind (those an account shows), and how many there were. */
+struct rank_list {
+    int n;
+    int r[PG_AWAITED_SHOWN + 1];
+};
+
+static void rank_list_add(struct rank_list *l, int rank)
+{
+    if (l->n < PG_AWAITED_SHOWN + 1) {
+        l->r[l->n] = rank;
+    }
+    l->n++;
+}
+
+/* What the device roll call heard about collective o->seq of its group: the ranks that had
+ * not started it when they answered, the ranks that never answered, and the first
+ * laggard's count. False where nobody was asked about it. */
+static bool roll_heard(const struct dev_op *o, struct rank_list *behind, struct rank_list *silent,
+                       uint64_t *first_count)
+{
+    const struct pg_group_dev *gd = o->gd;
+    uint32_t seq = (uint32_t)o->seq;
+
+    if (!gd->heard || gd->asked_seq != seq) {
+        return false;
+    }
+    for (int r = 0; r < o->g->size; r++) {
+        /* An answer is the count's low 32 bits: compare in that ring. */
+        uint32_t lag = seq - (uint32_t)(gd->heard[r] - 1);
+        if (r == o->g->rank) {
+            continue;
+        }
+        if (gd->heard[r] == 0) {
+            rank_list_add(silent, r);
+        } else if (lag > 0 && lag < (1u << 31)) {
+            if (behind->n == 0) {
+                *first_count = gd->heard[r] - 1;
+            }
+            rank_list_add(behind, r);
+        }
+    }
+    return true;
+}
+
 /* The account of a NCCL collective whose wait timed out. NCCL cannot say which rank has not
- * called it (its kernels just wait), so, as torch's NCCL watchdog does, the message names the
- * call by the group's sequence number: the ranks' messages or flight recorders then show
- * which rank never reached that number. */
+ * called it (its kernels just wait); the device roll call (pg_dev_roll_ask) asked the others
+ * how many of the group's device collectives they had started: the account names those that
+ * had not started this one, else those that did not answer. The call is named by the
+ * group's device collective number too, as torch's NCCL watchdog does, so that the ranks'
+ * messages or flight recorders show who never reached it. */
 static void nccl_awaited(const struct dev_op *o, struct pg_awaited *a)
 {
     size_t bytes = o->d.in_bytes > o->d.out_bytes ? o->d.in_bytes : o->d.out_bytes;
+    struct rank_list behind = {0}, silent = {0};
+    uint64_t first_count = 0;
+    char names[128];
+    char *tail;
+    size_t left;
+    int off;
 
     snprintf(a->what, sizeof(a->what), "NCCL %s", kind_name[o->d.kind]);
+    a->g = o->g;
+    a->seq = (uint32_t)o->seq;
+    a->device = true;
+    a->nranks = 0;
+    off =
+        snprintf(a->how, sizeof(a->how),
+                 "the group's device collective %llu, %zu B: ", (unsigned long long)o->seq, bytes);
+    tail = a->how + off;
+    left = sizeof(a->how) - (size_t)off;
     if (o->g->size == 1) {
         snprintf(a->who, sizeof(a->who), "this rank's GPU (no other rank is in the group)");
+        snprintf(tail, left, "the GPU waits for work queued before it");
+    } else if (!roll_heard(o, &behind, &silent, &first_count)) {
+        snprintf(a->who, sizeof(a->who),
+                 "one of the group's other %d ranks, which NCCL does not name", o->g->size - 1);
+        snprintf(tail, left,
+                 "a rank in another call, on host buffers or dead never joins; the "
+                 "GPU also waits for work queued before it");
+    } else if (behind.n > 0) {
+        pg_awaited_ranks(a, o->g->ctx, behind.r, behind.n);
+        snprintf(tail, left,
+                 "when asked, rank %d had started only %llu of the group's device collectives "
+                 "(it is in another call, or on host buffers)%s",
+                 behind.r[0], (unsigned long long)first_count,
+                 silent.n > 0 ? "; some ranks did not answer" : "");
+    } else if (silent.n > 0) {
+        pg_awaited_ranks(a, o->g->ctx, silent.r, silent.n);
+        pg_ranks_str(silent.r, silent.n, names, sizeof(names));
+        snprintf(tail, left,
+                 "%s did not answer when asked how far it was (busy outside any call of the "
+                 "library, or gone)",
+                 names);
     } else {
-        snprintf(a->who, sizeof(a->who), "one of the group's other %d ranks, which NCCL does not "
-                 "name", o->g->size - 1);
+        snprintf(a->who, sizeof(a->who),
+                 "the GPU: every other rank of the group had started this collective when asked");
+        snprintf(tail, left,
+                 "the GPU waits for work queued before it, or the ranks called "
+                 "different device collectives");
     }
-    snprintf(a->how, sizeof(a->how), "the group's device collective %llu, %zu B: a rank in "
-             "another call, on host buffers or dead never joins; the GPU also waits for work "
-             "queued before it", (unsigned long long)o->seq, bytes);
 }
 
 bool pg_dev_awaited(const struct pg_req *req, struct pg_awaited *a)
@@ -1766,6 +1886,22 @@ bool pg_dev_awaited(const struct pg_req *req, struct pg_awaited *a)
 {
     (void)req, (void)a;
     return false;
+}
+
+uint64_t pg_dev_started(const struct pg_group *g)
+{
+    (void)g;
+    return 0; /* a rank built without CUDA starts no device collective */
+}
+
+void pg_dev_roll_ask(struct pg_group *g, uint32_t seq)
+{
+    (void)g, (void)seq;
+}
+
+void pg_dev_heard(struct pg_group *g, int rank, uint32_t count)
+{
+    (void)g, (void)rank, (void)count;
 }
 
 void pg_dev_detach(struct pg_req *req)

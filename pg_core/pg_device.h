@@ -226,6 +226,13 @@ int pg_dev_progress(void);
 void pg_dev_detach(struct pg_req *req);
 struct pg_awaited;
 bool pg_dev_awaited(const struct pg_req *req, struct pg_awaited *a);
+/* The device roll call (pg_p2p.c's PG_COLL_DEV_ASK): how many of g's device collectives
+ * this rank has started (the answer); the waiter of g's device collective seq asks
+ * (pg_dev_roll_ask, from pg_roll_look); group rank `rank` answered `count`
+ * (pg_dev_heard, under the world lock). */
+uint64_t pg_dev_started(const struct pg_group *g);
+void pg_dev_roll_ask(struct pg_group *g, uint32_t seq);
+void pg_dev_heard(struct pg_group *g, int rank, uint32_t count);
 void pg_dev_group_free(struct pg_group *g);
 void pg_dev_finalize(void);
 

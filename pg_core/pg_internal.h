@@ -118,6 +118,13 @@ void pg_async_stop(void);
  * rest of its group. */
 #define PG_COLL_ROLL (PG_COLL_POISON | 0xffeu)
 #define PG_COLL_ABORT_ONE (PG_COLL_POISON | 0xffdu)
+/* The device roll call (pg_device.c): a NCCL collective cannot say which rank has not joined
+ * it, so its wait, once it lasts, asks every other member "how many of this group's device
+ * collectives have you started"; the answer carries the count (its note's `mine`). */
+#define PG_COLL_DEV_ASK (PG_COLL_POISON | 0xffcu)
+#define PG_COLL_DEV_COUNT (PG_COLL_POISON | 0xffbu)
+/* The lowest control signature: every tag of a collective context from here up is one. */
+#define PG_COLL_CONTROL_MIN PG_COLL_DEV_COUNT
 /* The signature of a collective: op may be NULL, root < 0 for none. */
 uint32_t pg_coll_sig(enum pg_coll_kind kind, const struct pg_op_spec *op, int root);
 /* pg_coll_sig, poisoned when this rank stands in for a bad buffer (pg_coll_stand_in). */
@@ -297,6 +304,9 @@ struct pg_awaited {
      * `ranks` are) and sequence number; g NULL where unknown. */
     struct pg_group *g;
     uint32_t seq; /* PG_ROLL_NO_SEQ: a message outside g's collectives (pg_req_who) */
+    /* seq is g's device collective number (a NCCL call, pg_device.c): the roll call asks
+     * every other member how many it has started (pg_dev_roll_ask) instead. */
+    bool device;
 };
 #define PG_ROLL_NO_SEQ UINT32_MAX
 /* Writes ranks[0..n), group ranks in increasing order without repeats, as "rank 3",
@@ -340,6 +350,9 @@ int pg_roll_look(const struct pg_awaited *a, bool ask);
 /* pg_p2p.c: sends the question about collective seq (signature sig) of g to the world
  * ranks world[0..n) (members of g). */
 void pg_roll_ask(struct pg_group *g, uint32_t seq, uint32_t sig, const int *world, int n);
+/* pg_p2p.c: asks every other member of g how many of g's device collectives it has started
+ * (PG_COLL_DEV_ASK; the answers reach pg_dev_heard). */
+void pg_roll_ask_device(struct pg_group *g);
 /* Records here the abort of collective seq on ctx (n says why), as a notice would: its
  * posted receives fail and its messages are taken and dropped. */
 void pg_coll_abort_local(uint64_t ctx, uint32_t seq, const struct pg_abort_note *n);

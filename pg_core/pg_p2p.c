@@ -15,10 +15,11 @@
  */
 #include "config.h"
 
-#include "pg_internal.h"
 #include "mps_config.h"
 #include "mps_copy.h"
 #include "mps_log.h"
+#include "pg_device.h"
+#include "pg_internal.h"
 #include "pgc_status.h"
 
 #include <inttypes.h>
@@ -309,10 +310,11 @@ static inline uint32_t tag_sig(int tag)
     return (uint32_t)tag & ((1u << PG_COLL_SIG_BITS) - 1);
 }
 
-/* An abort notice or a roll call's question (the signatures above every collective's). */
+/* An abort notice, a roll call's question or a device roll call's question or answer (the
+ * signatures above every collective's). */
 static inline bool is_control(const struct pg_wire *w)
 {
-    return (w->ctx & 1) && tag_sig(w->tag) >= PG_COLL_ABORT_ONE;
+    return (w->ctx & 1) && tag_sig(w->tag) >= PG_COLL_CONTROL_MIN;
 }
 
 /* An abort notice arrived: a rank that gets one meant for it alone (the answer to its roll
@@ -358,6 +360,19 @@ static void take_roll(uint64_t ctx, int tag, int src, int src_world,
     }
 }
 
+/* A device roll call's question from world rank src_world: answered with how many of the
+ * group's device collectives this rank has started, its low 32 bits (a group this rank does
+ * not have, not yet or no longer, answers nothing: the asker then says it did not answer). */
+static void take_device_ask(uint64_t ctx, int src_world)
+{
+    struct pg_group *g = pg_roll_group(ctx);
+
+    if (g) {
+        struct pg_abort_note n = {0, (uint32_t)pg_dev_started(g), g->rank, -1};
+        queue_control(src_world, ctx, g->rank, 0, PG_COLL_DEV_COUNT, &n);
+    }
+}
+
 static void take_control(const struct pg_wire *w, const void *payload)
 {
     struct pg_abort_note n;
@@ -367,9 +382,19 @@ static void take_control(const struct pg_wire *w, const void *payload)
         return;
     }
     memcpy(&n, payload, sizeof(n));
-    if (tag_sig(w->tag) == PG_COLL_ROLL) {
+    switch (tag_sig(w->tag)) {
+    case PG_COLL_ROLL:
         take_roll(w->ctx, w->tag, w->src, (int)w->src_world, &n);
-    } else {
+        break;
+    case PG_COLL_DEV_ASK:
+        take_device_ask(w->ctx, (int)w->src_world);
+        break;
+    case PG_COLL_DEV_COUNT:
+        if (pg_roll_group(w->ctx)) {
+            pg_dev_heard(pg_roll_group(w->ctx), w->src, n.mine);
+        }
+        break;
+    default:
         take_abort(w->ctx, w->tag, &n);
     }
 }
@@ -384,6 +409,18 @@ void pg_roll_ask(struct pg_group *g, uint32_t seq, uint32_t sig, const int *worl
     for (int i = 0; i < n; i++) {
         if (world[i] != pg_w.rank) {
             queue_control(world[i], pg_ctx_coll(g), g->rank, seq, PG_COLL_ROLL, &q);
+        }
+    }
+    pg_p2p_flush_deferred();
+}
+
+void pg_roll_ask_device(struct pg_group *g)
+{
+    struct pg_abort_note q = {0, 0, g->rank, -1};
+
+    for (int p = 0; pg_w.fab && p < g->size; p++) {
+        if (p != g->rank) {
+            queue_control(g->ranks[p], pg_ctx_coll(g), g->rank, 0, PG_COLL_DEV_ASK, &q);
         }
     }
     pg_p2p_flush_deferred();

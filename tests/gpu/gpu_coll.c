@@ -13,8 +13,9 @@
  * MPI_Irecv/MPI_Send with the status checked). With
  * MPISHIM_DEVICE_COLL=staging also mixed host/device buffers across ranks.
  *
- * With --timeout-nccl (1 rank) and --timeout-staged (2 ranks, staging), MPISHIM_TIMEOUT=2:
- * the messages of a device collective that times out (see check_nccl_timeout).
+ * With --timeout-nccl (1 rank), --timeout-nccl-peer (2 ranks on NCCL) and --timeout-staged
+ * (2 ranks, staging), MPISHIM_TIMEOUT=2: the messages of a device collective that times out
+ * (see check_nccl_timeout).
  *
  * Without a GPU it prints "SKIP: needs an NVIDIA GPU (cudaGetDeviceCount found none)" and
  * exits 77 before MPI_Init. Run it through tests/gpu/run_gpu.sh.
@@ -515,6 +516,68 @@ static void check_staged_timeout(void)
     free(h);
 }
 
+/* One NCCL allreduce of 64 floats on c that rank 1 does not join, rank 0's message checked
+ * for what it must say of rank 1 (after the first allreduce on c, which makes c's NCCL
+ * communicator with both ranks); rank 1 meanwhile runs `absent`. */
+static void nccl_peer_absent(MPI_Comm c, void (*absent)(void), const char *says)
+{
+    float *h = host_vals(me, 64), *d = to_dev(h, 64);
+    const char *s;
+    int rc;
+
+    MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN);
+    CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, d, 64, MPI_FLOAT, MPI_SUM, c));
+    if (me == 0) {
+        rc = MPI_Allreduce(MPI_IN_PLACE, d, 64, MPI_FLOAT, MPI_SUM, c);
+        s = err_text(rc);
+        CHECK(rc != MPI_SUCCESS &&
+                  strstr(s, "NCCL allreduce: timed out after 2 s waiting for rank 1 (") &&
+                  strstr(s, "device collective 2, 256 B") && strstr(s, says),
+              "a NCCL allreduce rank 1 does not join: %s (expected \"%s\")", s, says);
+    } else {
+        absent();
+    }
+    cudaFree(d);
+    free(h);
+}
+
+/* Rank 1 in a host barrier that no timeout ends (polled), where its progress answers. */
+static void in_host_barrier(void)
+{
+    mrt_polled_barrier();
+}
+
+/* Rank 1 busy outside the library past rank 0's timeout, then in the barrier. */
+static void outside_library(void)
+{
+    sleep(3);
+    mrt_polled_barrier();
+}
+
+/* --timeout-nccl-peer, 2 ranks on the NCCL path (MPISHIM_DEVICE_COLL=nccl: NCCL between two
+ * processes, on one GPU with NCCL_HOSTID set per rank, run_gpu.sh), MPISHIM_TIMEOUT=2: rank
+ * 1 skips a NCCL allreduce, and rank 0's timeout names it. NCCL cannot say who is missing;
+ * the device roll call asks. First rank 1 waits in a host barrier (it answers: it had
+ * started only the group's first device collective), then, on a communicator of its own
+ * (the first one's NCCL communicator is aborted), it sleeps (it does not answer). */
+static void check_nccl_peer_timeout(void)
+{
+    MPI_Comm c = MPI_COMM_NULL;
+
+    CHECK_MPI(MPI_Comm_dup(MPI_COMM_WORLD, &c));
+    nccl_peer_absent(c, in_host_barrier, "rank 1 had started only 1 of the group's device");
+    if (me == 0) {
+        mrt_polled_barrier();
+    }
+    MPI_Comm_free(&c);
+    CHECK_MPI(MPI_Comm_dup(MPI_COMM_WORLD, &c));
+    nccl_peer_absent(c, outside_library, "rank 1 did not answer when asked");
+    if (me == 0) {
+        mrt_polled_barrier();
+    }
+    MPI_Comm_free(&c);
+}
+
 /* Staging only: rank 0 passes host buffers, the others device buffers. */
 static void check_mixed(void)
 {
@@ -552,6 +615,10 @@ int main(int argc, char **argv)
     if (argc > 1 && !strcmp(argv[1], "--timeout-nccl")) {
         check_nccl_timeout();
         return mrt_finish("gpu_coll --timeout-nccl");
+    }
+    if (argc > 1 && !strcmp(argv[1], "--timeout-nccl-peer")) {
+        check_nccl_peer_timeout();
+        return mrt_finish("gpu_coll --timeout-nccl-peer");
     }
     if (argc > 1 && !strcmp(argv[1], "--timeout-staged")) {
         check_staged_timeout();
