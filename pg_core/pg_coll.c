@@ -136,11 +136,8 @@ int pg_ireduce_impl(struct pg_group *g, const void *in, void *out, size_t count,
      * leaves of the tree (odd positions) only send, straight from their input. */
     leaf = g->rank != root &&
            (g->rank - (op->commutative ? root : 0) + g->size) % g->size % 2 == 1;
-    acc = g->rank == root ? out : leaf ? (void *)in : pg_sched_alloc(s, bytes);
-    if (acc && !leaf) {
-        pg_sched_copy(s, acc, in, bytes);
-    }
-    pg_reduce_binomial(s, acc, count, root);
+    acc = g->rank == root ? out : leaf ? NULL : pg_sched_alloc(s, bytes);
+    pg_reduce_binomial(s, in, acc, count, root);
     return pg_sched_launch(s);
 }
 
@@ -163,7 +160,8 @@ static enum allreduce_algo allreduce_split(const struct pg_group *g, size_t coun
     return algo_is(MPS_CFG_COLL_ALLREDUCE, "ring") ? AR_RING : AR_RABENSEIFNER;
 }
 
-static void build_allreduce(struct pg_sched *s, void *acc, size_t count)
+/* The allreduce of in (my contribution; may be acc) into acc. */
+static void build_allreduce(struct pg_sched *s, const void *in, void *acc, size_t count)
 {
     struct pg_group *g = s->g;
     size_t bytes = count * s->op.elem_size;
@@ -176,10 +174,13 @@ static void build_allreduce(struct pg_sched *s, void *acc, size_t count)
     } else {
         a = g->size > 8 && bytes >= (1u << 20) ? AR_RING : AR_RABENSEIFNER;
     }
+    if (a == AR_RABENSEIFNER) {
+        pg_allreduce_rabenseifner(s, in, acc, count); /* reads in itself: no copy */
+        return;
+    }
+    pg_sched_copy(s, acc, in, bytes);
     if (a == AR_RING) {
         pg_allreduce_ring(s, acc, count);
-    } else if (a == AR_RABENSEIFNER) {
-        pg_allreduce_rabenseifner(s, acc, count);
     } else {
         pg_allreduce_recursive_doubling(s, acc, count);
     }
@@ -207,8 +208,7 @@ int pg_iallreduce_impl(struct pg_group *g, const void *in, void *out, size_t cou
         return pg_sched_launch(s);
     }
     pg_sched_align_like(s, out);
-    pg_sched_copy(s, out, in, count * op->elem_size);
-    build_allreduce(s, out, count);
+    build_allreduce(s, in, out, count);
     return pg_sched_launch(s);
 }
 
@@ -228,8 +228,7 @@ __attribute__((noinline, cold)) static bool allreduce_forced_run(struct pg_group
     }
     pg_sched_sig(s, PG_COLL_ALLREDUCE, op, -1);
     pg_sched_align_like(s, out);
-    pg_sched_copy(s, out, in, count * op->elem_size);
-    build_allreduce(s, out, count);
+    build_allreduce(s, in, out, count);
     *rc = pg_sched_run(s);
     return true;
 }

@@ -13,9 +13,10 @@
 
 void pg_barrier_dissemination(struct pg_sched *s);
 void pg_bcast_binomial(struct pg_sched *s, void *buf, size_t bytes, int root);
-/* acc holds my contribution on entry; on return (root only) the result. acc must be
- * scratch or the output buffer: the algorithm reduces into it. */
-void pg_reduce_binomial(struct pg_sched *s, void *acc, size_t count, int root);
+/* in: my contribution (const; may be acc); acc: where this rank sums its children's partial
+ * results (scratch or the output buffer; NULL at a rank with no children, which sends in
+ * as it is); on return (root only) the result. */
+void pg_reduce_binomial(struct pg_sched *s, const void *in, void *acc, size_t count, int root);
 /* Schedules my side of the fold-in (pg_coll_steps.h) and says where I stand: f.vr < 0
  * means folded out, all my steps scheduled. */
 static inline struct pg_fold pg_fold_in(struct pg_sched *s, void *acc, void *tmp, size_t count)
@@ -45,7 +46,8 @@ static inline void pg_fold_out(struct pg_sched *s, void *acc, size_t count,
 
 void pg_allreduce_recursive_doubling(struct pg_sched *s, void *acc, size_t count);
 void pg_allreduce_ring(struct pg_sched *s, void *acc, size_t count);
-void pg_allreduce_rabenseifner(struct pg_sched *s, void *acc, size_t count);
+/* in: my contribution, which may be acc (in place); acc: the result, on every rank. */
+void pg_allreduce_rabenseifner(struct pg_sched *s, const void *in, void *acc, size_t count);
 void pg_bcast_scatter_allgather(struct pg_sched *s, void *buf, size_t bytes, int root);
 /* out holds my block at rank * block on entry; every block on return. */
 void pg_allgather_bruck(struct pg_sched *s, void *out, size_t block);

@@ -95,6 +95,11 @@ static void allreduce_double(int count)
             e += contribution(r, i) * 0.5;
         }
         CHECK(fabs(out[i] - e) < 1e-9, "count %d elem %d: %g != %g", count, i, out[i], e);
+        /* Read in place of a copy (Rabenseifner out of place), never written. */
+        CHECK(buf[i] == contribution(rank, i) * 0.5,
+              "count %d: send buffer elem %d changed to "
+              "%g",
+              count, i, buf[i]);
     }
     /* In place, with MAX. */
     CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, buf, count, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
