@@ -22,6 +22,14 @@
  * pgc_broadcast, pgc_reduce, pgc_all_gather_into_tensor, pgc_all_to_all_single,
  * pgc_reduce_scatter_tensor, pgc_barrier. The reductions are in place there (the MPI rows
  * reduce sbuf into rbuf), which is how torch calls them. bench/compare's pgc column.
+ *
+ * BENCH_IN_PLACE=1 runs the MPI face's allreduce and reduce in place on sbuf (MPI_IN_PLACE;
+ * reduce: at the root), as pgc's are: what bench/compare's pgc/MPI column divides by for
+ * those two. Like OSU's, the out-of-place loop never writes its send buffer, so a peer's
+ * cached copy of it stays valid from call to call, which an in-place loop (whose buffer is
+ * written by every call) cannot have: out of place reads up to 2-3x faster from 32 KiB at 2
+ * ranks here, a difference that a program writing its data before each call does not see
+ * (doc/performance.md, session 43).
  */
 #include "bench_util.h"
 
@@ -53,6 +61,7 @@ static const struct {
 struct coll {
     enum op op;
     void *pgc_world; /* the world's pgc group with BENCH_FACE=pgc, else NULL */
+    bool in_place;   /* BENCH_IN_PLACE=1: the MPI face's allreduce and reduce in place */
     int rank;
     int nranks;
     size_t size;
@@ -129,13 +138,18 @@ static void call(struct coll *c)
     MPI_Comm w = MPI_COMM_WORLD;
     switch (c->op) {
     case OP_ALLREDUCE:
-        MPI_Allreduce(c->sbuf, c->rbuf, nf, MPI_FLOAT, MPI_SUM, w);
+        MPI_Allreduce(c->in_place ? MPI_IN_PLACE : c->sbuf, c->in_place ? c->sbuf : c->rbuf, nf,
+                      MPI_FLOAT, MPI_SUM, w);
         break;
     case OP_BCAST:
         MPI_Bcast(c->sbuf, n, MPI_CHAR, 0, w);
         break;
     case OP_REDUCE:
-        MPI_Reduce(c->sbuf, c->rbuf, nf, MPI_FLOAT, MPI_SUM, 0, w);
+        if (c->in_place && c->rank == 0) {
+            MPI_Reduce(MPI_IN_PLACE, c->sbuf, nf, MPI_FLOAT, MPI_SUM, 0, w);
+        } else {
+            MPI_Reduce(c->sbuf, c->rbuf, nf, MPI_FLOAT, MPI_SUM, 0, w);
+        }
         break;
     case OP_ALLGATHER:
         MPI_Allgather(c->sbuf, n, MPI_CHAR, c->rbuf, n, MPI_CHAR, w);
@@ -229,6 +243,7 @@ int main(int argc, char **argv)
         bench_die("BENCH_FACE=pgc needs mpishim's process-group face");
 #endif
     }
+    c.in_place = getenv("BENCH_IN_PLACE") && strcmp(getenv("BENCH_IN_PLACE"), "1") == 0;
     min = op_info[c.op].min;
     if (c.op == OP_REDSCAT && min < 4 * (size_t)c.nranks) {
         min = 4 * (size_t)c.nranks;
@@ -245,8 +260,8 @@ int main(int argc, char **argv)
     c.rbuf = bench_alloc_floats(buffer_bytes(&c, max), 0.0f);
     bench_print_library(c.rank);
     if (c.rank == 0) {
-        printf("# %s%s, %d ranks, unit us (slowest rank's mean)\n", c.pgc_world ? "pgc " : "",
-               argv[1], c.nranks);
+        printf("# %s%s%s, %d ranks, unit us (slowest rank's mean)\n", c.pgc_world ? "pgc " : "",
+               argv[1], c.in_place && !c.pgc_world ? " in place" : "", c.nranks);
     }
     for (int i = 0; i < o.nsizes; i++) {
         if (o.sizes[i] >= min) {

@@ -25,6 +25,7 @@
 #define BENCH_UTIL_H
 
 #include <mpi.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
