@@ -583,8 +583,9 @@ struct pg_group_dev {
     int device;
     uint64_t ncalls; /* device collectives started on the group (atomic: the roll call reads it) */
     /* The device roll call (pg_dev_roll_ask), under the world lock: the collective it asks
-     * about, and per group rank 1 + the count it answered (0: no answer yet). */
+     * about, when it next asks, and per group rank 1 + the count it answered (0: none yet). */
     uint32_t asked_seq;
+    double ask_next;
     uint64_t *heard;
     cudaStream_t stream;
 #if HAVE_NCCL
@@ -1571,9 +1572,19 @@ uint64_t pg_dev_started(const struct pg_group *g)
     return gd ? __atomic_load_n(&gd->ncalls, __ATOMIC_RELAXED) : 0;
 }
 
+/* The device roll call asks every other member of the group (NCCL cannot say whom a call
+ * waits for), which a host roll call, asking the one rank it waits for, never does: so it
+ * asks only once the wait has lasted half of MPISHIM_TIMEOUT (the first look comes 0.2 s
+ * into the wait; a NCCL collective of a large job may well take seconds), and again every
+ * DEV_ASK_EVERY, or every 10 ms per member on a large group: at most about 100 questions a
+ * second from each waiting rank. The account needs the answers only at the timeout. */
+#define DEV_ASK_EVERY 0.5
+#define DEV_ASK_FIRST_LOOK 0.2 /* pg_progress.c's ROLL_AFTER */
+
 void pg_dev_roll_ask(struct pg_group *g, uint32_t seq)
 {
     struct pg_group_dev *gd = g->dev;
+    double now = mps_now();
 
     if (!gd || g->size < 2) {
         return;
@@ -1584,7 +1595,12 @@ void pg_dev_roll_ask(struct pg_group *g, uint32_t seq)
     if (gd->asked_seq != seq) { /* answers about an earlier collective say nothing of this one */
         memset(gd->heard, 0, sizeof(*gd->heard) * (size_t)g->size);
         gd->asked_seq = seq;
+        gd->ask_next = now + MPS_MAX(0.0, pg_w.timeout / 2 - DEV_ASK_FIRST_LOOK);
     }
+    if (now < gd->ask_next) {
+        return;
+    }
+    gd->ask_next = now + MPS_MAX(DEV_ASK_EVERY, 0.01 * g->size);
     pg_roll_ask_device(g);
 }
 
