@@ -174,14 +174,13 @@ static void build_allreduce(struct pg_sched *s, const void *in, void *acc, size_
     } else {
         a = g->size > 8 && bytes >= (1u << 20) ? AR_RING : AR_RABENSEIFNER;
     }
+    /* Rabenseifner and the ring read in themselves: no copy into acc first. */
     if (a == AR_RABENSEIFNER) {
-        pg_allreduce_rabenseifner(s, in, acc, count); /* reads in itself: no copy */
-        return;
-    }
-    pg_sched_copy(s, acc, in, bytes);
-    if (a == AR_RING) {
-        pg_allreduce_ring(s, acc, count);
+        pg_allreduce_rabenseifner(s, in, acc, count);
+    } else if (a == AR_RING) {
+        pg_allreduce_ring(s, in, acc, count);
     } else {
+        pg_sched_copy(s, acc, in, bytes);
         pg_allreduce_recursive_doubling(s, acc, count);
     }
 }

@@ -45,7 +45,8 @@ static inline void pg_fold_out(struct pg_sched *s, void *acc, size_t count,
 }
 
 void pg_allreduce_recursive_doubling(struct pg_sched *s, void *acc, size_t count);
-void pg_allreduce_ring(struct pg_sched *s, void *acc, size_t count);
+/* in: my contribution, which may be acc (in place); acc: the result, on every rank. */
+void pg_allreduce_ring(struct pg_sched *s, const void *in, void *acc, size_t count);
 /* in: my contribution, which may be acc (in place); acc: the result, on every rank. */
 void pg_allreduce_rabenseifner(struct pg_sched *s, const void *in, void *acc, size_t count);
 void pg_bcast_scatter_allgather(struct pg_sched *s, void *buf, size_t bytes, int root);
