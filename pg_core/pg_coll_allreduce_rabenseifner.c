@@ -75,6 +75,7 @@ static void halving_doubling(struct pg_sched *s, const char *src, char *acc, cha
         lo = keep_lo;
         hi = keep_hi;
     }
+    pg_sched_copy(s, acc, cur, count * es); /* a group of one: no step wrote acc */
     for (mask = 1; mask < p; mask *= 2) {
         int peer = vr ^ mask, span = hi - lo;
         int plo = vr < peer ? hi : lo - span, phi = plo + span;

@@ -31,6 +31,9 @@ void pg_allreduce_ring(struct pg_sched *s, const void *in, void *acc, size_t cou
 
     pg_sched_algo(s, "the ring");
     mps_stats_algo(MPS_ALGO_ALLREDUCE_RING);
+    if (n == 1) {
+        pg_sched_copy(s, a, mine, count * es); /* no step writes acc */
+    }
     for (int step = 0; step < n - 1; step++) {
         int sc = (r - step + n) % n, rc = (r - step - 1 + n) % n;
         size_t s0 = chunk_start(count, n, sc), s1 = chunk_start(count, n, sc + 1);
