@@ -6,9 +6,10 @@
 #            with MR_SLURM_AUTOSTART=1 this script starts it, and leaves it up)
 #   openmpi  mpirun.openmpi --allow-run-as-root --oversubscribe -n N
 # Each line of LIST is `name nprocs [args...]`; the program is $top_builddir/tests/mr/name.
-# Prints "PASS name nprocs" or "FAIL name nprocs (exit C)" per case, then
-# "N passed, N failed[, N skipped]". Exits 0 if none failed, 1 if any did, 77 (skip) when
-# the launcher is missing or the list is empty. MR_TIMEOUT: seconds per case (120).
+# Prints "PASS name nprocs" or "FAIL name nprocs (exit C)" per case, then the last 40 lines
+# of each failed case's output, then "N passed, N failed[, N skipped]". Exits 0 if none
+# failed, 1 if any did, 77 (skip) when the launcher is missing or the list is empty.
+# MR_TIMEOUT: seconds per case (120).
 set -uo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -66,7 +67,9 @@ skip_marked() {
     echo "SKIP $name $nprocs $args ($1: $3; needs a build without that sanitizer)"
 }
 
-pass=0 fail=0 skipped=0
+pass=0 fail=0 skipped=0 failures=
+out=$(mktemp "${TMPDIR:-/tmp}/run_mr.XXXXXX")
+trap 'rm -f "$out"' EXIT
 while read -r name nprocs args; do
     prog=$top_builddir/tests/mr/$name
     if [ ! -x "$prog" ]; then
@@ -82,18 +85,23 @@ while read -r name nprocs args; do
         continue
     fi
     # shellcheck disable=SC2086 # args are split on purpose, as written in the list
-    timeout -k 5 "$per_case" "${launch[@]}" "$nprocs" "$prog" $args </dev/null
-    rc=$?
-    if [ $rc = 0 ]; then
+    timeout -k 5 "$per_case" "${launch[@]}" "$nprocs" "$prog" $args </dev/null 2>&1 | tee "$out"
+    rc=${PIPESTATUS[0]}
+    if [ "$rc" = 0 ]; then
         echo "PASS $name $nprocs"
         pass=$((pass + 1))
     else
-        [ $rc = 124 ] && echo "run_mr.sh: $name timed out after $per_case s" >&2
+        [ "$rc" = 124 ] && echo "run_mr.sh: $name timed out after $per_case s" >&2
         echo "FAIL $name $nprocs (exit $rc)"
         fail=$((fail + 1))
+        failures+="--- FAIL $name $nprocs $args (exit $rc); the last lines it printed:"$'\n'
+        failures+=$(tail -n 40 "$out")$'\n'
     fi
 done <<<"$cases"
 
+# The failures again, at the end: a CI log shows its head and tail, and a long list's
+# middle, where a failing case printed, may be cut.
+[ -n "$failures" ] && printf '%s' "$failures"
 summary="$pass passed, $fail failed"
 [ $skipped -gt 0 ] && summary="$summary, $skipped skipped"
 echo "$summary"
