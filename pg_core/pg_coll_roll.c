@@ -9,7 +9,7 @@
  * expect none), or node-aware collectives of different kinds, whose steps on the sub-groups
  * fall out of step. Each rank then waits for a message or a slot that never comes.
  *
- * So a wait of a collective that lasts (ROLL_AFTER, pg_progress.c) asks the ranks it still
+ * So a wait of a collective that lasts (PG_ROLL_AFTER) asks the ranks it still
  * waits for "which collective of this group are you in": a control message on the group's
  * collective context, with the sequence number and signature of the one it waits in
  * (PG_COLL_ROLL, pg_p2p.c). The peer answers from its progress engine, out of what every
@@ -35,8 +35,8 @@
  * collectives it has started (PG_COLL_DEV_ASK, answered by every rank that runs progress);
  * a timeout's message then names the ranks that had not started it, or did not answer.
  *
- * Nothing here runs in a wait that ends within ROLL_AFTER, and the only cost on the fast path
- * is the signature store at a collective's start.
+ * Nothing here runs in a wait that ends within PG_ROLL_AFTER, and the only cost on the fast
+ * path is the signature store at a collective's start.
  */
 #include "config.h"
 

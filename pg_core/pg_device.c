@@ -1574,12 +1574,11 @@ uint64_t pg_dev_started(const struct pg_group *g)
 
 /* The device roll call asks every other member of the group (NCCL cannot say whom a call
  * waits for), which a host roll call, asking the one rank it waits for, never does: so it
- * asks only once the wait has lasted half of MPISHIM_TIMEOUT (the first look comes 0.2 s
- * into the wait; a NCCL collective of a large job may well take seconds), and again every
+ * asks only once the wait has lasted half of MPISHIM_TIMEOUT (the first look comes
+ * PG_ROLL_AFTER into the wait; a NCCL collective of a large job may well take seconds), and again every
  * DEV_ASK_EVERY, or every 10 ms per member on a large group: at most about 100 questions a
  * second from each waiting rank. The account needs the answers only at the timeout. */
 #define DEV_ASK_EVERY 0.5
-#define DEV_ASK_FIRST_LOOK 0.2 /* pg_progress.c's ROLL_AFTER */
 
 void pg_dev_roll_ask(struct pg_group *g, uint32_t seq)
 {
@@ -1595,7 +1594,7 @@ void pg_dev_roll_ask(struct pg_group *g, uint32_t seq)
     if (gd->asked_seq != seq) { /* answers about an earlier collective say nothing of this one */
         memset(gd->heard, 0, sizeof(*gd->heard) * (size_t)g->size);
         gd->asked_seq = seq;
-        gd->ask_next = now + MPS_MAX(0.0, pg_w.timeout / 2 - DEV_ASK_FIRST_LOOK);
+        gd->ask_next = now + MPS_MAX(0.0, pg_w.timeout / 2 - PG_ROLL_AFTER);
     }
     if (now < gd->ask_next) {
         return;

@@ -332,6 +332,9 @@ const char *pg_direct_algo(unsigned kind);
  * for which collective of the group they are in (pg_roll_ask, a control message per rank);
  * a rank that entered that sequence number with another signature, or aborted it, answers
  * with an abort notice (pg_p2p.c), and every member fails at once. */
+/* Seconds a collective's wait lasts before its first look (questions, aborts, the device
+ * roll call's clock): a legal program's collectives mostly end sooner. */
+#define PG_ROLL_AFTER 0.2
 /* Adds g to this process's live groups (pg_group_new), and takes it out (pg_group_release),
  * keeping its last signatures a while: a rank that freed a group still answers for it. */
 void pg_roll_add(struct pg_group *g);

@@ -48,12 +48,11 @@
  * announces (a device operation, a timeout, a dead peer). */
 #define WAIT_NET_SLEEP_MS 1
 #define WAIT_LOAD_LOOK 0.1 /* s between two looks at the machine's runnable tasks */
-/* The roll call of a collective's wait (pg_coll_roll.c): its first questions after ROLL_AFTER
- * s of waiting, again every ROLL_EVERY while it waits; and while this process knows of an
- * aborted collective, a look every ROLL_ABORT_LOOK at whether it is the one waited for. A
- * legal program's ranks are all in the collective, so the questions get no answer and only
- * cost a small message per rank waited for and ROLL_EVERY. */
-#define ROLL_AFTER 0.2
+/* The roll call of a collective's wait (pg_coll_roll.c): its first questions after
+ * PG_ROLL_AFTER s of waiting, again every ROLL_EVERY while it waits; and while this process
+ * knows of an aborted collective, a look every ROLL_ABORT_LOOK at whether it is the one
+ * waited for. A legal program's ranks are all in the collective, so the questions get no
+ * answer and only cost a small message per rank waited for and ROLL_EVERY. */
 #define ROLL_EVERY 0.5
 #define ROLL_ABORT_LOOK 0.01
 
@@ -316,7 +315,7 @@ static int peer_alive(void)
                      "was waiting for it or for a peer that needs it", dead, pid);
 }
 
-/* When a collective's wait next asks (ROLL_AFTER, ROLL_EVERY) or looks at the aborts. */
+/* When a collective's wait next asks (PG_ROLL_AFTER, ROLL_EVERY) or looks at the aborts. */
 struct roll_state {
     double next_ask, next_look;
 };
@@ -326,7 +325,7 @@ struct roll_state {
 static int roll_look(pg_wait_who_fn who, void *arg, struct roll_state *r, double start,
                      double now)
 {
-    bool ask = now - start >= ROLL_AFTER && now >= r->next_ask;
+    bool ask = now - start >= PG_ROLL_AFTER && now >= r->next_ask;
     bool may_fail = false;
     struct pg_awaited a;
     int rc;
