@@ -72,12 +72,17 @@ static inline void mrt_polled_wait(MPI_Request *r)
     }
 }
 
-static inline void mrt_polled_barrier(void)
+static inline void mrt_polled_barrier_on(MPI_Comm c)
 {
     MPI_Request r;
 
-    CHECK_MPI(MPI_Ibarrier(MPI_COMM_WORLD, &r));
+    CHECK_MPI(MPI_Ibarrier(c, &r));
     mrt_polled_wait(&r);
+}
+
+static inline void mrt_polled_barrier(void)
+{
+    mrt_polled_barrier_on(MPI_COMM_WORLD);
 }
 
 /* An MPI_T counter of this process, read with mrt_counter_read (MPI_T initialized by the
