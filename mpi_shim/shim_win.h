@@ -77,9 +77,10 @@ struct shim_win_ctl {
     uint64_t arrive[SHIM_WIN_ROUNDS];
 };
 
-/* A lock request that the target could not grant yet. */
+/* A lock request that the target could not grant yet; ahead: SHIM_LOCK_AHEAD. */
 struct shim_win_waiter {
     int origin, reply_tag, type;
+    bool ahead;
 };
 
 struct shim_win {
@@ -127,7 +128,7 @@ struct shim_win {
     uint32_t next_tag; /* reply tags (atomic) */
     bool fence_epoch;  /* a fence opened an access epoch */
     int lock_all;      /* MPI_Win_lock_all is held */
-    int *locked;       /* [size] lock type held on each target, 0 if none */
+    int *locked;       /* [size] lock type held on each target, 0 if none (written atomic) */
     int *started;      /* [size] targets of the PSCW access epoch (MPI_Win_start) */
     bool start_epoch;
     int *posts_seen; /* [size] MPI_Win_post notices from each target (atomic) */
@@ -178,6 +179,17 @@ enum shim_am_kind {
     SHIM_AM_POST,     /* target -> origin: the exposure epoch is open */
     SHIM_AM_COMPLETE, /* origin -> target: the access epoch is over */
 };
+
+/* A shared lock request (its arg: the lock type | SHIM_LOCK_AHEAD) from an origin that holds
+ * other locks of the window, or asks for several at once (MPI_Win_lock_all), is granted
+ * whenever no exclusive lock is held, ahead of waiting exclusive lockers. Writers waiting
+ * keep every other shared request out (so a stream of readers does not starve them), but
+ * one queued behind a writer while holding another target's lock could close a cycle that
+ * the program does not have: two lock_alls, each holding the target whose writer the other
+ * waits behind (two MPI_Win_lock_all beside two MPI_Win_lock(exclusive) did so at 8 ranks;
+ * tests/mr/mr_rma_locks.c). */
+#define SHIM_LOCK_AHEAD (1 << 16)
+#define SHIM_LOCK_TYPE(arg) ((arg) & (SHIM_LOCK_AHEAD - 1))
 
 /* The op of an accumulate as it travels: a pg_op, or one of these. */
 #define SHIM_AM_REPLACE (-1)
@@ -305,9 +317,13 @@ int shim_win_fence_barrier(struct shim_win *w, const char *fn);
 #define SHIM_WIN_WRITER (1ull << 63)
 #define SHIM_WIN_WAITER (1ull << 32)
 
+/* Whether this process holds a lock that MPI_Win_lock took on some target of w. */
+bool shim_win_holds_lock(const struct shim_win *w);
 /* Takes the lock of type (MPI_LOCK_SHARED or _EXCLUSIVE) on target's lock word, waiting
- * (with progress) while it is held in a conflicting way; an error names fn and target. */
-int shim_win_direct_lock(struct shim_win *w, const char *fn, int target, int type);
+ * (with progress) while it is held in a conflicting way. A shared lock of lock_all's
+ * (several), or one asked for while this process holds another (SHIM_LOCK_AHEAD's cases),
+ * does not wait for waiting writers. An error names fn and target. */
+int shim_win_direct_lock(struct shim_win *w, const char *fn, int target, int type, bool several);
 /* Releases it (a release operation: the next holder sees this process's stores). */
 void shim_win_direct_unlock(struct shim_win *w, int target, int type);
 /* Does op (any kind that moves data) in the caller: done at return. MPI_SUCCESS or an

@@ -296,13 +296,16 @@ static void lock_take(struct shim_win *w, int origin, int type, int tag)
     reply_status(w, origin, tag, MPI_SUCCESS);
 }
 
-/* A lock request: granted now when compatible and nobody waits before it (first come,
- * first served, so a writer is not starved by a stream of readers), else queued. */
-static void serve_lock(struct shim_win *w, int origin, int type, int tag)
+/* A lock request (arg: its type, and SHIM_LOCK_AHEAD): granted now when compatible and
+ * nobody waits before it (first come, first served, so a writer is not starved by a stream
+ * of readers) or it may go ahead of the waiting, else queued. */
+static void serve_lock(struct shim_win *w, int origin, int arg, int tag)
 {
     struct shim_win_waiter *q;
+    int type = SHIM_LOCK_TYPE(arg);
+    bool ahead = (arg & SHIM_LOCK_AHEAD) != 0;
 
-    if (w->nwaiters == 0 && lock_grantable(w, type)) {
+    if ((w->nwaiters == 0 || ahead) && lock_grantable(w, type)) {
         lock_take(w, origin, type, tag);
         return;
     }
@@ -317,7 +320,27 @@ static void serve_lock(struct shim_win *w, int origin, int type, int tag)
         w->waiters = q;
         w->cap_waiters = cap;
     }
-    w->waiters[w->nwaiters++] = (struct shim_win_waiter){origin, tag, type};
+    w->waiters[w->nwaiters++] = (struct shim_win_waiter){origin, tag, type, ahead};
+}
+
+/* Grants the queue's requests in order while they fit, then any that may go ahead of the
+ * first one that does not. */
+static void grant_waiters(struct shim_win *w)
+{
+    bool in_order = true;
+    int kept = 0;
+
+    for (int i = 0; i < w->nwaiters; i++) {
+        struct shim_win_waiter q = w->waiters[i];
+
+        if ((in_order || q.ahead) && lock_grantable(w, q.type)) {
+            lock_take(w, q.origin, q.type, q.reply_tag);
+            continue;
+        }
+        in_order = false;
+        w->waiters[kept++] = q;
+    }
+    w->nwaiters = kept;
 }
 
 static void serve_unlock(struct shim_win *w, int origin, int tag)
@@ -332,13 +355,7 @@ static void serve_unlock(struct shim_win *w, int origin, int tag)
         st = MPI_ERR_RMA_SYNC;
     }
     reply_status(w, origin, tag, st);
-    /* Grant the queue's head while it fits. */
-    while (w->nwaiters > 0 && lock_grantable(w, w->waiters[0].type)) {
-        struct shim_win_waiter next = w->waiters[0];
-
-        memmove(w->waiters, w->waiters + 1, sizeof(*w->waiters) * (size_t)--w->nwaiters);
-        lock_take(w, next.origin, next.type, next.reply_tag);
-    }
+    grant_waiters(w);
 }
 
 static void serve(struct shim_win *w, int origin, const struct am_hdr *h)

@@ -7,7 +7,8 @@
  * announces itself (+SHIM_WIN_WAITER), then swaps the waiter for SHIM_WIN_WRITER once no
  * reader and no writer holds the lock; a shared locker adds one reader while no writer holds
  * or waits. Waiting writers keep new readers out, so a stream of lock_all callers cannot
- * starve MPI_Win_lock(exclusive), as the active-message queue promises too. A waiter
+ * starve MPI_Win_lock(exclusive), as the active-message queue promises too; but not a reader
+ * that holds another lock of the window, or takes lock_all's (SHIM_LOCK_AHEAD). A waiter
  * progresses (so a holder waiting in a message to it is served) and gives up after
  * MPISHIM_TIMEOUT with an error naming the target.
  *
@@ -44,7 +45,9 @@
 
 /* ---- passive-target locks ---- */
 
-static bool try_lock(uint64_t *word, bool excl)
+/* keep_out: the bits that keep a shared locker out (SHIM_WIN_WRITER, and LOCK_WAITERS unless
+ * it may go ahead of waiting writers). */
+static inline bool try_lock(uint64_t *word, bool excl, uint64_t keep_out)
 {
     uint64_t v = __atomic_load_n(word, __ATOMIC_RELAXED);
 
@@ -53,25 +56,22 @@ static bool try_lock(uint64_t *word, bool excl)
                __atomic_compare_exchange_n(word, &v, v - SHIM_WIN_WAITER + SHIM_WIN_WRITER, false,
                                            __ATOMIC_ACQUIRE, __ATOMIC_RELAXED);
     }
-    return !(v & (SHIM_WIN_WRITER | LOCK_WAITERS)) &&
+    return !(v & keep_out) &&
            __atomic_compare_exchange_n(word, &v, v + 1, false, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED);
 }
 
-int shim_win_direct_lock(struct shim_win *w, const char *fn, int target, int type)
+/* The wait of a lock not granted at once: out of the fast path, which only tries. */
+static __attribute__((noinline, cold)) int lock_wait(struct shim_win *w, const char *fn, int target,
+                                                     bool excl, bool several)
 {
     uint64_t *word = &w->ctl[target].lock;
-    bool excl = type == MPI_LOCK_EXCLUSIVE;
+    bool ahead = !excl && (several || shim_win_holds_lock(w));
+    uint64_t keep_out = SHIM_WIN_WRITER | (ahead ? 0 : LOCK_WAITERS);
     int spins = 0, rc = PGC_OK;
     struct pg_wait_clock clock;
 
-    if (excl) {
-        __atomic_fetch_add(word, SHIM_WIN_WAITER, __ATOMIC_RELAXED);
-    }
-    if (try_lock(word, excl)) {
-        return MPI_SUCCESS;
-    }
     pg_wait_clock_start(&clock, mps_now());
-    while (rc == PGC_OK && !try_lock(word, excl)) {
+    while (rc == PGC_OK && !try_lock(word, excl, keep_out)) {
         rc = shim_win_wait_step(&clock, &spins);
     }
     if (rc == PGC_OK) {
@@ -87,6 +87,20 @@ int shim_win_direct_lock(struct shim_win *w, const char *fn, int target, int typ
                           excl ? "exclusive" : "shared", target, pg_timeout());
     }
     return shim_error_pg(w->comm, fn, rc);
+}
+
+int shim_win_direct_lock(struct shim_win *w, const char *fn, int target, int type, bool several)
+{
+    uint64_t *word = &w->ctl[target].lock;
+    bool excl = type == MPI_LOCK_EXCLUSIVE;
+
+    if (excl) {
+        __atomic_fetch_add(word, SHIM_WIN_WAITER, __ATOMIC_RELAXED);
+    }
+    if (try_lock(word, excl, several ? SHIM_WIN_WRITER : SHIM_WIN_WRITER | LOCK_WAITERS)) {
+        return MPI_SUCCESS;
+    }
+    return lock_wait(w, fn, target, excl, several);
 }
 
 void shim_win_direct_unlock(struct shim_win *w, int target, int type)

@@ -93,7 +93,8 @@ static int check_target(struct shim_win *w, const char *fn, int rank)
 }
 
 /* The direct path's lock_many: takes or releases the lock words (of type) of target only,
- * or of all. On a failure the locks taken are given back. */
+ * or of all (in rank order; see SHIM_LOCK_AHEAD). On a failure the locks taken are given
+ * back. */
 static int direct_many(struct shim_win *w, const char *fn, bool take, int type, int only)
 {
     int lo = only < 0 ? 0 : only, hi = only < 0 ? w->size : only + 1;
@@ -102,7 +103,7 @@ static int direct_many(struct shim_win *w, const char *fn, bool take, int type, 
     for (r = lo; r < hi; r++) {
         if (!take) {
             shim_win_direct_unlock(w, r, type);
-        } else if ((rc = shim_win_direct_lock(w, fn, r, type)) != MPI_SUCCESS) {
+        } else if ((rc = shim_win_direct_lock(w, fn, r, type, true)) != MPI_SUCCESS) {
             break;
         }
     }
@@ -112,25 +113,42 @@ static int direct_many(struct shim_win *w, const char *fn, bool take, int type, 
     return rc;
 }
 
+/* Other threads may lock and unlock other targets meanwhile: their entries are read atomic.
+ * A scan of every target, so it runs only where a lock is not granted at once (direct) or
+ * costs a message anyway (active messages), not on a lock's fast path. */
+bool shim_win_holds_lock(const struct shim_win *w)
+{
+    for (int r = 0; r < w->size; r++) {
+        if (__atomic_load_n(&w->locked[r], __ATOMIC_RELAXED) > 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
 /* Sends lock or unlock requests (kind, of lock type) to target only, or to all (only < 0),
- * and waits for the answers; on the direct path, takes or releases the lock words instead. */
+ * and waits for the answers; on the direct path, takes or releases the lock words instead.
+ * A shared lock goes ahead of waiting writers where this process takes several or holds
+ * another (SHIM_LOCK_AHEAD). */
 static int lock_many(struct shim_win *w, const char *fn, enum shim_am_kind kind, int type, int only)
 {
     int rc = PGC_OK;
+    bool ahead;
 
     if (w->direct && only >= 0 && kind == SHIM_AM_UNLOCK) {
         shim_win_direct_unlock(w, only, type);
         return MPI_SUCCESS;
     }
     if (w->direct && only >= 0) {
-        return shim_win_direct_lock(w, fn, only, type);
+        return shim_win_direct_lock(w, fn, only, type, false);
     }
     if (w->direct) {
         return direct_many(w, fn, kind == SHIM_AM_LOCK, type, only);
     }
+    ahead = kind == SHIM_AM_LOCK && type == MPI_LOCK_SHARED && (only < 0 || shim_win_holds_lock(w));
     for (int r = 0; r < w->size && rc == PGC_OK; r++) {
         if (only < 0 || r == only) {
-            rc = shim_win_control(w, kind, r, type, true);
+            rc = shim_win_control(w, kind, r, ahead ? type | SHIM_LOCK_AHEAD : type, true);
         }
     }
     if (rc != PGC_OK) {
@@ -174,7 +192,8 @@ int PMPI_Win_lock(int lock_type, int rank, int assert, MPI_Win win)
             return rc;
         }
     }
-    w->locked[rank] = assert &MPI_MODE_NOCHECK ? -lock_type : lock_type;
+    __atomic_store_n(&w->locked[rank], assert &MPI_MODE_NOCHECK ? -lock_type : lock_type,
+                     __ATOMIC_RELAXED);
     return MPI_SUCCESS;
 }
 
@@ -208,7 +227,7 @@ int PMPI_Win_unlock(int rank, MPI_Win win)
                           "rank %d is not locked by this process", rank);
     }
     type = w->locked[rank]; /* < 0: MPI_MODE_NOCHECK, no lock was taken */
-    w->locked[rank] = 0;
+    __atomic_store_n(&w->locked[rank], 0, __ATOMIC_RELAXED);
     rc = w->direct ? MPI_SUCCESS : shim_win_settle(w, SHIM_FN); /* direct: nothing in flight */
     epoch_end_fence(w, type > 0);
     if (rc == MPI_SUCCESS && type > 0) {
