@@ -137,6 +137,9 @@ int main(int argc, char **argv)
             MPI_Recv(&peer, sizeof(peer), MPI_BYTE, 1, TAG_PID, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
         rank0(peer);
     }
+    /* Rank 0 is done long before rank 1 (its dump, its barrier): meet without a timeout
+     * before mrt_finish's reduce, which a slow machine could otherwise time out. */
+    mrt_polled_barrier();
     dup2(err_fd, 2);
     unlink(path);
     return mrt_finish("mr_flight");
